@@ -1,0 +1,101 @@
+// The raw stream: what the runtime puts on disk while the program runs.
+//
+// One file per process image (raw/<host>.<pid>.<exec-generation>.hpr). The
+// drain appends whole chunks with one write() each, so a crash or kill loses
+// at most the chunk being built (one flush interval); a torn last chunk is
+// detected by its length and checksum and skipped. The finalizer
+// (tools/finalize) turns these files into the OTF2 archive; it can run after
+// the process died.
+//
+// File:  "HYBPRAW1" then chunks.
+// Chunk: u32 magic 'HPRC', u32 payload bytes, u32 FNV-1a of payload, u32 0,
+//        payload = records. A record is a varint tag then its fields:
+//        integers as LEB128 varints, signed deltas zigzag-encoded, strings as
+//        varint length + bytes. Sample and region timestamps are deltas
+//        against the previous timestamp of the same thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace hybridprof::raw {
+
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '1'};
+inline constexpr uint32_t kChunkMagic = 0x43525048;  // "HPRC"
+
+enum class Tag : uint32_t {
+  kProcessBegin = 1,
+  kModuleLoad = 2,
+  kModuleUnload = 3,
+  kThreadBegin = 4,
+  kThreadEnd = 5,
+  kCctNode = 6,
+  kSample = 7,
+  kRegionDef = 8,
+  kEnter = 9,
+  kLeave = 10,
+  kProcessEnd = 11,
+  kNotice = 12,
+};
+
+// CCT node ids 0..2 are synthetic roots: a complete stack hangs under
+// kRootComplete; a stack cut at --max-depth under kRootTruncated; a stack
+// whose unwind failed part-way under kRootUnwindFailed.
+inline constexpr uint32_t kRootComplete = 0;
+inline constexpr uint32_t kRootTruncated = 1;
+inline constexpr uint32_t kRootUnwindFailed = 2;
+inline constexpr uint32_t kFirstCctNode = 3;
+// Module id 0 means "address in no known module"; offset is then absolute.
+inline constexpr uint32_t kUnknownModule = 0;
+
+struct ProcessBegin {
+  uint64_t pid = 0, ppid = 0;
+  uint64_t monotonic_ns = 0, realtime_ns = 0;
+  uint64_t exec_generation = 0;
+  int64_t mpi_rank = -1;
+  std::string hostname, executable;
+  std::vector<std::string> args;
+  std::string event;      // what is really sampled, e.g. "cpu-clock"
+  std::string mechanism;  // "perf_event" or "posix-timer"
+  uint64_t period = 0;    // events (or ns for clocks) between samples, or Hz
+  bool frequency = false; // period holds a frequency in Hz
+  uint64_t max_depth = 0;
+  uint64_t signal = 0;
+};
+struct ModuleLoad {
+  uint32_t id = 0;
+  uint64_t timestamp_ns = 0;
+  uint64_t bias = 0;        // load bias: runtime address = bias + ELF vaddr
+  uint64_t start = 0, end = 0;  // runtime address range of its PT_LOAD segments
+  std::string path;
+};
+struct ModuleUnload { uint32_t id = 0; uint64_t timestamp_ns = 0; };
+struct ThreadBegin { uint32_t thread = 0; uint64_t tid = 0; uint64_t timestamp_ns = 0; std::string name; };
+struct ThreadCounters {
+  uint64_t samples = 0;         // samples recorded into the ring
+  uint64_t dropped = 0;         // samples lost: ring full or profiler busy
+  uint64_t unwind_failed = 0;   // unwinds that stopped with an error
+  uint64_t truncated = 0;       // unwinds cut at --max-depth
+};
+struct ThreadEnd { uint32_t thread = 0; uint64_t timestamp_ns = 0; ThreadCounters counters; };
+struct CctNode { uint32_t id = 0, parent = 0, module = 0; uint64_t offset = 0; };
+struct Sample { uint32_t thread = 0; uint64_t timestamp_ns = 0; uint32_t node = 0; uint32_t flags = 0; };
+struct RegionDef { uint32_t id = 0; std::string name; uint32_t paradigm = 0; };
+struct RegionEvent { uint32_t thread = 0; uint64_t timestamp_ns = 0; uint32_t region = 0; uint32_t node = 0; };
+struct Enter : RegionEvent {};
+struct Leave : RegionEvent {};
+enum class EndReason : uint32_t { kExit = 0, kSignal = 1, kExec = 2 };
+struct ProcessEnd {
+  uint64_t timestamp_ns = 0;
+  EndReason reason = EndReason::kExit;
+  int64_t status = 0;                // exit status or signal number
+  uint64_t samples_without_thread = 0;  // signals on threads we never saw start
+};
+struct Notice { std::string text; };
+
+using Record = std::variant<ProcessBegin, ModuleLoad, ModuleUnload, ThreadBegin, ThreadEnd,
+                            CctNode, Sample, RegionDef, Enter, Leave, ProcessEnd, Notice>;
+
+}  // namespace hybridprof::raw

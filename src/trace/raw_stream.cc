@@ -1,0 +1,356 @@
+#include "trace/raw_stream.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <type_traits>
+
+namespace hybridprof::raw {
+namespace {
+
+uint32_t fnv1a(const unsigned char* p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+void put_u32(unsigned char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+uint32_t get_u32(const unsigned char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+bool write_all(int fd, const unsigned char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+constexpr size_t kChunkHeader = 16;
+
+// Decodes one chunk's payload.
+class Decoder {
+ public:
+  Decoder(const unsigned char* p, size_t n, std::vector<uint64_t>& last_ts)
+      : p_(p), end_(p + n), last_ts_(last_ts) {}
+
+  bool done() const { return p_ >= end_; }
+  bool ok() const { return ok_; }
+
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ >= end_) return fail();
+      unsigned char b = *p_++;
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return v;
+    }
+    return fail();
+  }
+  int64_t signed_varint() {
+    uint64_t z = varint();
+    return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
+  }
+  uint32_t u32() { return static_cast<uint32_t>(varint()); }
+  std::string string() {
+    uint64_t n = varint();
+    if (n > static_cast<uint64_t>(end_ - p_)) {
+      fail();
+      return {};
+    }
+    std::string s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+  uint64_t timestamp(uint32_t thread) {
+    if (thread >= last_ts_.size()) last_ts_.resize(thread + 1, 0);
+    last_ts_[thread] += static_cast<uint64_t>(signed_varint());
+    return last_ts_[thread];
+  }
+
+  bool next(Record& out) {
+    const auto tag = static_cast<Tag>(varint());
+    switch (tag) {
+      case Tag::kProcessBegin: {
+        ProcessBegin r;
+        r.pid = varint(); r.ppid = varint();
+        r.monotonic_ns = varint(); r.realtime_ns = varint();
+        r.exec_generation = varint(); r.mpi_rank = signed_varint();
+        r.hostname = string(); r.executable = string();
+        const uint64_t argc = varint();
+        for (uint64_t i = 0; i < argc && ok_; ++i) r.args.push_back(string());
+        r.event = string(); r.mechanism = string();
+        r.period = varint(); r.frequency = varint() != 0;
+        r.max_depth = varint(); r.signal = varint();
+        out = std::move(r);
+        break;
+      }
+      case Tag::kModuleLoad: {
+        ModuleLoad r;
+        r.id = u32(); r.timestamp_ns = varint(); r.bias = varint();
+        r.start = varint(); r.end = varint(); r.path = string();
+        out = std::move(r);
+        break;
+      }
+      case Tag::kModuleUnload: {
+        ModuleUnload r;
+        r.id = u32(); r.timestamp_ns = varint();
+        out = r;
+        break;
+      }
+      case Tag::kThreadBegin: {
+        ThreadBegin r;
+        r.thread = u32(); r.tid = varint(); r.timestamp_ns = timestamp(r.thread); r.name = string();
+        out = std::move(r);
+        break;
+      }
+      case Tag::kThreadEnd: {
+        ThreadEnd r;
+        r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
+        r.counters.samples = varint(); r.counters.dropped = varint();
+        r.counters.unwind_failed = varint(); r.counters.truncated = varint();
+        out = r;
+        break;
+      }
+      case Tag::kCctNode: {
+        CctNode r;
+        r.id = u32(); r.parent = u32(); r.module = u32(); r.offset = varint();
+        out = r;
+        break;
+      }
+      case Tag::kSample: {
+        Sample r;
+        r.thread = u32(); r.timestamp_ns = timestamp(r.thread); r.node = u32(); r.flags = u32();
+        out = r;
+        break;
+      }
+      case Tag::kRegionDef: {
+        RegionDef r;
+        r.id = u32(); r.name = string(); r.paradigm = u32();
+        out = std::move(r);
+        break;
+      }
+      case Tag::kEnter:
+      case Tag::kLeave: {
+        RegionEvent r;
+        r.thread = u32(); r.timestamp_ns = timestamp(r.thread); r.region = u32(); r.node = u32();
+        if (tag == Tag::kEnter) out = Enter{r}; else out = Leave{r};
+        break;
+      }
+      case Tag::kProcessEnd: {
+        ProcessEnd r;
+        r.timestamp_ns = varint(); r.reason = static_cast<EndReason>(varint());
+        r.status = signed_varint(); r.samples_without_thread = varint();
+        out = r;
+        break;
+      }
+      case Tag::kNotice:
+        out = Notice{string()};
+        break;
+      default:
+        return fail() != 0;
+    }
+    return ok_;
+  }
+
+ private:
+  uint64_t fail() {
+    ok_ = false;
+    p_ = end_;
+    return 0;
+  }
+  const unsigned char* p_;
+  const unsigned char* end_;
+  std::vector<uint64_t>& last_ts_;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+bool StreamWriter::open(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) return false;
+  if (!write_all(fd_, reinterpret_cast<const unsigned char*>(kFileMagic), sizeof kFileMagic)) {
+    int saved = errno;
+    close();
+    errno = saved;
+    return false;
+  }
+  bytes_written_ = sizeof kFileMagic;
+  return true;
+}
+
+StreamWriter::~StreamWriter() { close(); }
+
+void StreamWriter::close() {
+  if (fd_ < 0) return;
+  flush();
+  ::close(fd_);
+  fd_ = -1;
+}
+
+void StreamWriter::put_varint(uint64_t v) {
+  if (chunk_.empty()) chunk_.resize(kChunkHeader);
+  while (v >= 0x80) {
+    chunk_.push_back(static_cast<unsigned char>(v | 0x80));
+    v >>= 7;
+  }
+  chunk_.push_back(static_cast<unsigned char>(v));
+}
+
+void StreamWriter::put_signed(int64_t v) {
+  put_varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+}
+
+void StreamWriter::put_string(const std::string& s) {
+  put_varint(s.size());
+  chunk_.insert(chunk_.end(), s.begin(), s.end());
+}
+
+uint64_t StreamWriter::delta(uint32_t thread, uint64_t ts) {
+  if (thread >= last_ts_.size()) last_ts_.resize(thread + 1, 0);
+  const uint64_t d = ts - last_ts_[thread];
+  last_ts_[thread] = ts;
+  return (d << 1) ^ static_cast<uint64_t>(static_cast<int64_t>(d) >> 63);
+}
+
+void StreamWriter::append(const Record& record) {
+  auto tag = [&](Tag t) { put_varint(static_cast<uint32_t>(t)); };
+  std::visit(
+      [&](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, ProcessBegin>) {
+          tag(Tag::kProcessBegin);
+          put_varint(r.pid); put_varint(r.ppid);
+          put_varint(r.monotonic_ns); put_varint(r.realtime_ns);
+          put_varint(r.exec_generation); put_signed(r.mpi_rank);
+          put_string(r.hostname); put_string(r.executable);
+          put_varint(r.args.size());
+          for (const auto& a : r.args) put_string(a);
+          put_string(r.event); put_string(r.mechanism);
+          put_varint(r.period); put_varint(r.frequency);
+          put_varint(r.max_depth); put_varint(r.signal);
+        } else if constexpr (std::is_same_v<T, ModuleLoad>) {
+          tag(Tag::kModuleLoad);
+          put_varint(r.id); put_varint(r.timestamp_ns); put_varint(r.bias);
+          put_varint(r.start); put_varint(r.end); put_string(r.path);
+        } else if constexpr (std::is_same_v<T, ModuleUnload>) {
+          tag(Tag::kModuleUnload);
+          put_varint(r.id); put_varint(r.timestamp_ns);
+        } else if constexpr (std::is_same_v<T, ThreadBegin>) {
+          tag(Tag::kThreadBegin);
+          put_varint(r.thread); put_varint(r.tid); put_varint(delta(r.thread, r.timestamp_ns));
+          put_string(r.name);
+        } else if constexpr (std::is_same_v<T, ThreadEnd>) {
+          tag(Tag::kThreadEnd);
+          put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+          put_varint(r.counters.samples); put_varint(r.counters.dropped);
+          put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
+        } else if constexpr (std::is_same_v<T, CctNode>) {
+          tag(Tag::kCctNode);
+          put_varint(r.id); put_varint(r.parent); put_varint(r.module); put_varint(r.offset);
+        } else if constexpr (std::is_same_v<T, Sample>) {
+          tag(Tag::kSample);
+          put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+          put_varint(r.node); put_varint(r.flags);
+        } else if constexpr (std::is_same_v<T, RegionDef>) {
+          tag(Tag::kRegionDef);
+          put_varint(r.id); put_string(r.name); put_varint(r.paradigm);
+        } else if constexpr (std::is_same_v<T, Enter> || std::is_same_v<T, Leave>) {
+          tag(std::is_same_v<T, Enter> ? Tag::kEnter : Tag::kLeave);
+          put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+          put_varint(r.region); put_varint(r.node);
+        } else if constexpr (std::is_same_v<T, ProcessEnd>) {
+          tag(Tag::kProcessEnd);
+          put_varint(r.timestamp_ns); put_varint(static_cast<uint32_t>(r.reason));
+          put_signed(r.status); put_varint(r.samples_without_thread);
+        } else if constexpr (std::is_same_v<T, Notice>) {
+          tag(Tag::kNotice);
+          put_string(r.text);
+        }
+      },
+      record);
+}
+
+bool StreamWriter::flush() {
+  if (chunk_.size() <= kChunkHeader || fd_ < 0) return fd_ >= 0;
+  const size_t payload = chunk_.size() - kChunkHeader;
+  put_u32(chunk_.data(), kChunkMagic);
+  put_u32(chunk_.data() + 4, static_cast<uint32_t>(payload));
+  put_u32(chunk_.data() + 8, fnv1a(chunk_.data() + kChunkHeader, payload));
+  put_u32(chunk_.data() + 12, 0);
+  const bool ok = write_all(fd_, chunk_.data(), chunk_.size());
+  if (ok) bytes_written_ += chunk_.size();
+  chunk_.clear();
+  // Deltas restart with every chunk so each chunk decodes on its own.
+  last_ts_.assign(last_ts_.size(), 0);
+  return ok;
+}
+
+bool read_stream(const std::string& path, const std::function<void(const Record&)>& on_record,
+                 ReadSummary* summary, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::vector<unsigned char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() < sizeof kFileMagic || std::memcmp(data.data(), kFileMagic, sizeof kFileMagic) != 0) {
+    *error = path + ": not a hybridprof raw stream";
+    return false;
+  }
+  ReadSummary local;
+  ReadSummary& s = summary ? *summary : local;
+  size_t pos = sizeof kFileMagic;
+  std::vector<uint64_t> last_ts;
+  while (pos < data.size()) {
+    const size_t left = data.size() - pos;
+    if (left < kChunkHeader || get_u32(&data[pos]) != kChunkMagic) {
+      s.problem = "bad chunk header";
+      s.bytes_ignored = left;
+      break;
+    }
+    const uint32_t payload = get_u32(&data[pos + 4]);
+    if (payload > left - kChunkHeader) {
+      s.problem = "torn last chunk (process killed while writing?)";
+      s.bytes_ignored = left;
+      break;
+    }
+    const unsigned char* p = &data[pos + kChunkHeader];
+    if (fnv1a(p, payload) != get_u32(&data[pos + 8])) {
+      s.problem = "chunk checksum mismatch";
+      s.bytes_ignored = left;
+      break;
+    }
+    last_ts.assign(last_ts.size(), 0);
+    Decoder d(p, payload, last_ts);
+    Record r;
+    while (!d.done()) {
+      if (!d.next(r)) break;
+      on_record(r);
+      ++s.records;
+    }
+    if (!d.ok()) {
+      s.problem = "undecodable record";
+      s.bytes_ignored = left;
+      break;
+    }
+    ++s.chunks;
+    pos += kChunkHeader + payload;
+  }
+  return true;
+}
+
+}  // namespace hybridprof::raw

@@ -1,0 +1,56 @@
+// Encoding and decoding of the raw stream (format in raw_format.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trace/raw_format.h"
+
+namespace hybridprof::raw {
+
+// Builds chunks in memory and appends them to a file. Used by the drain
+// thread only; never on the signal path.
+class StreamWriter {
+ public:
+  // Creates `path` (must not exist) and writes the file magic.
+  // Returns false with errno set on failure.
+  bool open(const std::string& path);
+  ~StreamWriter();
+
+  void append(const Record& record);
+  // Writes the pending chunk, if any, with one write(). Returns false on I/O error.
+  bool flush();
+  void close();
+
+  size_t pending_bytes() const { return chunk_.size(); }
+  uint64_t bytes_written() const { return bytes_written_; }
+  bool is_open() const { return fd_ >= 0; }
+
+ private:
+  void put_varint(uint64_t v);
+  void put_signed(int64_t v);
+  void put_string(const std::string& s);
+  uint64_t delta(uint32_t thread, uint64_t ts);
+
+  int fd_ = -1;
+  std::vector<unsigned char> chunk_;
+  std::vector<uint64_t> last_ts_;  // per thread, for timestamp deltas
+  uint64_t bytes_written_ = 0;
+};
+
+struct ReadSummary {
+  uint64_t chunks = 0;
+  uint64_t records = 0;
+  uint64_t bytes_ignored = 0;  // torn or corrupt tail
+  std::string problem;         // why bytes were ignored, if any
+};
+
+// Reads a raw stream file record by record. Returns false (with `error`) only
+// when the file cannot be read at all or is not a raw stream; a torn tail is
+// reported in the summary, the records before it are delivered.
+bool read_stream(const std::string& path, const std::function<void(const Record&)>& on_record,
+                 ReadSummary* summary, std::string* error);
+
+}  // namespace hybridprof::raw

@@ -1,0 +1,51 @@
+// Fixed-layout records that producers (the sample handler, and later the
+// traced-event adapters) write into a thread's ThreadRing. The drain turns
+// them into the raw stream (raw_format.h); nothing here outlives a drain.
+#pragma once
+
+#include <cstdint>
+
+#include "sigsafe/thread_ring.h"
+
+namespace hybridprof {
+
+enum class RecordType : uint16_t {
+  kPadding = kPaddingRecord,
+  kSample = 1,        // SampleRecord
+  kRegionEnter = 2,   // RegionRecord (traced events, later adapters)
+  kRegionLeave = 3,   // RegionRecord
+};
+
+// Bits of SampleRecord::flags.
+enum SampleFlags : uint32_t {
+  kSampleTruncated = 1u << 0,     // the unwind hit --max-depth
+  kSampleUnwindFailed = 1u << 1,  // the unwinder stopped with an error
+};
+
+// A native stack sample. header.aux = number of IPs that follow; ips[0] is the
+// interrupted instruction, the rest are return addresses, outermost last.
+struct SampleRecord {
+  RecordHeader header;
+  uint64_t timestamp_ns;  // CLOCK_MONOTONIC
+  uint32_t flags;         // SampleFlags
+  uint32_t reserved;
+  // uint64_t ips[header.aux];
+  const uint64_t* ips() const { return reinterpret_cast<const uint64_t*>(this + 1); }
+  uint64_t* ips() { return reinterpret_cast<uint64_t*>(this + 1); }
+};
+static_assert(sizeof(SampleRecord) == 24);
+
+constexpr uint32_t sample_record_bytes(uint32_t depth) {
+  return static_cast<uint32_t>(sizeof(SampleRecord)) + 8u * depth;
+}
+
+// Enter/leave of a traced region (MPI call, OpenMP construct, NVTX range...).
+struct RegionRecord {
+  RecordHeader header;
+  uint64_t timestamp_ns;
+  uint32_t region;  // id from the adapter's region table
+  uint32_t reserved;
+};
+static_assert(sizeof(RegionRecord) == 24);
+
+}  // namespace hybridprof
