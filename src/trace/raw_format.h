@@ -79,7 +79,12 @@ struct ThreadCounters {
   uint64_t unwind_failed = 0;   // unwinds that stopped with an error
   uint64_t truncated = 0;       // unwinds cut at --max-depth
 };
-struct ThreadEnd { uint32_t thread = 0; uint64_t timestamp_ns = 0; ThreadCounters counters; };
+struct ThreadEnd {
+  uint32_t thread = 0;
+  uint64_t timestamp_ns = 0;
+  ThreadCounters counters;
+  std::string name;  // the thread's name when it ended (pthread_setname_np)
+};
 struct CctNode { uint32_t id = 0, parent = 0, module = 0; uint64_t offset = 0; };
 struct Sample { uint32_t thread = 0; uint64_t timestamp_ns = 0; uint32_t node = 0; uint32_t flags = 0; };
 struct RegionDef { uint32_t id = 0; std::string name; uint32_t paradigm = 0; };

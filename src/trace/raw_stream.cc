@@ -121,7 +121,8 @@ class Decoder {
         r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
         r.counters.samples = varint(); r.counters.dropped = varint();
         r.counters.unwind_failed = varint(); r.counters.truncated = varint();
-        out = r;
+        r.name = string();
+        out = std::move(r);
         break;
       }
       case Tag::kCctNode: {
@@ -201,6 +202,12 @@ void StreamWriter::close() {
   fd_ = -1;
 }
 
+void StreamWriter::abandon() {
+  chunk_.clear();
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 void StreamWriter::put_varint(uint64_t v) {
   if (chunk_.empty()) chunk_.resize(kChunkHeader);
   while (v >= 0x80) {
@@ -258,6 +265,7 @@ void StreamWriter::append(const Record& record) {
           put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
           put_varint(r.counters.samples); put_varint(r.counters.dropped);
           put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
+          put_string(r.name);
         } else if constexpr (std::is_same_v<T, CctNode>) {
           tag(Tag::kCctNode);
           put_varint(r.id); put_varint(r.parent); put_varint(r.module); put_varint(r.offset);

@@ -23,6 +23,9 @@ class StreamWriter {
   // Writes the pending chunk, if any, with one write(). Returns false on I/O error.
   bool flush();
   void close();
+  // Closes without writing the pending chunk (a fork child's copy of the
+  // parent's writer: that data is the parent's to write).
+  void abandon();
 
   size_t pending_bytes() const { return chunk_.size(); }
   uint64_t bytes_written() const { return bytes_written_; }

@@ -1,0 +1,20 @@
+// Paradigm <-> OTF2_Paradigm, in one place for the writer and the reader.
+#pragma once
+
+#include <otf2/OTF2_GeneralDefinitions.h>
+
+#include <string_view>
+
+#include "otf2/types.h"
+
+namespace hybridprof::otf2 {
+
+// OTF2 3.0 has no Python paradigm, so Python regions are written as
+// OTF2_PARADIGM_USER with this region description and recognised by it.
+inline constexpr std::string_view kPythonRegionDescription = "python";
+
+OTF2_Paradigm to_otf2_paradigm(Paradigm);
+Paradigm from_otf2_paradigm(OTF2_Paradigm, std::string_view region_description);
+const char* paradigm_name(Paradigm);  // "sampling", "python", ... for reports
+
+}  // namespace hybridprof::otf2

@@ -1,0 +1,28 @@
+// Names of the properties the finalizer stores in the archive and
+// hybridprof-report reads back. One list, used by both sides, so a rename
+// cannot silently break the report.
+#pragma once
+
+namespace hybridprof::otf2::property {
+
+// Archive (anchor file) properties: OTF2 wants "NAMESPACE::NAME", [A-Z0-9_].
+inline constexpr const char* kProgram = "HYBRIDPROF::PROGRAM";      // command line
+inline constexpr const char* kEvent = "HYBRIDPROF::EVENT";          // e.g. "cpu-clock"
+inline constexpr const char* kMechanism = "HYBRIDPROF::MECHANISM";  // e.g. "perf_event"
+inline constexpr const char* kPeriod = "HYBRIDPROF::PERIOD";        // "1000 Hz" / "1000000 events"
+inline constexpr const char* kVersion = "HYBRIDPROF::VERSION";
+inline constexpr const char* kNotices = "HYBRIDPROF::NOTICES";      // one notice per line
+
+// Process (OTF2 location group) properties, stored as strings.
+inline constexpr const char* kPid = "PID";
+inline constexpr const char* kExitStatus = "EXIT_STATUS";
+inline constexpr const char* kSamplesWithoutThread = "SAMPLES_WITHOUT_THREAD";
+
+// Thread (OTF2 location) properties, stored as uint64.
+inline constexpr const char* kSamples = "SAMPLES";
+inline constexpr const char* kDropped = "DROPPED";
+inline constexpr const char* kUnwindFailures = "UNWIND_FAILURES";
+inline constexpr const char* kTruncated = "TRUNCATED";
+inline constexpr const char* kTid = "TID";
+
+}  // namespace hybridprof::otf2::property

@@ -1,0 +1,239 @@
+#include "trace/drain.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/clock.h"
+#include "trace/records.h"
+
+namespace hybridprof {
+
+Drain::~Drain() {
+  if (thread_started_ && !finished_) stop(raw::ProcessEnd{monotonic_ns()});
+}
+
+bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::string* error) {
+  options_ = options;
+  if (!writer_.open(options.raw_path)) {
+    *error = "cannot create " + options.raw_path + ": " + std::strerror(errno);
+    return false;
+  }
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    *error = std::string("eventfd: ") + std::strerror(errno);
+    return false;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    writer_.append(begin);
+    for (const auto& r : modules_.all_as_records()) writer_.append(r);
+    writer_.flush();
+  }
+  if (options.create_thread(&thread_, nullptr, &Drain::thread_main, this) != 0) {
+    *error = "cannot start the drain thread";
+    return false;
+  }
+  thread_started_ = true;
+  return true;
+}
+
+void* Drain::thread_main(void* self) {
+  // The drain must never run the program's signal handlers nor be sampled.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  static_cast<Drain*>(self)->loop();
+  return nullptr;
+}
+
+void Drain::loop() {
+  pollfd pfd{wake_fd_, POLLIN, 0};
+  for (;;) {
+    poll(&pfd, 1, static_cast<int>(options_.flush_interval_ms));
+    uint64_t ignored;
+    while (read(wake_fd_, &ignored, sizeof ignored) > 0) {
+    }
+    if (const int sig = terminate_signal_.load()) {
+      {
+        std::lock_guard lock(mutex_);
+        finish_locked(raw::ProcessEnd{monotonic_ns(), raw::EndReason::kSignal, sig, 0});
+      }
+      if (options_.on_terminated) options_.on_terminated(sig);
+      return;
+    }
+    if (stop_requested_.load()) return;
+    std::lock_guard lock(mutex_);
+    if (finished_) return;
+    drain_rings_locked();
+    writer_.flush();
+  }
+}
+
+ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns) {
+  void* storage = mmap(nullptr, options_.ring_bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (storage == MAP_FAILED) return nullptr;
+  auto* t = new ThreadState(storage, options_.ring_bytes);
+  t->tid = tid;
+  t->begin_ns = now_ns;
+  std::lock_guard lock(mutex_);
+  t->index = next_thread_index_++;
+  threads_.push_back(t);
+  if (!finished_) writer_.append(raw::ThreadBegin{t->index, static_cast<uint64_t>(tid), now_ns, {}});
+  return t;
+}
+
+void Drain::finish_thread(ThreadState* t, uint64_t now_ns) {
+  t->end_ns = now_ns;
+  t->finished.store(true, std::memory_order_release);
+}
+
+void Drain::append(const raw::Record& record) {
+  std::lock_guard lock(mutex_);
+  if (!finished_) writer_.append(record);
+}
+
+void Drain::append(const std::vector<raw::Record>& records) {
+  std::lock_guard lock(mutex_);
+  if (finished_) return;
+  for (const auto& r : records) writer_.append(r);
+}
+
+void Drain::flush_now() {
+  std::lock_guard lock(mutex_);
+  if (finished_) return;
+  drain_rings_locked();
+  writer_.flush();
+}
+
+void Drain::drain_rings_locked() {
+  // Copy: end_thread_locked() removes entries.
+  const std::vector<ThreadState*> threads = threads_;
+  for (ThreadState* t : threads) {
+    // Read `finished` first: once it is set the ring holds its last records.
+    const bool finished = t->finished.load(std::memory_order_acquire);
+    t->ring.consume([&](const RecordHeader& h) { convert_locked(*t, h); });
+    if (finished) end_thread_locked(t);
+  }
+}
+
+void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
+  switch (static_cast<RecordType>(h.type)) {
+    case RecordType::kSample: {
+      const auto& s = reinterpret_cast<const SampleRecord&>(h);
+      const uint32_t depth = h.aux;
+      uint32_t node = (s.flags & kSampleTruncated)      ? raw::kRootTruncated
+                      : (s.flags & kSampleUnwindFailed) ? raw::kRootUnwindFailed
+                                                        : raw::kRootComplete;
+      new_nodes_.clear();
+      ModuleInfo module;
+      bool have_module = false;
+      for (uint32_t i = depth; i-- > 0;) {
+        // Return addresses point after the call: step back into it so the
+        // call's own line is what gets symbolized.
+        const uint64_t address = i == 0 ? s.ips()[0] : s.ips()[i] - 1;
+        if (!have_module || address < module.start || address >= module.end)
+          have_module = modules_.find(address, s.timestamp_ns, &module);
+        node = have_module ? cct_.child(node, module.id, address - module.bias, &new_nodes_)
+                           : cct_.child(node, raw::kUnknownModule, address, &new_nodes_);
+      }
+      for (const auto& n : new_nodes_) writer_.append(n);
+      writer_.append(raw::Sample{t.index, s.timestamp_ns, node, s.flags});
+      break;
+    }
+    case RecordType::kRegionEnter:
+    case RecordType::kRegionLeave: {
+      const auto& r = reinterpret_cast<const RegionRecord&>(h);
+      const raw::RegionEvent e{t.index, r.timestamp_ns, r.region, raw::kRootComplete};
+      if (h.type == static_cast<uint16_t>(RecordType::kRegionEnter))
+        writer_.append(raw::Enter{e});
+      else
+        writer_.append(raw::Leave{e});
+      break;
+    }
+    default:
+      break;  // unknown record from a newer producer: skip, the size says how far
+  }
+}
+
+void Drain::end_thread_locked(ThreadState* t) {
+  writer_.append(raw::ThreadEnd{t->index, t->end_ns ? t->end_ns : monotonic_ns(), t->counters(),
+                                std::string(t->name, strnlen(t->name, sizeof t->name))});
+  threads_.erase(std::remove(threads_.begin(), threads_.end(), t), threads_.end());
+  void* storage = t->ring_storage;
+  const size_t bytes = t->ring_bytes;
+  delete t;
+  munmap(storage, bytes);
+}
+
+void Drain::finish_locked(const raw::ProcessEnd& end) {
+  if (finished_) return;
+  drain_rings_locked();
+  // Threads still running (exit from another thread, a signal): end them
+  // now but keep their state: they may still be inside a handler.
+  for (ThreadState* t : threads_) {
+    writer_.append(raw::ThreadEnd{t->index, end.timestamp_ns, t->counters(),
+                                  std::string(t->name, strnlen(t->name, sizeof t->name))});
+  }
+  writer_.append(end);
+  writer_.close();
+  finished_ = true;
+}
+
+void Drain::stop(const raw::ProcessEnd& end) {
+  if (thread_started_ && !pthread_equal(thread_, pthread_self())) {
+    stop_requested_.store(true);
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t w = write(wake_fd_, &one, sizeof one);
+    pthread_join(thread_, nullptr);
+    thread_started_ = false;
+  }
+  std::lock_guard lock(mutex_);
+  finish_locked(end);
+}
+
+// Async-signal-safe: an atomic store and write(2).
+void Drain::request_terminate_from_signal(int signal) {
+  int expected = 0;
+  if (!terminate_signal_.compare_exchange_strong(expected, signal)) return;
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t w = write(wake_fd_, &one, sizeof one);
+}
+
+void Drain::prepare_fork() {
+  mutex_.lock();
+  modules_.prepare_fork();
+}
+
+void Drain::after_fork_in_parent() {
+  modules_.after_fork();
+  mutex_.unlock();
+}
+
+void Drain::after_fork_in_child() {
+  modules_.after_fork();
+  // The parent's drain thread does not exist here and its stream and
+  // threads belong to the parent: drop them without flushing (the pending
+  // chunk is the parent's data) and leak the states (the parent frees its own).
+  writer_.abandon();
+  threads_.clear();
+  cct_.clear();
+  next_thread_index_ = 0;
+  finished_ = false;
+  thread_started_ = false;
+  stop_requested_ = false;
+  terminate_signal_ = 0;
+  if (wake_fd_ >= 0) close(wake_fd_);
+  wake_fd_ = -1;
+  mutex_.unlock();
+}
+
+uint64_t Drain::bytes_written() const { return writer_.bytes_written(); }
+
+}  // namespace hybridprof

@@ -1,0 +1,98 @@
+// Drain: the one background thread per process that empties every thread's
+// ring, interns stacks into the calling-context tree and streams the raw
+// stream to disk every flush interval.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "trace/calling_context_tree.h"
+#include "trace/module_table.h"
+#include "trace/raw_stream.h"
+#include "trace/thread_state.h"
+
+namespace hybridprof {
+
+class Drain {
+ public:
+  using CreateThreadFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  struct Options {
+    std::string raw_path;
+    uint32_t flush_interval_ms = 50;
+    size_t ring_bytes = 256 * 1024;
+    // The real pthread_create: the drain thread must not be sampled itself.
+    CreateThreadFn create_thread = pthread_create;
+    // Runs on the drain thread after a terminate request (from a signal
+    // handler) was fully flushed; typically re-raises the signal.
+    std::function<void(int signal)> on_terminated;
+  };
+
+  Drain(ModuleTable& modules) : modules_(modules) {}
+  ~Drain();
+
+  // Opens the raw stream, writes `begin` and the current modules, starts the thread.
+  bool start(const Options& options, const raw::ProcessBegin& begin, std::string* error);
+  bool running() const { return thread_started_; }
+
+  // On the new thread, outside signal handlers: its ring and counters.
+  ThreadState* add_thread(pid_t tid, uint64_t now_ns);
+  // The thread will write no more; the drain ends it after its last records.
+  void finish_thread(ThreadState* t, uint64_t now_ns);
+
+  // Records from outside the signal path (module changes, notices, region
+  // definitions). Thread-safe.
+  void append(const raw::Record& record);
+  void append(const std::vector<raw::Record>& records);
+
+  // Synchronously empties all rings and writes to disk (exec, tests).
+  void flush_now();
+
+  // Final drain: ends every thread, writes `end`, closes the stream, joins.
+  void stop(const raw::ProcessEnd& end);
+
+  // Async-signal-safe: asks the drain thread to finish as if by stop() with
+  // a signal end reason, then call on_terminated(signal).
+  void request_terminate_from_signal(int signal);
+
+  // pthread_atfork hooks: hold the locks across fork so the child gets them
+  // in a consistent state; the child then forgets the parent's stream and
+  // threads so start() can begin its own.
+  void prepare_fork();
+  void after_fork_in_parent();
+  void after_fork_in_child();
+
+  uint64_t bytes_written() const;
+
+ private:
+  static void* thread_main(void* self);
+  void loop();
+  void drain_rings_locked();
+  void convert_locked(ThreadState& t, const RecordHeader& h);
+  void end_thread_locked(ThreadState* t);
+  void finish_locked(const raw::ProcessEnd& end);
+
+  ModuleTable& modules_;
+  Options options_;
+  std::mutex mutex_;  // guards everything below
+  raw::StreamWriter writer_;
+  CallingContextTree cct_;
+  std::vector<ThreadState*> threads_;
+  std::vector<raw::CctNode> new_nodes_;
+  uint32_t next_thread_index_ = 0;
+  bool finished_ = false;
+
+  pthread_t thread_{};
+  bool thread_started_ = false;
+  int wake_fd_ = -1;                      // eventfd: stop / terminate requests
+  std::atomic<int> terminate_signal_{0};
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace hybridprof

@@ -1,0 +1,52 @@
+// The modules (executable, shared libraries, vDSO) mapped into the process,
+// with the time span each was loaded, so an address sampled at time t is
+// attributed to the module that was really there at t even after dlclose.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "trace/raw_format.h"
+
+namespace hybridprof {
+
+struct ModuleInfo {
+  uint32_t id = 0;
+  std::string path;
+  uint64_t bias = 0, start = 0, end = 0;
+  uint64_t load_ns = 0;
+  uint64_t unload_ns = UINT64_MAX;  // still loaded
+};
+
+class ModuleTable {
+ public:
+  // Re-reads the loaded modules with dl_iterate_phdr. Modules not seen
+  // before get an id and load time `load_ns` (the time the dlopen began, so
+  // samples in library constructors count); modules gone since the last
+  // refresh get unload time `now_ns`. Changes are appended to *changes.
+  // Not for signal handlers.
+  void refresh(uint64_t load_ns, uint64_t now_ns, std::vector<raw::Record>* changes);
+
+  // Every module ever seen, as load records (for a new raw stream after fork).
+  std::vector<raw::Record> all_as_records() const;
+
+  // The module containing `address` at time `timestamp_ns`, copied out.
+  // Returns false for an address in no module.
+  bool find(uint64_t address, uint64_t timestamp_ns, ModuleInfo* out) const;
+
+  // pthread_atfork hooks (see Drain).
+  void prepare_fork() { mutex_.lock(); }
+  void after_fork() { mutex_.unlock(); }
+
+  // For tests: adds a module by hand.
+  void add(const ModuleInfo& module);
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<ModuleInfo> modules_;  // sorted by start
+  uint32_t next_id_ = 1;             // 0 is raw::kUnknownModule
+};
+
+}  // namespace hybridprof

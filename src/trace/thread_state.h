@@ -1,0 +1,64 @@
+// ThreadState: what the signal path of one sampled thread writes to, and the
+// drain reads. Allocated when the thread starts (outside any handler), freed
+// by the drain once the thread has finished and its ring is empty.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "sigsafe/thread_ring.h"
+#include "trace/raw_format.h"
+
+namespace hybridprof {
+
+struct ThreadState {
+  ThreadState(void* storage, size_t bytes)
+      : ring(storage, bytes), ring_storage(storage), ring_bytes(bytes) {}
+
+  ThreadRing ring;
+  void* const ring_storage;  // mapped by the drain, unmapped when it frees the state
+  const size_t ring_bytes;
+  uint32_t index = 0;  // dense per process, the thread's id in the raw stream
+  pid_t tid = 0;
+  uint64_t begin_ns = 0;
+
+  // Written by the signal path (same thread), read by the drain.
+  std::atomic<uint64_t> samples{0}, dropped{0}, unwind_failed{0}, truncated{0};
+  // Reentrancy guard: nonzero while profiler code (or a loader call that the
+  // unwinder must not race) runs on this thread; a sample then drops.
+  std::atomic<int> busy{0};
+
+  // Set by the thread when it stops producing; the drain then ends it.
+  std::atomic<bool> finished{false};
+  uint64_t end_ns = 0;
+  char name[16] = {};
+
+  raw::ThreadCounters counters() const {
+    return {samples.load(std::memory_order_relaxed), dropped.load(std::memory_order_relaxed),
+            unwind_failed.load(std::memory_order_relaxed), truncated.load(std::memory_order_relaxed)};
+  }
+};
+
+// Marks profiler work on this thread for its lifetime; a sample arriving
+// meanwhile is dropped and counted instead of racing the work.
+class BusyScope {
+ public:
+  explicit BusyScope(ThreadState* t) : t_(t) {
+    if (t_) t_->busy.fetch_add(1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~BusyScope() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (t_) t_->busy.fetch_sub(1, std::memory_order_relaxed);
+  }
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+
+ private:
+  ThreadState* t_;
+};
+
+}  // namespace hybridprof

@@ -1,0 +1,57 @@
+// IP -> function, file:line and inline chain, read from the module's DWARF with
+// elfutils libdw. Runs after sampling (at exit / MPI_Finalize), never on the
+// signal path: it allocates, opens files and may be slow on first use of a module.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace hybridprof::symbolizer {
+
+struct SourceFrame {
+  std::string function;  // demangled C++ name (e.g. "ns::Foo::bar(int)"), or plain C name
+  std::string file;      // source file path as in DWARF (absolute if DWARF gives comp_dir), "" if unknown
+  uint32_t line = 0;     // 0 if unknown
+  bool inlined = false;  // this frame was inlined into the next frame in the vector
+  bool resolved = true;  // false when no symbol was found: function is then "<module basename>+0x<hex>"
+
+  friend bool operator==(const SourceFrame&, const SourceFrame&) = default;
+};
+
+class ModuleDebugInfo;  // one opened module (its Dwfl session), see module_debug_info.h
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // `address` is an ELF virtual address inside the file at `module_path` (i.e. runtime
+  // address minus the module's load bias, as dl_iterate_phdr's dlpi_addr gives).
+  // Returns frames innermost first: inlined callees first, the real (out-of-line)
+  // function last. Never empty. Results are cached per (module, address).
+  // Thread-compatible (one thread at a time). Never throws, never prints.
+  std::vector<SourceFrame> resolve(const std::string& module_path, uint64_t address);
+
+ private:
+  struct Module {
+    std::unique_ptr<ModuleDebugInfo> debug_info;  // null when the file cannot be opened
+    std::unordered_map<uint64_t, std::vector<SourceFrame>> frames_by_address;
+  };
+  Module& module_for(const std::string& module_path);
+
+  std::unordered_map<std::string, Module> modules_;
+};
+
+// Demangles an Itanium C++ ABI name ("_ZN2ns3fooEi" -> "ns::foo(int)"); returns the
+// input unchanged if it is not a mangled name or cannot be demangled.
+std::string demangle(const std::string& mangled);
+
+// The frame returned when nothing is known: "<basename of module_path>+0x<hex address>".
+SourceFrame unresolved_frame(const std::string& module_path, uint64_t address);
+
+}  // namespace hybridprof::symbolizer
