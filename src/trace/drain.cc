@@ -113,6 +113,11 @@ void Drain::flush_now() {
 }
 
 void Drain::drain_rings_locked() {
+  // Libraries loaded since the last cycle must be known before the samples
+  // taken in them are interned.
+  std::vector<raw::Record> changes;
+  modules_.refresh(monotonic_ns(), &changes);
+  for (const auto& r : changes) writer_.append(r);
   // Copy: end_thread_locked() removes entries.
   const std::vector<ThreadState*> threads = threads_;
   for (ThreadState* t : threads) {

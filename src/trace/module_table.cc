@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 
 namespace hybridprof {
 namespace {
@@ -38,16 +39,39 @@ int collect(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+struct LoaderCounters {
+  unsigned long long adds = 0, subs = 0;
+};
+
+int read_counters(dl_phdr_info* info, size_t size, void* data) {
+  if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    auto* c = static_cast<LoaderCounters*>(data);
+    c->adds = info->dlpi_adds;
+    c->subs = info->dlpi_subs;
+  }
+  return 1;  // the first entry is enough
+}
+
 raw::Record load_record(const ModuleInfo& m) {
   return raw::ModuleLoad{m.id, m.load_ns, m.bias, m.start, m.end, m.path};
 }
 
 }  // namespace
 
-void ModuleTable::refresh(uint64_t load_ns, uint64_t now_ns, std::vector<raw::Record>* changes) {
+void ModuleTable::refresh(uint64_t now_ns, std::vector<raw::Record>* changes, bool force) {
+  LoaderCounters counters;
+  dl_iterate_phdr(read_counters, &counters);
+  std::lock_guard lock(mutex_);
+  if (!force && counters.adds == loader_adds_ && counters.subs == loader_subs_ && last_refresh_ns_ != 0) {
+    last_refresh_ns_ = now_ns;
+    return;
+  }
+  loader_adds_ = counters.adds;
+  loader_subs_ = counters.subs;
+  const uint64_t load_ns = last_refresh_ns_;
+  last_refresh_ns_ = now_ns;
   std::vector<Mapping> now;
   dl_iterate_phdr(collect, &now);
-  std::lock_guard lock(mutex_);
   for (auto& m : modules_) {
     if (m.unload_ns != UINT64_MAX) continue;
     const bool present = std::any_of(now.begin(), now.end(), [&](const Mapping& x) {

@@ -22,12 +22,15 @@ struct ModuleInfo {
 
 class ModuleTable {
  public:
-  // Re-reads the loaded modules with dl_iterate_phdr. Modules not seen
-  // before get an id and load time `load_ns` (the time the dlopen began, so
-  // samples in library constructors count); modules gone since the last
-  // refresh get unload time `now_ns`. Changes are appended to *changes.
-  // Not for signal handlers.
-  void refresh(uint64_t load_ns, uint64_t now_ns, std::vector<raw::Record>* changes);
+  // Re-reads the loaded modules with dl_iterate_phdr when the loader says
+  // something changed (or `force`). A new module gets the time of the
+  // previous refresh as its load time: it was absent then, so no sample in
+  // it is older. A module gone gets unload time `now_ns`. Changes are
+  // appended to *changes. Not for signal handlers.
+  //
+  // dlopen itself is not interposed: glibc resolves RUNPATH/$ORIGIN and the
+  // namespace from dlopen's caller, which a wrapper would replace.
+  void refresh(uint64_t now_ns, std::vector<raw::Record>* changes, bool force = false);
 
   // Every module ever seen, as load records (for a new raw stream after fork).
   std::vector<raw::Record> all_as_records() const;
@@ -47,6 +50,8 @@ class ModuleTable {
   mutable std::mutex mutex_;
   std::vector<ModuleInfo> modules_;  // sorted by start
   uint32_t next_id_ = 1;             // 0 is raw::kUnknownModule
+  uint64_t last_refresh_ns_ = 0;
+  unsigned long long loader_adds_ = 0, loader_subs_ = 0;
 };
 
 }  // namespace hybridprof

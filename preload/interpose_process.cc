@@ -1,0 +1,75 @@
+// Process boundaries: _exit skips atexit, and exec replaces the image, so
+// both flush the raw stream first. (exit() is covered by atexit; fork by
+// pthread_atfork in runtime.cc.)
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common/clock.h"
+#include "preload/real_functions.h"
+#include "preload/runtime.h"
+
+namespace hybridprof::preload {
+namespace {
+
+void before_exec() {
+  // A failed exec keeps running unprofiled: the stream is already closed.
+  finish_process(raw::EndReason::kExec, 0);
+}
+
+}  // namespace
+}  // namespace hybridprof::preload
+
+using namespace hybridprof::preload;
+
+extern "C" {
+
+int execve(const char* path, char* const argv[], char* const envp[]) {
+  before_exec();
+  return real().execve(path, argv, envp);
+}
+
+int execv(const char* path, char* const argv[]) {
+  before_exec();
+  return real().execv(path, argv);
+}
+
+int execvp(const char* file, char* const argv[]) {
+  before_exec();
+  return real().execvp(file, argv);
+}
+
+int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  before_exec();
+  return real().execvpe(file, argv, envp);
+}
+
+int fexecve(int fd, char* const argv[], char* const envp[]) {
+  before_exec();
+  return real().fexecve(fd, argv, envp);
+}
+
+void _exit(int status) {
+  finish_process(raw::EndReason::kExit, status);
+  real()._exit(status);
+}
+
+void _Exit(int status) {
+  finish_process(raw::EndReason::kExit, status);
+  real()._Exit(status);
+}
+
+int dlclose(void* handle) {
+  // Record the unload time precisely: samples drained later that were taken
+  // before it still resolve to the library.
+  const int rc = real().dlclose(handle);
+  if (Runtime* rt = runtime(); rt && sampling_enabled()) {
+    std::vector<raw::Record> changes;
+    rt->modules.refresh(hybridprof::monotonic_ns(), &changes);
+    rt->drain.append(changes);
+  }
+  return rc;
+}
+
+}  // extern "C"

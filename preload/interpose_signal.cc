@@ -1,0 +1,128 @@
+// Keeps the program's signals its own while the runtime uses one signal for
+// samples and SIGTERM/SIGINT/SIGHUP for a final flush:
+//  - sigaction()/signal() on a signal the runtime handles store the program's
+//    wish; the runtime's handler stays installed and forwards every signal
+//    that is not a sample to it;
+//  - sigprocmask()/pthread_sigmask() never block the sample signal (blocked
+//    samples would be lost), everything else is the program's business.
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "preload/real_functions.h"
+#include "preload/runtime.h"
+
+namespace hybridprof::preload {
+namespace {
+
+// What the program asked for, for the signals the runtime handles.
+struct sigaction g_program_actions[NSIG];
+// Signals whose kernel disposition is the runtime's handler.
+std::atomic<bool> g_runtime_handles[NSIG];
+
+bool valid(int signal) { return signal > 0 && signal < NSIG; }
+
+bool is_sample_signal(int signal) {
+  Runtime* rt = runtime();
+  return rt && signal == rt->sample_signal;
+}
+
+sigset_t without_sample_signal(const sigset_t* set) {
+  sigset_t copy = *set;
+  if (Runtime* rt = runtime()) sigdelset(&copy, rt->sample_signal);
+  return copy;
+}
+
+}  // namespace
+
+struct sigaction* program_action(int signal) { return &g_program_actions[signal]; }
+
+bool program_handles(int signal) {
+  const auto& a = g_program_actions[signal];
+  if (a.sa_flags & SA_SIGINFO) return a.sa_sigaction != nullptr;
+  return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+}
+
+void mark_runtime_handler(int signal) { g_runtime_handles[signal] = true; }
+
+// SIGNAL PATH: calls the program's handler as the kernel would have.
+void forward_to_program(int signal, siginfo_t* info, void* ucontext) {
+  const struct sigaction& a = g_program_actions[signal];
+  if (a.sa_flags & SA_SIGINFO) {
+    if (a.sa_sigaction) a.sa_sigaction(signal, info, ucontext);
+    return;
+  }
+  if (a.sa_handler == SIG_IGN) return;
+  if (a.sa_handler == SIG_DFL) {
+    signal_default_and_raise(signal);
+    return;
+  }
+  a.sa_handler(signal);
+}
+
+// SIGNAL PATH: sigaction, sigprocmask and raise are async-signal-safe.
+void signal_default_and_raise(int signal) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  real().sigaction(signal, &dfl, nullptr);
+  g_runtime_handles[signal] = false;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signal);
+  real().sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  raise(signal);
+}
+
+}  // namespace hybridprof::preload
+
+using namespace hybridprof::preload;
+
+extern "C" {
+
+int sigaction(int signal, const struct sigaction* action, struct sigaction* old) {
+  if (!valid(signal) || !g_runtime_handles[signal]) return real().sigaction(signal, action, old);
+  if (old) *old = g_program_actions[signal];
+  if (action) {
+    if (is_sample_signal(signal)) {
+      g_program_actions[signal] = *action;  // forwarded to from the sample handler
+    } else {
+      // A terminate signal: the program takes it over; its handler decides
+      // how the process ends (usually exit(), which finalizes).
+      g_runtime_handles[signal] = false;
+      g_program_actions[signal] = *action;
+      return real().sigaction(signal, action, nullptr);
+    }
+  }
+  return 0;
+}
+
+sighandler_t signal(int signal, sighandler_t handler) {
+  if (!valid(signal) || !g_runtime_handles[signal]) return real().signal(signal, handler);
+  struct sigaction action {}, old{};
+  action.sa_handler = handler;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(signal, &action, &old) != 0) return SIG_ERR;
+  return (old.sa_flags & SA_SIGINFO) ? reinterpret_cast<sighandler_t>(old.sa_sigaction) : old.sa_handler;
+}
+
+int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  if (set && how != SIG_UNBLOCK) {
+    const sigset_t filtered = without_sample_signal(set);
+    return real().sigprocmask(how, &filtered, old);
+  }
+  return real().sigprocmask(how, set, old);
+}
+
+int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  if (set && how != SIG_UNBLOCK) {
+    const sigset_t filtered = without_sample_signal(set);
+    return real().pthread_sigmask(how, &filtered, old);
+  }
+  return real().pthread_sigmask(how, set, old);
+}
+
+}  // extern "C"

@@ -1,0 +1,272 @@
+// Start-up and shut-down of the preloaded runtime.
+#include "preload/runtime.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "common/clock.h"
+#include "preload/real_functions.h"
+#include "unwind/native_unwinder.h"
+
+namespace hybridprof::preload {
+namespace {
+
+// Leaked on purpose: threads may still take samples while exit() runs the
+// destructors of other libraries, so the runtime must never be destroyed.
+std::atomic<Runtime*> g_runtime{nullptr};
+std::atomic<bool> g_enabled{false};
+pthread_key_t g_thread_key;
+
+__thread ThreadContext* tls_thread __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void say(const std::string& line) {
+  const std::string text = "hybridprof: " + line + "\n";
+  [[maybe_unused]] ssize_t w = write(STDERR_FILENO, text.data(), text.size());
+}
+
+std::string read_file(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> command_line() {
+  std::vector<std::string> args;
+  const std::string all = read_file("/proc/self/cmdline");
+  for (size_t i = 0; i < all.size();) {
+    const size_t end = all.find('\0', i);
+    args.push_back(all.substr(i, end == std::string::npos ? std::string::npos : end - i));
+    if (end == std::string::npos) break;
+    i = end + 1;
+  }
+  return args;
+}
+
+std::string executable() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string();
+}
+
+int64_t mpi_rank_from_env() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(name)) return std::atoll(v);
+  }
+  return -1;
+}
+
+bool make_directories(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      const std::string prefix = path.substr(0, i);
+      if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+  }
+  return true;
+}
+
+std::string default_output_dir(const std::vector<std::string>& args) {
+  std::string program = args.empty() ? "program" : args[0];
+  program = program.substr(program.find_last_of('/') + 1);
+  return "hybridprof-" + program + "-" + std::to_string(getpid());
+}
+
+void install_handler(Runtime& rt, int signal, void (*handler)(int, siginfo_t*, void*)) {
+  struct sigaction action {};
+  action.sa_sigaction = handler;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  real().sigaction(signal, &action, program_action(signal));
+  mark_runtime_handler(signal);
+  (void)rt;
+}
+
+void on_terminated(int signal) {
+  // Runs on the drain thread after the final flush: die the way the
+  // program would have without us.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  real().sigaction(signal, &dfl, nullptr);
+  kill(getpid(), signal);
+}
+
+void before_fork() {
+  if (Runtime* rt = runtime()) rt->drain.prepare_fork();
+}
+void after_fork_parent() {
+  if (Runtime* rt = runtime()) rt->drain.after_fork_in_parent();
+}
+void start_process(Runtime& rt);
+void after_fork_child() {
+  Runtime* rt = runtime();
+  if (!rt) return;
+  rt->drain.after_fork_in_child();
+  // The forking thread's state and sampler belong to the parent's thread:
+  // the fd counts the parent's thread and the ring holds the parent's data.
+  if (ThreadContext* old = tls_thread) {
+    tls_thread = nullptr;
+    old->sampler.abandon_after_fork();
+  }
+  start_process(*rt);
+  thread_begin();
+}
+
+void at_exit() { finish_process(raw::EndReason::kExit, -1); }
+
+void thread_key_destructor(void*) { thread_end(); }
+
+// Opens this process's raw stream and starts the drain.
+void start_process(Runtime& rt) {
+  rt.pid = getpid();
+  const uint64_t start_ns = monotonic_ns();
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string path = rt.raw_dir + "/" + host + "." + std::to_string(rt.pid) + "." +
+                           std::to_string(start_ns) + ".hpr";
+  raw::ProcessBegin begin;
+  begin.pid = uint64_t(rt.pid);
+  begin.ppid = uint64_t(getppid());
+  begin.monotonic_ns = start_ns;
+  begin.realtime_ns = realtime_ns();
+  begin.exec_generation = rt.exec_generation;
+  begin.mpi_rank = mpi_rank_from_env();
+  begin.hostname = host;
+  begin.executable = executable();
+  begin.args = command_line();
+  begin.event = rt.plan.event.name;
+  begin.mechanism = rt.plan.mechanism == sampling::Mechanism::kPerfEvent ? "perf_event" : "posix-timer";
+  begin.period = rt.plan.mechanism == sampling::Mechanism::kPerfEvent ? rt.plan.value
+                                                                      : rt.plan.timer_interval_ns;
+  begin.frequency = rt.plan.mechanism == sampling::Mechanism::kPerfEvent && rt.plan.frequency;
+  begin.max_depth = rt.config.max_depth;
+  begin.signal = uint64_t(rt.sample_signal);
+
+  std::vector<raw::Record> ignored;
+  rt.modules.refresh(start_ns, &ignored, /*force=*/true);
+  Drain::Options options;
+  options.raw_path = path;
+  options.flush_interval_ms = rt.config.flush_ms;
+  options.ring_bytes = size_t{rt.config.ring_kib} * 1024;
+  options.create_thread = real().pthread_create;
+  options.on_terminated = on_terminated;
+  std::string error;
+  if (!rt.drain.start(options, begin, &error)) {
+    say(error + "; profiling is off for this process");
+    g_enabled = false;
+    return;
+  }
+  if (!rt.plan.notice.empty()) rt.drain.append(raw::Notice{rt.plan.notice});
+  g_enabled = true;
+}
+
+void start_runtime() {
+  if (g_runtime.load() || std::getenv("HYBRIDPROF_DISABLE")) return;
+  auto* rt = new Runtime();
+  std::string error;
+  if (!runtime_config_from_env(&rt->config, &error)) {
+    say(error + "; profiling is off");
+    return;
+  }
+  sampling::EventSpec event;
+  if (!sampling::encode_event(rt->config.event, &event, &error)) {
+    say(error + "; profiling is off");
+    return;
+  }
+  sampling::SamplingRequest request;
+  request.event = event;
+  request.value = rt->config.value;
+  request.frequency = rt->config.frequency;
+  request.force_timer = rt->config.force_timer;
+  rt->plan = sampling::plan_sampling(request);
+  if (!rt->plan.notice.empty() && !rt->config.quiet) say(rt->plan.notice.substr(rt->plan.notice.find(':') + 2));
+  rt->sample_signal = rt->config.signal ? rt->config.signal : SIGRTMIN + 4;
+
+  std::string dir = rt->config.output_dir;
+  if (dir.empty()) dir = default_output_dir(command_line());
+  rt->raw_dir = dir + "/raw";
+  if (!make_directories(rt->raw_dir)) {
+    say("cannot create " + rt->raw_dir + ": " + std::strerror(errno) + "; profiling is off");
+    return;
+  }
+  if (const char* gen = std::getenv("HYBRIDPROF_EXEC_GENERATION")) rt->exec_generation = std::strtoull(gen, nullptr, 10);
+
+  pthread_key_create(&g_thread_key, thread_key_destructor);
+  install_handler(*rt, rt->sample_signal, on_sample_signal);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction current {};
+    real().sigaction(sig, nullptr, &current);
+    // Only where the program (so far) takes the default: finalize, then die
+    // by the same signal. A program's own handler replaces ours.
+    if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL)
+      install_handler(*rt, sig, on_terminate_signal);
+  }
+  g_runtime.store(rt);
+  start_process(*rt);
+  if (!g_enabled) return;
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  std::atexit(at_exit);
+  thread_begin();
+}
+
+__attribute__((constructor)) void hybridprof_constructor() { start_runtime(); }
+
+}  // namespace
+
+Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
+bool sampling_enabled() { return g_enabled.load(std::memory_order_relaxed); }
+ThreadContext* this_thread() { return tls_thread; }
+
+void thread_begin() {
+  Runtime* rt = runtime();
+  if (!rt || !g_enabled || tls_thread) return;
+  ThreadState* state = rt->drain.add_thread(static_cast<pid_t>(gettid()), monotonic_ns());
+  if (!state) return;
+  auto* ctx = new ThreadContext();
+  ctx->state = state;
+  {
+    BusyScope busy(state);
+    prepare_unwinder_for_thread();
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  tls_thread = ctx;
+  pthread_setspecific(g_thread_key, ctx);
+  std::string error;
+  if (!ctx->sampler.start(rt->plan, rt->sample_signal, &error))
+    rt->drain.append(raw::Notice{"thread " + std::to_string(state->tid) + ": " + error});
+}
+
+void thread_end() {
+  Runtime* rt = runtime();
+  ThreadContext* ctx = tls_thread;
+  if (!rt || !ctx) return;
+  ctx->sampler.stop();
+  prctl(PR_GET_NAME, ctx->state->name);
+  // From here the signal path sees no state and counts, not records.
+  tls_thread = nullptr;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  rt->drain.finish_thread(ctx->state, monotonic_ns());
+  delete ctx;
+}
+
+void finish_process(raw::EndReason reason, int64_t status) {
+  Runtime* rt = runtime();
+  if (!rt || getpid() != rt->pid) return;  // not started, or a vfork child
+  bool expected = true;
+  if (!g_enabled.compare_exchange_strong(expected, false)) return;
+  if (ThreadContext* ctx = tls_thread) {
+    ctx->sampler.stop();
+    prctl(PR_GET_NAME, ctx->state->name);
+  }
+  raw::ProcessEnd end{monotonic_ns(), reason, status, rt->samples_without_thread.load()};
+  rt->drain.stop(end);
+}
+
+}  // namespace hybridprof::preload

@@ -1,0 +1,70 @@
+// The process-wide state of the preloaded runtime and its lifecycle:
+// start (constructor), per-thread begin/end, fork, exec, exit, and the
+// terminate path for SIGTERM/SIGINT.
+#pragma once
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "common/runtime_config.h"
+#include "sampling/sampling.h"
+#include "trace/drain.h"
+#include "trace/module_table.h"
+
+namespace hybridprof::preload {
+
+// Per sampled thread; reached from the signal path through a TLS pointer.
+struct ThreadContext {
+  ThreadState* state = nullptr;
+  sampling::ThreadSampler sampler;
+};
+
+struct Runtime {
+  RuntimeConfig config;
+  sampling::SamplingPlan plan;
+  int sample_signal = 0;
+  pid_t pid = 0;
+  uint64_t exec_generation = 0;
+  std::string raw_dir;
+  ModuleTable modules;
+  Drain drain{modules};
+  // Samples arriving on threads that have no state (before their start or
+  // after their end) — counted, never silent.
+  std::atomic<uint64_t> samples_without_thread{0};
+};
+
+// Null until the constructor has started the runtime (or when disabled).
+Runtime* runtime();
+// False from exit onwards: the signal path then records nothing.
+bool sampling_enabled();
+
+// The calling thread's context, or null. Signal-safe (initial-exec TLS).
+ThreadContext* this_thread();
+
+// On a new thread, before its start routine; and at its end.
+void thread_begin();
+void thread_end();
+
+// Final flush at process end (exit, _exit, exec).
+void finish_process(raw::EndReason reason, int64_t status);
+
+// The signal handlers (sample_handler.cc).
+void on_sample_signal(int signal, siginfo_t* info, void* ucontext);
+void on_terminate_signal(int signal, siginfo_t* info, void* ucontext);
+bool is_terminate_signal(int signal);
+
+// What the program asked for the signals the runtime handles
+// (interpose_signal.cc). The handlers forward to it.
+// Signal-safe accessors; the interposers keep these tables.
+struct sigaction* program_action(int signal);
+bool program_handles(int signal);
+// The runtime installed its handler for `signal` (program_action holds the previous one).
+void mark_runtime_handler(int signal);  // the program installed a handler (not DFL/IGN)
+void forward_to_program(int signal, siginfo_t* info, void* ucontext);
+// Restores the default action and raises the signal on this thread.
+void signal_default_and_raise(int signal);
+
+}  // namespace hybridprof::preload

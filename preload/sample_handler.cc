@@ -1,0 +1,90 @@
+// The signal path.
+//
+// SIGNAL PATH RULES (every function in this file):
+//   1. No allocation, no locks, no stdio, no C library call that is not
+//      async-signal-safe. libunwind's local unwinder is the one exception we
+//      rely on: its per-thread caches are created outside the handler
+//      (prepare_unwinder_for_thread) and it allocates from its own pool.
+//   2. errno is preserved.
+//   3. A signal that is not ours goes to the program's own disposition.
+#include <errno.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/runtime_config.h"
+#include "preload/runtime.h"
+#include "trace/records.h"
+#include "unwind/native_unwinder.h"
+
+namespace hybridprof::preload {
+namespace {
+
+// Does this look like a profiler signal even though no thread state claims
+// it (thread starting or ending)?
+bool looks_like_sample(const siginfo_t* info) {
+  return info->si_code == POLL_IN || info->si_code == POLL_HUP ||
+         (info->si_code == SI_TIMER && info->si_value.sival_int == sampling::kTimerCookie);
+}
+
+void record_sample(Runtime& rt, ThreadState& t, void* ucontext) {
+  const uint64_t now = monotonic_ns();
+  if (t.busy.load(std::memory_order_relaxed) != 0) {
+    t.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  BusyScope busy(&t);
+  uint64_t ips[kMaxDepthLimit];
+  uint32_t flags = 0;
+  const uint32_t depth = unwind_signal_context(ucontext, ips, rt.config.max_depth, &flags);
+  RecordHeader* h = t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),
+                                   static_cast<uint16_t>(depth));
+  if (h == nullptr) {
+    t.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  auto* s = reinterpret_cast<SampleRecord*>(h);
+  s->timestamp_ns = now;
+  s->flags = flags;
+  s->reserved = 0;
+  uint64_t* out = s->ips();
+  for (uint32_t i = 0; i < depth; ++i) out[i] = ips[i];
+  t.ring.commit();
+  t.samples.fetch_add(1, std::memory_order_relaxed);
+  if (flags & kSampleTruncated) t.truncated.fetch_add(1, std::memory_order_relaxed);
+  if (flags & kSampleUnwindFailed) t.unwind_failed.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// SIGNAL PATH entry: see the rules at the top of this file.
+void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
+  const int saved_errno = errno;
+  Runtime* rt = runtime();
+  ThreadContext* ctx = this_thread();
+  if (rt && ctx && ctx->sampler.owns(info)) {
+    if (sampling_enabled()) record_sample(*rt, *ctx->state, ucontext);
+  } else if (rt && looks_like_sample(info) && !program_handles(signal)) {
+    // A sample for a thread that is starting or ending, or one still queued
+    // after its sampler stopped: count it; the default action would kill.
+    rt->samples_without_thread.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    forward_to_program(signal, info, ucontext);
+  }
+  errno = saved_errno;
+}
+
+// SIGNAL PATH entry for SIGTERM/SIGINT/SIGHUP while the program keeps the
+// default action: hand the final flush to the drain thread, which then
+// re-raises the signal. Only an atomic store and write(2) here.
+void on_terminate_signal(int signal, siginfo_t*, void*) {
+  const int saved_errno = errno;
+  if (Runtime* rt = runtime(); rt && sampling_enabled()) {
+    rt->drain.request_terminate_from_signal(signal);
+  } else {
+    // Runtime off: behave as the default action would.
+    signal_default_and_raise(signal);
+  }
+  errno = saved_errno;
+}
+
+}  // namespace hybridprof::preload

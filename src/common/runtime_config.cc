@@ -1,0 +1,104 @@
+#include "common/runtime_config.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <cstdlib>
+
+namespace hybridprof {
+namespace {
+
+const char* get(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+bool number_from_env(const char* name, uint64_t min, uint64_t max, uint64_t* out, std::string* error) {
+  const char* v = get(name);
+  if (!v) return true;
+  uint64_t n;
+  if (!parse_uint(v, max, &n) || n < min) {
+    *error = std::string(name) + "='" + v + "' is not a number in [" + std::to_string(min) + ", " +
+             std::to_string(max) + "]";
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
+}  // namespace
+
+bool parse_uint(const std::string& text, uint64_t max, uint64_t* out) {
+  if (text.empty() || text.size() > 19) return false;
+  uint64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + uint64_t(c - '0');
+  }
+  if (n > max) return false;
+  *out = n;
+  return true;
+}
+
+bool parse_signal(const std::string& text, int* signal) {
+  std::string s = text;
+  if (s.rfind("SIG", 0) == 0) s = s.substr(3);
+  uint64_t n;
+  if (parse_uint(s, 64, &n) && n >= 1) {
+    *signal = static_cast<int>(n);
+    return true;
+  }
+  if (s.rfind("RTMIN", 0) == 0) {
+    uint64_t off = 0;
+    if (s.size() > 5 && (s[5] != '+' || !parse_uint(s.substr(6), 64, &off))) return false;
+    if (SIGRTMIN + static_cast<int>(off) > SIGRTMAX) return false;
+    *signal = SIGRTMIN + static_cast<int>(off);
+    return true;
+  }
+  for (int i = 1; i < NSIG; ++i) {
+    const char* abbrev = sigabbrev_np(i);
+    if (abbrev && s == abbrev) {
+      *signal = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
+  if (const char* v = get(env::kOutputDir)) c->output_dir = v;
+  if (const char* v = get(env::kEvent)) c->event = v;
+  uint64_t n;
+  if (get(env::kPeriod)) {
+    if (!number_from_env(env::kPeriod, 1, UINT64_MAX >> 1, &n, error)) return false;
+    c->value = n;
+    c->frequency = false;
+  } else if (get(env::kFrequency)) {
+    if (!number_from_env(env::kFrequency, 1, kMaxFrequencyHz, &n, error)) return false;
+    c->value = n;
+    c->frequency = true;
+  }
+  n = c->max_depth;
+  if (!number_from_env(env::kMaxDepth, 1, kMaxDepthLimit, &n, error)) return false;
+  c->max_depth = static_cast<uint32_t>(n);
+  n = c->ring_kib;
+  if (!number_from_env(env::kRingKiB, 16, 1 << 20, &n, error)) return false;
+  // The ring needs a power of two.
+  uint32_t kib = 16;
+  while (kib < n) kib <<= 1;
+  c->ring_kib = kib;
+  n = c->flush_ms;
+  if (!number_from_env(env::kFlushMs, 1, 60000, &n, error)) return false;
+  c->flush_ms = static_cast<uint32_t>(n);
+  if (const char* v = get(env::kSignal)) {
+    if (!parse_signal(v, &c->signal)) {
+      *error = std::string(env::kSignal) + "='" + v + "' is not a signal";
+      return false;
+    }
+  }
+  if (const char* v = get(env::kForceTimer)) c->force_timer = std::string(v) != "0";
+  if (const char* v = get(env::kQuiet)) c->quiet = std::string(v) != "0";
+  return true;
+}
+
+}  // namespace hybridprof

@@ -1,0 +1,50 @@
+// RuntimeConfig: how the launcher tells the preloaded runtime what to do.
+// Everything travels in HYBRIDPROF_* environment variables so that exec'd
+// programs, fork children and MPI ranks inherit it unchanged.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hybridprof {
+
+namespace env {
+inline constexpr const char* kOutputDir = "HYBRIDPROF_OUTPUT_DIR";
+inline constexpr const char* kEvent = "HYBRIDPROF_EVENT";
+inline constexpr const char* kFrequency = "HYBRIDPROF_FREQ";
+inline constexpr const char* kPeriod = "HYBRIDPROF_PERIOD";
+inline constexpr const char* kMaxDepth = "HYBRIDPROF_MAX_DEPTH";
+inline constexpr const char* kSignal = "HYBRIDPROF_SIGNAL";
+inline constexpr const char* kRingKiB = "HYBRIDPROF_RING_KB";
+inline constexpr const char* kFlushMs = "HYBRIDPROF_FLUSH_MS";
+inline constexpr const char* kForceTimer = "HYBRIDPROF_FORCE_TIMER";
+inline constexpr const char* kQuiet = "HYBRIDPROF_QUIET";  // the launcher already printed notices
+}  // namespace env
+
+inline constexpr uint32_t kMaxDepthLimit = 512;
+inline constexpr uint64_t kMaxFrequencyHz = 100000;
+
+struct RuntimeConfig {
+  std::string output_dir;        // empty: hybridprof-<program>-<pid> in the working directory
+  std::string event = "cycles";
+  uint64_t value = 1000;         // Hz when frequency, else a period
+  bool frequency = true;
+  uint32_t max_depth = 128;
+  int signal = 0;                // 0: SIGRTMIN+4
+  uint32_t ring_kib = 256;
+  uint32_t flush_ms = 50;
+  bool force_timer = false;
+  bool quiet = false;
+};
+
+// Reads HYBRIDPROF_* from the environment. Returns false with a one-line
+// reason on a malformed value (the runtime then stays off, loudly).
+bool runtime_config_from_env(RuntimeConfig* config, std::string* error);
+
+// Parses "SIGPROF", "PROF", "RTMIN+4", "SIGRTMIN+4" or a number.
+bool parse_signal(const std::string& text, int* signal);
+
+// Strict unsigned decimal parse with an upper bound.
+bool parse_uint(const std::string& text, uint64_t max, uint64_t* out);
+
+}  // namespace hybridprof

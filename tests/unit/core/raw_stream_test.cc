@@ -1,0 +1,97 @@
+#include "trace/raw_stream.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace hybridprof::raw {
+namespace {
+
+std::string temp_path(const char* name) {
+  return std::string(::testing::TempDir()) + "/" + name + std::to_string(getpid()) + ".hpr";
+}
+
+TEST(RawStream, RoundTripsEveryRecordKind) {
+  const std::string path = temp_path("roundtrip");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  ProcessBegin begin;
+  begin.pid = 42;
+  begin.args = {"./app", "x y"};
+  begin.event = "cpu-clock";
+  begin.mpi_rank = -1;
+  w.append(begin);
+  w.append(ModuleLoad{1, 0, 0x400000, 0x400000, 0x500000, "/bin/app"});
+  w.append(ThreadBegin{0, 4242, 1000, ""});
+  w.append(CctNode{3, kRootComplete, 1, 0x1234});
+  w.append(Sample{0, 2000, 3, 0});
+  w.append(Sample{0, 1500, 3, 1});  // time may step back: deltas are signed
+  ASSERT_TRUE(w.flush());
+  w.append(Sample{0, 3000000000ull, 3, 0});
+  w.append(ThreadEnd{0, 3000000001ull, {3, 1, 0, 0}, "worker"});
+  w.append(ProcessEnd{3000000002ull, EndReason::kSignal, 15, 2});
+  w.close();
+
+  std::vector<Record> records;
+  ReadSummary summary;
+  std::string error;
+  ASSERT_TRUE(read_stream(path, [&](const Record& r) { records.push_back(r); }, &summary, &error)) << error;
+  ASSERT_EQ(records.size(), 9u);
+  EXPECT_EQ(summary.chunks, 2u);
+  EXPECT_TRUE(summary.problem.empty());
+  EXPECT_EQ(std::get<ProcessBegin>(records[0]).args[1], "x y");
+  EXPECT_EQ(std::get<ModuleLoad>(records[1]).path, "/bin/app");
+  EXPECT_EQ(std::get<CctNode>(records[3]).offset, 0x1234u);
+  EXPECT_EQ(std::get<Sample>(records[4]).timestamp_ns, 2000u);
+  EXPECT_EQ(std::get<Sample>(records[5]).timestamp_ns, 1500u);
+  EXPECT_EQ(std::get<Sample>(records[5]).flags, 1u);
+  EXPECT_EQ(std::get<Sample>(records[6]).timestamp_ns, 3000000000ull);
+  EXPECT_EQ(std::get<ThreadEnd>(records[7]).name, "worker");
+  EXPECT_EQ(std::get<ThreadEnd>(records[7]).counters.dropped, 1u);
+  EXPECT_EQ(std::get<ProcessEnd>(records[8]).status, 15);
+  std::remove(path.c_str());
+}
+
+TEST(RawStream, TornLastChunkKeepsEarlierChunks) {
+  const std::string path = temp_path("torn");
+  std::remove(path.c_str());
+  {
+    StreamWriter w;
+    ASSERT_TRUE(w.open(path));
+    w.append(Notice{"first"});
+    w.flush();
+    w.append(Notice{"second chunk, to be torn"});
+    w.flush();
+  }
+  // Simulate a kill in the middle of the last write.
+  std::ifstream in(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(data.size() - 5)), 0);
+  std::vector<Record> records;
+  ReadSummary summary;
+  std::string error;
+  ASSERT_TRUE(read_stream(path, [&](const Record& r) { records.push_back(r); }, &summary, &error));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(std::get<Notice>(records[0]).text, "first");
+  EXPECT_FALSE(summary.problem.empty());
+  EXPECT_GT(summary.bytes_ignored, 0u);
+  std::remove(path.c_str());
+}
+
+TEST(RawStream, RejectsOtherFilesAndRefusesToOverwrite) {
+  const std::string path = temp_path("other");
+  { std::ofstream(path) << "hello"; }
+  std::string error;
+  EXPECT_FALSE(read_stream(path, [](const Record&) {}, nullptr, &error));
+  EXPECT_NE(error.find("not a hybridprof raw stream"), std::string::npos);
+  StreamWriter w;
+  EXPECT_FALSE(w.open(path)) << "an existing file must never be overwritten";
+  std::remove(path.c_str());
+  EXPECT_FALSE(read_stream(path, [](const Record&) {}, nullptr, &error));
+}
+
+}  // namespace
+}  // namespace hybridprof::raw

@@ -1,0 +1,335 @@
+#include "finalize/finalizer.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <type_traits>
+
+#include "finalize/raw_process.h"
+#include "otf2/archive_writer.h"
+#include "otf2/property_names.h"
+#include "symbolizer/symbolizer.h"
+
+namespace hybridprof::finalize {
+namespace {
+
+using otf2::ArchiveWriter;
+using otf2::kUndefined;
+using otf2::Paradigm;
+
+std::vector<std::string> raw_files(const std::string& raw_dir) {
+  std::vector<std::string> files;
+  if (DIR* d = opendir(raw_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".hpr") == 0) files.push_back(raw_dir + "/" + name);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// Sends every definition and event to each writer (the calling-context
+// archive and, on request, the enter/leave one). Both see the same calls in
+// the same order, so their refs agree.
+class Writers {
+ public:
+  void add(std::unique_ptr<ArchiveWriter> w) { writers_.push_back(std::move(w)); }
+  template <typename Fn>
+  auto each(Fn&& fn) {
+    using R = decltype(fn(*writers_.front()));
+    if constexpr (std::is_void_v<R>) {
+      for (auto& w : writers_) fn(*w);
+    } else {
+      R first = fn(*writers_.front());
+      for (size_t i = 1; i < writers_.size(); ++i) fn(*writers_[i]);
+      return first;
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<ArchiveWriter>> writers_;
+};
+
+class Finalizer {
+ public:
+  Finalizer(const Options& options, Result* result) : options_(options), result_(result) {}
+
+  void run(std::vector<RawProcess>& processes) {
+    const std::string dir = options_.archive_directory.empty() ? options_.directory : options_.archive_directory;
+    ArchiveWriter::Options main_options;
+    main_options.directory = dir;
+    writers_.add(std::make_unique<ArchiveWriter>(main_options));
+    result_->anchor = dir + "/traces.otf2";
+    if (options_.enter_leave) {
+      ArchiveWriter::Options el = main_options;
+      el.directory = dir + "/enter-leave";
+      el.enter_leave = true;
+      writers_.add(std::make_unique<ArchiveWriter>(el));
+      result_->enter_leave_anchor = el.directory + "/traces.otf2";
+    }
+    // Parents before children: order by start time.
+    std::sort(processes.begin(), processes.end(), [](const RawProcess& a, const RawProcess& b) {
+      return a.begin->monotonic_ns < b.begin->monotonic_ns;
+    });
+    const uint32_t machine = writers_.each([](ArchiveWriter& w) {
+      return w.define_system_tree_node("machine", "machine", kUndefined);
+    });
+    for (auto& p : processes) write_process(p, machine);
+    write_archive_properties(processes);
+    otf2::ClockInfo clock;
+    uint64_t first = UINT64_MAX, last = 0;
+    for (const auto& p : processes) {
+      first = std::min(first, p.begin->monotonic_ns);
+      last = std::max(last, p.last_ns);
+    }
+    clock.global_offset = first;
+    clock.trace_length = last > first ? last - first : 1;
+    const auto& p0 = processes.front().begin;
+    clock.realtime_ns_at_offset = p0->realtime_ns - (p0->monotonic_ns - first);
+    writers_.each([&](ArchiveWriter& w) { w.close(clock); });
+  }
+
+ private:
+  void write_process(RawProcess& p, uint32_t machine) {
+    const raw::ProcessBegin& b = *p.begin;
+    ++result_->processes;
+    const uint32_t node = writers_.each([&](ArchiveWriter& w) {
+      return w.define_system_tree_node(b.hostname, "node", machine);
+    });
+    const std::string name = b.mpi_rank >= 0 ? "rank " + std::to_string(b.mpi_rank)
+                                             : basename_of(b.executable) + " [" + std::to_string(b.pid) + "]";
+    const uint32_t group = writers_.each([&](ArchiveWriter& w) { return w.define_process(name, node); });
+    set_process_properties(p, group);
+    const bool time_based = b.mechanism != "perf_event" || b.frequency || b.event.find("clock") != std::string::npos;
+    const uint64_t period = b.frequency && b.period ? 1000000000ull / b.period : b.period;
+    const uint32_t generator = writers_.each([&](ArchiveWriter& w) {
+      return w.define_interrupt_generator(b.event, time_based, period);
+    });
+
+    const std::vector<uint32_t> contexts = define_contexts(p);
+    const std::vector<uint32_t> regions = define_traced_regions(p);
+    std::map<uint32_t, uint64_t> locations;
+    for (auto& [index, t] : p.threads) {
+      const std::string thread_name = index == 0 ? "main thread" : "thread " + std::to_string(index);
+      const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, thread_name); });
+      locations[index] = loc;
+      set_thread_properties(p, t, loc);
+    }
+    stream_events(p, contexts, regions, locations, generator);
+  }
+
+  void set_process_properties(const RawProcess& p, uint32_t group) {
+    const raw::ProcessBegin& b = *p.begin;
+    std::string status = "-";
+    if (auto it = options_.exit_statuses.find(b.pid); it != options_.exit_statuses.end()) {
+      status = it->second;
+    } else if (p.end) {
+      switch (p.end->reason) {
+        case raw::EndReason::kExit: status = p.end->status >= 0 ? "exit " + std::to_string(p.end->status) : "exit"; break;
+        case raw::EndReason::kSignal: status = "signal " + std::to_string(p.end->status); break;
+        case raw::EndReason::kExec: status = "exec"; break;
+      }
+    } else {
+      status = "unknown (no final flush)";
+    }
+    writers_.each([&](ArchiveWriter& w) {
+      w.set_process_property(group, otf2::property::kPid, std::to_string(b.pid));
+      w.set_process_property(group, otf2::property::kExitStatus, status);
+      w.set_process_property(group, otf2::property::kSamplesWithoutThread,
+                             std::to_string(p.end ? p.end->samples_without_thread : 0));
+      w.set_process_property(group, "COMMAND", join(b.args, " "));
+    });
+  }
+
+  void set_thread_properties(const RawProcess& p, const RawThread& t, uint64_t loc) {
+    // The thread's own counters when it ended cleanly; what the stream holds otherwise.
+    raw::ThreadCounters c = t.end ? t.end->counters : raw::ThreadCounters{t.samples_seen, 0, 0, 0};
+    // Samples counted in the ring but lost with a torn last chunk are drops too.
+    if (c.samples > t.samples_seen) c.dropped += c.samples - t.samples_seen;
+    c.samples = t.samples_seen;
+    result_->threads += 1;
+    result_->samples += c.samples;
+    result_->dropped += c.dropped;
+    result_->unwind_failed += c.unwind_failed;
+    result_->truncated += c.truncated;
+    (void)p;
+    writers_.each([&](ArchiveWriter& w) {
+      w.set_thread_property(loc, otf2::property::kSamples, c.samples);
+      w.set_thread_property(loc, otf2::property::kDropped, c.dropped);
+      w.set_thread_property(loc, otf2::property::kUnwindFailures, c.unwind_failed);
+      w.set_thread_property(loc, otf2::property::kTruncated, c.truncated);
+      w.set_thread_property(loc, otf2::property::kTid, t.tid);
+    });
+  }
+
+  // One OTF2 calling context per frame: a raw node whose address lies in
+  // inlined code becomes a chain (the out-of-line function, then each
+  // inlined callee). Returns, per raw node, its innermost context.
+  std::vector<uint32_t> define_contexts(const RawProcess& p) {
+    std::vector<uint32_t> ctx(std::max<size_t>(p.nodes.size(), raw::kFirstCctNode), kUndefined);
+    auto synthetic = [&](const char* name) {
+      return writers_.each([&](ArchiveWriter& w) {
+        const uint32_t region = w.define_region(name, "", 0, Paradigm::kSampling);
+        return w.define_calling_context(region, kUndefined, kUndefined);
+      });
+    };
+    ctx[raw::kRootComplete] = kUndefined;
+    ctx[raw::kRootTruncated] = synthetic("[truncated stack]");
+    ctx[raw::kRootUnwindFailed] = synthetic("[incomplete unwind]");
+    for (size_t id = raw::kFirstCctNode; id < p.nodes.size(); ++id) {
+      const raw::CctNode& n = p.nodes[id];
+      if (n.id != id) continue;  // a gap: the node was in a lost chunk
+      uint32_t parent = n.parent < ctx.size() ? ctx[n.parent] : kUndefined;
+      for (const auto& f : frames_for(p, n)) {
+        parent = writers_.each([&](ArchiveWriter& w) {
+          const uint32_t region = w.define_region(f.function, f.file, 0, Paradigm::kSampling);
+          const uint32_t scl = f.line ? w.define_source_location(f.file, f.line) : kUndefined;
+          return w.define_calling_context(region, scl, parent);
+        });
+      }
+      ctx[id] = parent;
+    }
+    return ctx;
+  }
+
+  // Outermost first.
+  std::vector<symbolizer::SourceFrame> frames_for(const RawProcess& p, const raw::CctNode& n) {
+    std::vector<symbolizer::SourceFrame> frames;
+    auto module = p.modules.find(n.module);
+    if (n.module == raw::kUnknownModule || module == p.modules.end()) {
+      frames.push_back({"[unknown]", "", 0, false, false});
+      return frames;
+    }
+    frames = symbolizer_.resolve(module->second.path, n.offset);
+    for (auto& f : frames) {
+      // Stripped code: one region per module, not one per address.
+      if (!f.resolved) f = {"[" + basename_of(module->second.path) + "]", "", 0, false, false};
+    }
+    std::reverse(frames.begin(), frames.end());
+    return frames;
+  }
+
+  std::vector<uint32_t> define_traced_regions(const RawProcess& p) {
+    std::vector<uint32_t> refs;
+    for (const auto& [id, r] : p.regions) {
+      if (id >= refs.size()) refs.resize(id + 1, kUndefined);
+      refs[id] = writers_.each([&](ArchiveWriter& w) {
+        return w.define_region(r.name, "", 0, static_cast<Paradigm>(r.paradigm));
+      });
+    }
+    return refs;
+  }
+
+  void stream_events(const RawProcess& p, const std::vector<uint32_t>& contexts,
+                     const std::vector<uint32_t>& regions, const std::map<uint32_t, uint64_t>& locations,
+                     uint32_t generator) {
+    std::vector<uint32_t> depth(contexts.size(), 0);
+    for (size_t id = raw::kFirstCctNode; id < p.nodes.size(); ++id)
+      depth[id] = p.nodes[id].parent < id ? depth[p.nodes[id].parent] + 1 : 1;
+    std::set<uint32_t> ended;
+    auto on_record = [&](const raw::Record& record) {
+      if (const auto* s = std::get_if<raw::Sample>(&record)) {
+        const uint32_t ctx = s->node < contexts.size() ? contexts[s->node] : kUndefined;
+        if (ctx == kUndefined) return;  // its node was in a lost chunk
+        writers_.each([&](ArchiveWriter& w) {
+          w.write_sample(locations.at(s->thread), s->timestamp_ns, ctx, depth[s->node], generator);
+        });
+      } else if (const auto* e = std::get_if<raw::Enter>(&record)) {
+        if (e->region < regions.size() && regions[e->region] != kUndefined)
+          writers_.each([&](ArchiveWriter& w) { w.write_enter(locations.at(e->thread), e->timestamp_ns, regions[e->region]); });
+      } else if (const auto* l = std::get_if<raw::Leave>(&record)) {
+        if (l->region < regions.size() && regions[l->region] != kUndefined)
+          writers_.each([&](ArchiveWriter& w) { w.write_leave(locations.at(l->thread), l->timestamp_ns, regions[l->region]); });
+      } else if (const auto* t = std::get_if<raw::ThreadEnd>(&record)) {
+        if (ended.insert(t->thread).second)
+          writers_.each([&](ArchiveWriter& w) { w.end_thread(locations.at(t->thread), t->timestamp_ns); });
+      }
+    };
+    std::string error;
+    raw::ReadSummary summary;
+    raw::read_stream(p.path, on_record, &summary, &error);
+    for (const auto& [index, t] : p.threads) {
+      if (!ended.count(index))
+        writers_.each([&](ArchiveWriter& w) { w.end_thread(locations.at(index), t.last_ns); });
+    }
+  }
+
+  void write_archive_properties(const std::vector<RawProcess>& processes) {
+    const raw::ProcessBegin& b = *processes.front().begin;
+    std::vector<std::string> notices;
+    for (const auto& p : processes) {
+      for (const auto& n : p.notices)
+        if (std::find(notices.begin(), notices.end(), n) == notices.end()) notices.push_back(n);
+    }
+    for (const auto& w : result_->warnings) notices.push_back(w);
+    const std::string period = b.frequency ? std::to_string(b.period) + " Hz"
+                               : b.mechanism == "perf_event" ? std::to_string(b.period) + " events"
+                                                             : std::to_string(b.period) + " ns";
+    writers_.each([&](ArchiveWriter& w) {
+      w.set_property(otf2::property::kProgram, join(b.args, " "));
+      w.set_property(otf2::property::kEvent, b.event);
+      w.set_property(otf2::property::kMechanism, b.mechanism);
+      w.set_property(otf2::property::kPeriod, period);
+      w.set_property(otf2::property::kVersion, HYBRIDPROF_VERSION);
+      w.set_property(otf2::property::kNotices, join(notices, "\n"));
+    });
+  }
+
+  const Options& options_;
+  Result* result_;
+  Writers writers_;
+  symbolizer::Symbolizer symbolizer_;
+};
+
+}  // namespace
+
+bool finalize(const Options& options, Result* result, std::string* error) {
+  const std::vector<std::string> files = raw_files(options.directory + "/raw");
+  if (files.empty()) {
+    *error = "no raw data in " + options.directory + "/raw (was the program run under hybridprof?)";
+    return false;
+  }
+  std::vector<RawProcess> processes;
+  for (const auto& file : files) {
+    RawProcess p;
+    std::string why;
+    if (!read_definitions(file, &p, &why)) {
+      result->warnings.push_back("skipped " + why);
+      continue;
+    }
+    const std::string who = "process " + std::to_string(p.begin->pid);
+    if (!p.summary.problem.empty())
+      result->warnings.push_back(who + ": " + p.summary.problem + ", " + std::to_string(p.summary.bytes_ignored) +
+                                 " bytes of raw data lost");
+    if (!p.end)
+      result->warnings.push_back(who + " ended without a final flush (killed?): its last flush interval is missing");
+    processes.push_back(std::move(p));
+  }
+  if (processes.empty()) {
+    *error = "no readable raw data in " + options.directory + "/raw";
+    return false;
+  }
+  try {
+    Finalizer(options, result).run(processes);
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace hybridprof::finalize

@@ -1,0 +1,62 @@
+#include "finalize/raw_process.h"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace hybridprof::finalize {
+
+bool read_definitions(const std::string& path, RawProcess* p, std::string* error) {
+  p->path = path;
+  auto thread = [&](uint32_t index) -> RawThread& {
+    RawThread& t = p->threads[index];
+    t.index = index;
+    return t;
+  };
+  auto on_record = [&](const raw::Record& record) {
+    std::visit(
+        [&](const auto& r) {
+          using T = std::decay_t<decltype(r)>;
+          if constexpr (std::is_same_v<T, raw::ProcessBegin>) {
+            p->begin = r;
+          } else if constexpr (std::is_same_v<T, raw::ProcessEnd>) {
+            p->end = r;  // the last one wins (an exec that failed writes more)
+            p->last_ns = std::max(p->last_ns, r.timestamp_ns);
+          } else if constexpr (std::is_same_v<T, raw::ModuleLoad>) {
+            p->modules[r.id] = r;
+          } else if constexpr (std::is_same_v<T, raw::CctNode>) {
+            if (r.id >= p->nodes.size()) p->nodes.resize(r.id + 1);
+            p->nodes[r.id] = r;
+          } else if constexpr (std::is_same_v<T, raw::RegionDef>) {
+            p->regions[r.id] = r;
+          } else if constexpr (std::is_same_v<T, raw::ThreadBegin>) {
+            RawThread& t = thread(r.thread);
+            t.tid = r.tid;
+            t.begin_ns = r.timestamp_ns;
+            t.last_ns = std::max(t.last_ns, r.timestamp_ns);
+          } else if constexpr (std::is_same_v<T, raw::ThreadEnd>) {
+            RawThread& t = thread(r.thread);
+            t.end = r;
+            t.last_ns = std::max(t.last_ns, r.timestamp_ns);
+          } else if constexpr (std::is_same_v<T, raw::Sample>) {
+            RawThread& t = thread(r.thread);
+            ++t.samples_seen;
+            t.last_ns = std::max(t.last_ns, r.timestamp_ns);
+            p->last_ns = std::max(p->last_ns, r.timestamp_ns);
+          } else if constexpr (std::is_same_v<T, raw::Enter> || std::is_same_v<T, raw::Leave>) {
+            thread(r.thread).last_ns = std::max(thread(r.thread).last_ns, r.timestamp_ns);
+          } else if constexpr (std::is_same_v<T, raw::Notice>) {
+            p->notices.push_back(r.text);
+          }
+        },
+        record);
+  };
+  if (!raw::read_stream(path, on_record, &p->summary, error)) return false;
+  if (!p->begin) {
+    *error = path + ": no process record (the process died before its first flush)";
+    return false;
+  }
+  for (const auto& [index, t] : p->threads) p->last_ns = std::max(p->last_ns, t.last_ns);
+  return true;
+}
+
+}  // namespace hybridprof::finalize

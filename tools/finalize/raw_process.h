@@ -1,0 +1,41 @@
+// One process image's raw stream, read into the definitions the finalizer
+// needs before it streams the samples (pass 1).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace/raw_format.h"
+#include "trace/raw_stream.h"
+
+namespace hybridprof::finalize {
+
+struct RawThread {
+  uint32_t index = 0;
+  uint64_t tid = 0;
+  uint64_t begin_ns = 0;
+  std::optional<raw::ThreadEnd> end;
+  uint64_t samples_seen = 0;  // samples in the stream (the counters may say more)
+  uint64_t last_ns = 0;
+};
+
+struct RawProcess {
+  std::string path;
+  std::optional<raw::ProcessBegin> begin;
+  std::optional<raw::ProcessEnd> end;
+  std::map<uint32_t, raw::ModuleLoad> modules;
+  std::vector<raw::CctNode> nodes;  // indexed by id; parents come before children
+  std::map<uint32_t, raw::RegionDef> regions;
+  std::map<uint32_t, RawThread> threads;
+  std::vector<std::string> notices;
+  raw::ReadSummary summary;
+  uint64_t last_ns = 0;
+};
+
+// Pass 1 over a raw stream. False with `error` if it is not readable at all.
+bool read_definitions(const std::string& path, RawProcess* process, std::string* error);
+
+}  // namespace hybridprof::finalize

@@ -1,0 +1,141 @@
+#include "hybridprof/launcher_options.h"
+
+#include "common/runtime_config.h"
+
+namespace hybridprof::launcher {
+
+const char* usage() {
+  return R"(usage: hybridprof [options] [--] program [args...]
+
+Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
+
+  -F, --freq HZ        samples per second per thread (default 1000; 1..100000)
+  -c, --period N       one sample every N events (ns for cpu-clock/task-clock)
+  -e, --event NAME     cycles (default), instructions, cpu-clock, task-clock,
+                       or any libpfm4 event; unsupported events fall back to
+                       cpu-clock, and to POSIX CPU timers when perf_event_open
+                       is refused
+  -o, --output DIR     output directory (default: a new hybridprof-<program>-<time>)
+      --max-depth N    deepest stack recorded (default 128, at most 512)
+      --signal SIG     signal used for samples (default SIGRTMIN+4)
+      --enter-leave    also write DIR/enter-leave/traces.otf2 with samples as
+                       Enter/Leave regions, for viewers such as ViTE
+      --list-events    list the events this machine knows
+  -h, --help           this text
+      --version        version
+
+Under mpirun each rank writes DIR/rank-N. Afterwards: hybridprof-report DIR
+)";
+}
+
+namespace {
+
+bool number(const std::string& flag, const std::string& text, uint64_t max, uint64_t* out, std::string* error) {
+  if (!parse_uint(text, max, out)) {
+    *error = flag + " needs a whole number up to " + std::to_string(max) + ", not '" + text + "'";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std::string* error) {
+  size_t i = 0;
+  auto value = [&](const std::string& flag, std::string* out) {
+    if (i + 1 >= args.size()) {
+      *error = flag + " needs a value";
+      return false;
+    }
+    *out = args[++i];
+    return true;
+  };
+  for (; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::string inline_value;
+    bool has_inline = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      inline_value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      has_inline = true;
+    }
+    auto take = [&](std::string* out) {
+      if (has_inline) {
+        *out = inline_value;
+        return true;
+      }
+      return value(arg, out);
+    };
+    std::string v;
+    uint64_t n;
+    if (arg == "--") {
+      ++i;
+      break;
+    } else if (arg == "-F" || arg == "--freq") {
+      if (!take(&v) || !number(arg, v, UINT64_MAX >> 1, &n, error)) return false;
+      if (n == 0 || n > kMaxFrequencyHz) {
+        *error = "frequency " + v + " Hz is out of range (1.." + std::to_string(kMaxFrequencyHz) + ")";
+        return false;
+      }
+      o->frequency = n;
+    } else if (arg == "-c" || arg == "--period") {
+      if (!take(&v) || !number(arg, v, UINT64_MAX >> 1, &n, error)) return false;
+      if (n == 0) {
+        *error = "period must be at least 1";
+        return false;
+      }
+      o->period = n;
+    } else if (arg == "-e" || arg == "--event") {
+      if (!take(&o->event)) return false;
+      if (o->event.empty()) {
+        *error = "empty event name";
+        return false;
+      }
+    } else if (arg == "-o" || arg == "--output") {
+      if (!take(&o->output)) return false;
+      if (o->output.empty()) {
+        *error = "empty output directory";
+        return false;
+      }
+    } else if (arg == "--max-depth") {
+      if (!take(&v) || !number(arg, v, kMaxDepthLimit, &n, error)) return false;
+      if (n == 0) {
+        *error = "--max-depth must be at least 1";
+        return false;
+      }
+      o->max_depth = static_cast<uint32_t>(n);
+    } else if (arg == "--signal") {
+      if (!take(&o->signal)) return false;
+      int sig;
+      if (!parse_signal(o->signal, &sig)) {
+        *error = "unknown signal '" + o->signal + "'";
+        return false;
+      }
+    } else if (arg == "--enter-leave" && !has_inline) {
+      o->enter_leave = true;
+    } else if (arg == "--list-events" && !has_inline) {
+      o->list_events = true;
+    } else if ((arg == "-h" || arg == "--help") && !has_inline) {
+      o->help = true;
+    } else if (arg == "--version" && !has_inline) {
+      o->version = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      *error = "unknown option '" + args[i] + "' (see --help)";
+      return false;
+    } else {
+      break;
+    }
+  }
+  o->command.assign(args.begin() + static_cast<long>(std::min(i, args.size())), args.end());
+  if (o->frequency && o->period) {
+    *error = "-F/--freq and -c/--period exclude each other";
+    return false;
+  }
+  if (o->command.empty() && !o->help && !o->version && !o->list_events) {
+    *error = "no program given (usage: hybridprof [options] [--] program [args...])";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace hybridprof::launcher

@@ -1,0 +1,29 @@
+// Command line of the launcher, in perf record's spirit.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hybridprof::launcher {
+
+struct LauncherOptions {
+  std::optional<uint64_t> frequency;  // -F/--freq
+  std::optional<uint64_t> period;     // -c/--period
+  std::string event = "cycles";       // -e/--event
+  std::string output;                 // -o/--output ("" = a new unique directory)
+  uint32_t max_depth = 128;           // --max-depth
+  std::string signal;                 // --signal ("" = SIGRTMIN+4)
+  bool enter_leave = false;           // --enter-leave
+  bool list_events = false, help = false, version = false;
+  std::vector<std::string> command;   // program and its arguments
+};
+
+// Parses argv (without argv[0]). Returns false with a one-line `error` that
+// names the problem; nothing is started then.
+bool parse_options(const std::vector<std::string>& args, LauncherOptions* options, std::string* error);
+
+const char* usage();
+
+}  // namespace hybridprof::launcher

@@ -1,0 +1,173 @@
+// hybridprof: runs a program with the sampling runtime preloaded, waits for
+// it, turns the raw data into an OTF2 archive and exits with the program's
+// status.
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/runtime_config.h"
+#include "finalize/finalizer.h"
+#include "hybridprof/launcher_options.h"
+#include "hybridprof/output_directory.h"
+#include "sampling/sampling.h"
+
+namespace hybridprof::launcher {
+namespace {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "hybridprof: %s\n", message.c_str());
+  return 2;
+}
+
+std::string directory_of_executable() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, size_t(n));
+  return path.substr(0, path.find_last_of('/'));
+}
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string find_runtime() {
+  if (const char* v = std::getenv("HYBRIDPROF_RUNTIME"); v && *v) return v;
+  const std::string bin = directory_of_executable();
+  for (const std::string& candidate :
+       {bin + "/../lib/libhybridprof.so", bin + "/../" HYBRIDPROF_INSTALL_LIBDIR "/libhybridprof.so"}) {
+    if (is_file(candidate)) return candidate;
+  }
+  return "";
+}
+
+// execvp's search, done before starting so a typo is an error, not a run.
+bool find_program(const std::string& name, std::string* error) {
+  auto runnable = [](const std::string& p) { return is_file(p) && access(p.c_str(), X_OK) == 0; };
+  if (name.find('/') != std::string::npos) {
+    if (runnable(name)) return true;
+    *error = "program '" + name + "' " + (is_file(name) ? "is not executable" : "does not exist");
+    return false;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    if (runnable(dir + "/" + name)) return true;
+    start = end + 1;
+  }
+  *error = "program '" + name + "' not found in PATH";
+  return false;
+}
+
+pid_t g_child = -1;
+
+void forward_signal(int signal) {
+  if (g_child > 0) kill(g_child, signal);
+}
+
+void set_env(const char* name, const std::string& value) { setenv(name, value.c_str(), 1); }
+
+int list_events() {
+  for (const auto& line : sampling::list_events()) std::printf("%s\n", line.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  LauncherOptions o;
+  std::string error;
+  if (!parse_options(std::vector<std::string>(argv + 1, argv + argc), &o, &error)) return fail(error);
+  if (o.help) {
+    std::fputs(usage(), stdout);
+    return 0;
+  }
+  if (o.version) {
+    std::printf("hybridprof %s\n", HYBRIDPROF_VERSION);
+    return 0;
+  }
+  if (o.list_events) return list_events();
+
+  sampling::SamplingRequest request;
+  if (!sampling::encode_event(o.event, &request.event, &error)) return fail(error);
+  if (!find_program(o.command[0], &error)) return fail(error);
+  const std::string runtime = find_runtime();
+  if (runtime.empty()) return fail("cannot find libhybridprof.so next to " + directory_of_executable());
+  std::string dir;
+  if (!prepare_output_directory(o.output, o.command[0], &dir, &error)) return fail(error);
+
+  request.frequency = !o.period.has_value();
+  request.value = o.period ? *o.period : o.frequency.value_or(1000);
+  const char* force_timer = std::getenv(env::kForceTimer);
+  request.force_timer = force_timer && *force_timer && std::string(force_timer) != "0";
+  const sampling::SamplingPlan plan = sampling::plan_sampling(request);
+  if (!plan.notice.empty()) std::fprintf(stderr, "%s\n", plan.notice.c_str());
+
+  const char* preload = std::getenv("LD_PRELOAD");
+  set_env("LD_PRELOAD", preload && *preload ? std::string(preload) + ":" + runtime : runtime);
+  set_env(env::kOutputDir, dir);
+  set_env(env::kEvent, o.event);
+  unsetenv(env::kFrequency);
+  unsetenv(env::kPeriod);
+  set_env(o.period ? env::kPeriod : env::kFrequency, std::to_string(request.value));
+  set_env(env::kMaxDepth, std::to_string(o.max_depth));
+  if (!o.signal.empty()) set_env(env::kSignal, o.signal);
+  set_env(env::kQuiet, "1");
+
+  std::fflush(nullptr);
+  g_child = fork();
+  if (g_child < 0) return fail(std::string("fork: ") + std::strerror(errno));
+  if (g_child == 0) {
+    std::vector<char*> args;
+    for (auto& a : o.command) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "hybridprof: cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  // The terminal's Ctrl-C reaches the program directly; signals sent to us
+  // (mpirun's SIGTERM, a batch system's SIGHUP) are passed on.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, forward_signal);
+  int status = 0;
+  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+  finalize::Options fo;
+  fo.directory = dir;
+  fo.enter_leave = o.enter_leave;
+  fo.exit_statuses[uint64_t(g_child)] = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                                          : "signal " + std::to_string(WTERMSIG(status));
+  finalize::Result result;
+  if (!finalize::finalize(fo, &result, &error)) {
+    fail("no archive written: " + error);
+    return exit_code;
+  }
+  for (const auto& w : result.warnings) std::fprintf(stderr, "hybridprof: warning: %s\n", w.c_str());
+  std::fprintf(stderr, "hybridprof: %llu samples (%llu dropped) from %llu threads in %llu process%s\n",
+               (unsigned long long)result.samples, (unsigned long long)result.dropped,
+               (unsigned long long)result.threads, (unsigned long long)result.processes,
+               result.processes == 1 ? "" : "es");
+  std::fprintf(stderr, "hybridprof: archive %s\n", result.anchor.c_str());
+  if (!result.enter_leave_anchor.empty())
+    std::fprintf(stderr, "hybridprof: enter/leave archive for viewers %s\n", result.enter_leave_anchor.c_str());
+  return exit_code;
+}
+
+}  // namespace hybridprof::launcher
+
+int main(int argc, char** argv) { return hybridprof::launcher::run(argc, argv); }

@@ -1,0 +1,17 @@
+// Where a run's data goes: a new directory per run (never an existing
+// archive), and DIR/rank-N per rank under an MPI launcher.
+#pragma once
+
+#include <string>
+
+namespace hybridprof::launcher {
+
+// `requested` is -o (or ""). `program` names the default directory. Creates
+// the directory and returns its absolute path, or false with `error`.
+bool prepare_output_directory(const std::string& requested, const std::string& program, std::string* path,
+                              std::string* error);
+
+// The rank under mpirun/srun, or -1.
+int mpi_rank_from_env();
+
+}  // namespace hybridprof::launcher

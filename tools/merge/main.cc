@@ -1,0 +1,65 @@
+// hybridprof-merge: builds the archive from a run's raw data by hand: after
+// a crash, a kill, or a run under plain LD_PRELOAD without the launcher.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "finalize/finalizer.h"
+
+namespace {
+
+const char* kUsage = R"(usage: hybridprof-merge [--enter-leave] [--force] DIR
+
+Writes DIR/traces.otf2 from the raw data in DIR/raw (one file per process).
+  --enter-leave   also write DIR/enter-leave/traces.otf2 for viewers such as ViTE
+  --force         replace an archive already in DIR
+)";
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "hybridprof-merge: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hybridprof::finalize::Options options;
+  bool force = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--enter-leave") {
+      options.enter_leave = true;
+    } else if (arg == "--force") {
+      force = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return fail("unknown option '" + arg + "' (see --help)");
+    } else if (options.directory.empty()) {
+      options.directory = arg;
+    } else {
+      return fail("one directory at a time");
+    }
+  }
+  if (options.directory.empty()) return fail("no directory given (see --help)");
+  namespace fs = std::filesystem;
+  const fs::path dir(options.directory);
+  if (!fs::is_directory(dir / "raw")) return fail(options.directory + " has no raw/ data from a hybridprof run");
+  if (fs::exists(dir / "traces.otf2")) {
+    if (!force) return fail(options.directory + " already has an archive (use --force to rebuild it)");
+    std::error_code ec;
+    for (const char* name : {"traces.otf2", "traces.def", "traces", "enter-leave"}) fs::remove_all(dir / name, ec);
+  }
+  hybridprof::finalize::Result result;
+  std::string error;
+  if (!hybridprof::finalize::finalize(options, &result, &error)) return fail(error);
+  for (const auto& w : result.warnings) std::fprintf(stderr, "hybridprof-merge: warning: %s\n", w.c_str());
+  std::printf("%llu samples from %llu threads in %llu process%s\narchive: %s\n",
+              (unsigned long long)result.samples, (unsigned long long)result.threads,
+              (unsigned long long)result.processes, result.processes == 1 ? "" : "es", result.anchor.c_str());
+  return 0;
+}
