@@ -22,6 +22,7 @@ void before_exec() {
 }  // namespace hybridprof::preload
 
 using namespace hybridprof::preload;
+namespace raw = hybridprof::raw;
 
 extern "C" {
 
@@ -53,11 +54,13 @@ int fexecve(int fd, char* const argv[], char* const envp[]) {
 void _exit(int status) {
   finish_process(raw::EndReason::kExit, status);
   real()._exit(status);
+  __builtin_unreachable();
 }
 
 void _Exit(int status) {
   finish_process(raw::EndReason::kExit, status);
   real()._Exit(status);
+  __builtin_unreachable();
 }
 
 int dlclose(void* handle) {

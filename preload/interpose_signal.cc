@@ -106,7 +106,8 @@ sighandler_t signal(int signal, sighandler_t handler) {
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
   if (sigaction(signal, &action, &old) != 0) return SIG_ERR;
-  return (old.sa_flags & SA_SIGINFO) ? reinterpret_cast<sighandler_t>(old.sa_sigaction) : old.sa_handler;
+  // sa_handler and sa_sigaction share storage: either way this is the old handler.
+  return old.sa_handler;
 }
 
 int sigprocmask(int how, const sigset_t* set, sigset_t* old) {

@@ -19,8 +19,8 @@ struct RealFunctions {
   int (*execvp)(const char*, char* const[]) = nullptr;
   int (*execvpe)(const char*, char* const[], char* const[]) = nullptr;
   int (*fexecve)(int, char* const[], char* const[]) = nullptr;
-  [[noreturn]] void (*_exit)(int) = nullptr;
-  [[noreturn]] void (*_Exit)(int) = nullptr;
+  void (*_exit)(int) = nullptr;
+  void (*_Exit)(int) = nullptr;
 };
 
 // Resolved on first use (the constructor, or the first wrapper called

@@ -113,7 +113,7 @@ void after_fork_child() {
   // the fd counts the parent's thread and the ring holds the parent's data.
   if (ThreadContext* old = tls_thread) {
     tls_thread = nullptr;
-    old->sampler.abandon_after_fork();
+    old->sampler.reset_after_fork();
   }
   start_process(*rt);
   thread_begin();

@@ -33,7 +33,7 @@ void record_sample(Runtime& rt, ThreadState& t, void* ucontext) {
     return;
   }
   BusyScope busy(&t);
-  uint64_t ips[kMaxDepthLimit];
+  uint64_t ips[kMaxDepthLimit + kUnwindScratchFrames];
   uint32_t flags = 0;
   const uint32_t depth = unwind_signal_context(ucontext, ips, rt.config.max_depth, &flags);
   RecordHeader* h = t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),

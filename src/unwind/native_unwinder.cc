@@ -1,51 +1,79 @@
 #include "unwind/native_unwinder.h"
 
+#include <sys/auxv.h>
+#include <ucontext.h>
+
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
 #include "trace/records.h"
 
 namespace hybridprof {
+namespace {
+
+// Frames of the handler itself (this function, the sample handler, the
+// kernel's signal trampoline) above the interrupted frame; unw_backtrace
+// starts at its caller, so a few slots more than --max-depth are asked for.
+constexpr uint32_t kHandlerFrames = kUnwindScratchFrames;
+constexpr int kMaxDepthLimitForRoot = 1024;
+
+// The outermost frame of the calling thread, as the first unwind on it sees
+// it: threads end their unwind there when it is complete.
+__thread uint64_t tls_root_ip __attribute__((tls_model("initial-exec"))) = 0;
+
+bool in_program_entry(uint64_t ip) {
+  // The main thread ends in the executable's _start (a few dozen bytes).
+  static const uint64_t entry = getauxval(AT_ENTRY);
+  return ip >= entry && ip < entry + 64;
+}
+
+}  // namespace
 
 void prepare_unwinder_for_thread() {
-  // Per-thread caching avoids libunwind's global cache lock in the handler.
+  // Per-thread caching avoids libunwind's global cache lock in the handler,
+  // and this first unwind creates the thread's trace cache outside of it.
   static bool policy_set = false;
   if (!policy_set) {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     policy_set = true;
   }
-  unw_context_t context;
-  unw_cursor_t cursor;
-  unw_getcontext(&context);
-  if (unw_init_local(&cursor, &context) == 0) {
-    while (unw_step(&cursor) > 0) {
-    }
-  }
+  void* ips[kMaxDepthLimitForRoot];
+  const int n = unw_backtrace(ips, kMaxDepthLimitForRoot);
+  if (n > 0 && n < kMaxDepthLimitForRoot) tls_root_ip = reinterpret_cast<uint64_t>(ips[n - 1]);
 }
 
-// SIGNAL PATH: see header.
-uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth,
-                               uint32_t* flags) {
-  unw_cursor_t cursor;
-  // On x86-64 Linux, unw_context_t is ucontext_t: the signal's context is the
-  // interrupted frame, and UNW_INIT_SIGNAL_FRAME keeps its IP unadjusted.
-  if (unw_init_local2(&cursor, static_cast<unw_context_t*>(ucontext), UNW_INIT_SIGNAL_FRAME) != 0) {
+// SIGNAL PATH: see header. unw_backtrace is libunwind's fast path: it walks
+// with cached frame descriptions (the trace cache made in
+// prepare_unwinder_for_thread) and only falls back to DWARF unw_step for
+// frames it has not seen. It starts here, so the handler's own frames are
+// skipped up to the interrupted instruction.
+uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
+  const auto* uc = static_cast<const ucontext_t*>(ucontext);
+  const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+  void** raw = reinterpret_cast<void**>(ips);
+  const int n = unw_backtrace(raw, static_cast<int>(max_depth + kHandlerFrames));
+  int first = 0;
+  while (first < n && reinterpret_cast<uint64_t>(raw[first]) != interrupted) ++first;
+  if (first == n) {  // the interrupted frame was not found: unwind broken
     *flags |= kSampleUnwindFailed;
-    return 0;
+    ips[0] = interrupted;
+    return 1;
   }
-  uint32_t depth = 0;
-  while (depth < max_depth) {
-    unw_word_t ip = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-    ips[depth++] = ip;
-    const int step = unw_step(&cursor);
-    if (step == 0) return depth;  // reached the outermost frame
-    if (step < 0) {
-      *flags |= kSampleUnwindFailed;
-      return depth;
+  uint32_t depth = static_cast<uint32_t>(n - first);
+  if (depth > max_depth) {
+    depth = max_depth;
+    *flags |= kSampleTruncated;
+  }
+  for (uint32_t i = 0; i < depth; ++i) ips[i] = reinterpret_cast<uint64_t>(raw[first + i]);
+  if (!(*flags & kSampleTruncated)) {
+    const uint64_t last = ips[depth - 1];
+    if (last != tls_root_ip && !in_program_entry(last)) {
+      if (static_cast<uint32_t>(n) == max_depth + kHandlerFrames)
+        *flags |= kSampleTruncated;
+      else
+        *flags |= kSampleUnwindFailed;
     }
   }
-  if (depth == max_depth) *flags |= kSampleTruncated;
   return depth;
 }
 

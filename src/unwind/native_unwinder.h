@@ -5,8 +5,10 @@
 
 namespace hybridprof {
 
-// Call once per thread outside any signal handler, so libunwind's per-thread
-// caches exist before the first sample needs them.
+// Call once per thread outside any signal handler, at the thread's start:
+// libunwind's per-thread caches are made here, not in the handler, and the
+// thread's outermost frame is remembered: an unwind that does not end there
+// (or in the program's entry point) is counted as failed.
 void prepare_unwinder_for_thread();
 
 // SIGNAL PATH: async-signal-safe (libunwind local unwinding, no allocation
@@ -14,6 +16,9 @@ void prepare_unwinder_for_thread();
 // the signal interrupted (`ucontext` from the SA_SIGINFO handler) into
 // ips[0..max_depth): ips[0] is the interrupted instruction, later entries are
 // return addresses. Sets kSampleTruncated / kSampleUnwindFailed in *flags.
+// `ips` must have room for max_depth + 8 entries (the handler's own frames
+// are unwound first and dropped).
+inline constexpr uint32_t kUnwindScratchFrames = 8;
 uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth,
                                uint32_t* flags);
 
