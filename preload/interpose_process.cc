@@ -4,7 +4,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdlib>
+#include <vector>
 
 #include "common/clock.h"
 #include "preload/real_functions.h"
@@ -16,6 +18,14 @@ namespace {
 void before_exec() {
   // A failed exec keeps running unprofiled: the stream is already closed.
   finish_process(raw::EndReason::kExec, 0);
+}
+
+// execl* take their arguments inline; glibc's own execl calls execve
+// internally (not through the PLT), so they need wrappers of their own.
+std::vector<char*> inline_arguments(const char* first, va_list ap) {
+  std::vector<char*> args{const_cast<char*>(first)};
+  while (args.back() != nullptr) args.push_back(va_arg(ap, char*));
+  return args;
 }
 
 }  // namespace
@@ -44,6 +54,31 @@ int execvp(const char* file, char* const argv[]) {
 int execvpe(const char* file, char* const argv[], char* const envp[]) {
   before_exec();
   return real().execvpe(file, argv, envp);
+}
+
+int execl(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  std::vector<char*> args = inline_arguments(arg, ap);
+  va_end(ap);
+  return execv(path, args.data());
+}
+
+int execlp(const char* file, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  std::vector<char*> args = inline_arguments(arg, ap);
+  va_end(ap);
+  return execvp(file, args.data());
+}
+
+int execle(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  std::vector<char*> args = inline_arguments(arg, ap);
+  char* const* envp = va_arg(ap, char* const*);
+  va_end(ap);
+  return execve(path, args.data(), envp);
 }
 
 int fexecve(int fd, char* const argv[], char* const envp[]) {

@@ -136,7 +136,6 @@ void start_process(Runtime& rt) {
   begin.ppid = uint64_t(getppid());
   begin.monotonic_ns = start_ns;
   begin.realtime_ns = realtime_ns();
-  begin.exec_generation = rt.exec_generation;
   begin.mpi_rank = mpi_rank_from_env();
   begin.hostname = host;
   begin.executable = executable();
@@ -196,7 +195,6 @@ void start_runtime() {
     say("cannot create " + rt->raw_dir + ": " + std::strerror(errno) + "; profiling is off");
     return;
   }
-  if (const char* gen = std::getenv("HYBRIDPROF_EXEC_GENERATION")) rt->exec_generation = std::strtoull(gen, nullptr, 10);
 
   pthread_key_create(&g_thread_key, thread_key_destructor);
   install_handler(*rt, rt->sample_signal, on_sample_signal);

@@ -27,7 +27,6 @@ struct Runtime {
   sampling::SamplingPlan plan;
   int sample_signal = 0;
   pid_t pid = 0;
-  uint64_t exec_generation = 0;
   std::string raw_dir;
   ModuleTable modules;
   Drain drain{modules};

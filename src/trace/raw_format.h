@@ -1,6 +1,7 @@
 // The raw stream: what the runtime puts on disk while the program runs.
 //
-// One file per process image (raw/<host>.<pid>.<exec-generation>.hpr). The
+// One file per process image (raw/<host>.<pid>.<start-ns>.hpr: a pid that
+// execs starts a new file). The
 // drain appends whole chunks with one write() each, so a crash or kill loses
 // at most the chunk being built (one flush interval); a torn last chunk is
 // detected by its length and checksum and skipped. The finalizer
@@ -53,7 +54,6 @@ inline constexpr uint32_t kUnknownModule = 0;
 struct ProcessBegin {
   uint64_t pid = 0, ppid = 0;
   uint64_t monotonic_ns = 0, realtime_ns = 0;
-  uint64_t exec_generation = 0;
   int64_t mpi_rank = -1;
   std::string hostname, executable;
   std::vector<std::string> args;

@@ -87,7 +87,7 @@ class Decoder {
         ProcessBegin r;
         r.pid = varint(); r.ppid = varint();
         r.monotonic_ns = varint(); r.realtime_ns = varint();
-        r.exec_generation = varint(); r.mpi_rank = signed_varint();
+        r.mpi_rank = signed_varint();
         r.hostname = string(); r.executable = string();
         const uint64_t argc = varint();
         for (uint64_t i = 0; i < argc && ok_; ++i) r.args.push_back(string());
@@ -242,7 +242,7 @@ void StreamWriter::append(const Record& record) {
           tag(Tag::kProcessBegin);
           put_varint(r.pid); put_varint(r.ppid);
           put_varint(r.monotonic_ns); put_varint(r.realtime_ns);
-          put_varint(r.exec_generation); put_signed(r.mpi_rank);
+          put_signed(r.mpi_rank);
           put_string(r.hostname); put_string(r.executable);
           put_varint(r.args.size());
           for (const auto& a : r.args) put_string(a);

@@ -1,0 +1,72 @@
+#include "options.h"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace hybridprof::report {
+
+const char* const kUsage =
+    "usage: hybridprof-report [options] <archive-dir-or-anchor>\n"
+    "\n"
+    "Summarises a hybridprof OTF2 archive: run summary, flat profile, hottest\n"
+    "call paths and per-thread samples.\n"
+    "\n"
+    "options:\n"
+    "  --top N        functions in the flat profile and threads listed (default 25)\n"
+    "  --paths N      hottest call paths listed (default 10)\n"
+    "  --full-paths   print call paths whole (default: first 3 and last 8 frames\n"
+    "                 of paths deeper than 12)\n"
+    "  --folded       print folded stacks instead (\"root;caller;leaf count\" per line),\n"
+    "                 for flamegraph.pl or speedscope\n"
+    "  -h, --help     this help\n";
+
+namespace {
+
+size_t parse_count(const std::string& flag, const std::string& text) {
+  size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value == 0) {
+    throw std::invalid_argument(flag + " needs a positive number, got '" + text + "'");
+  }
+  return value;
+}
+
+}  // namespace
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options options;
+  bool only_positional = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value_of = [&](const std::string& flag) -> std::string {
+      if (i + 1 >= args.size()) throw std::invalid_argument(flag + " needs a value");
+      return args[++i];
+    };
+    if (only_positional || arg.empty() || arg[0] != '-') {
+      if (!options.archive.empty()) throw std::invalid_argument("more than one archive given ('" + arg + "')");
+      options.archive = arg;
+    } else if (arg == "--") {
+      only_positional = true;
+    } else if (arg == "-h" || arg == "--help") {
+      options.help = true;
+    } else if (arg == "--top") {
+      options.top_functions = parse_count(arg, value_of(arg));
+    } else if (arg.rfind("--top=", 0) == 0) {
+      options.top_functions = parse_count("--top", arg.substr(6));
+    } else if (arg == "--paths") {
+      options.top_paths = parse_count(arg, value_of(arg));
+    } else if (arg.rfind("--paths=", 0) == 0) {
+      options.top_paths = parse_count("--paths", arg.substr(8));
+    } else if (arg == "--full-paths") {
+      options.full_paths = true;
+    } else if (arg == "--folded") {
+      options.folded = true;
+    } else {
+      throw std::invalid_argument("unknown option '" + arg + "' (try --help)");
+    }
+  }
+  if (!options.help && options.archive.empty()) throw std::invalid_argument("no archive given (try --help)");
+  return options;
+}
+
+}  // namespace hybridprof::report

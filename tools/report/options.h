@@ -1,0 +1,24 @@
+// Command line of hybridprof-report.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace hybridprof::report {
+
+struct Options {
+  std::string archive;      // directory or anchor
+  size_t top_functions = 25;
+  size_t top_paths = 10;
+  bool full_paths = false;
+  bool folded = false;
+  bool help = false;
+};
+
+// Throws std::invalid_argument with a one-line message for bad arguments.
+Options parse_options(const std::vector<std::string>& args);
+
+extern const char* const kUsage;
+
+}  // namespace hybridprof::report

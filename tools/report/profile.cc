@@ -1,0 +1,114 @@
+#include "profile.h"
+
+#include <algorithm>
+#include <set>
+
+namespace hybridprof::report {
+namespace {
+
+std::string region_name(const otf2::Archive& archive, uint32_t region) {
+  auto it = archive.regions.find(region);
+  if (it == archive.regions.end()) return "<unknown region " + std::to_string(region) + ">";
+  return it->second.name.empty() ? "<region " + std::to_string(region) + ">" : it->second.name;
+}
+
+std::string region_source(const otf2::Archive& archive, uint32_t region) {
+  auto it = archive.regions.find(region);
+  if (it == archive.regions.end() || it->second.file.empty()) return "-";
+  return it->second.line ? it->second.file + ":" + std::to_string(it->second.line) : it->second.file;
+}
+
+// Region refs along the path, root first; a context the archive lacks stays
+// visible as an unknown frame instead of silently vanishing.
+std::vector<uint32_t> region_path(const otf2::Archive& archive, uint32_t context) {
+  std::vector<uint32_t> regions;
+  for (uint32_t c : archive.context_path(context)) regions.push_back(archive.contexts.at(c).region);
+  return regions;
+}
+
+std::string folded_frame(std::string name) {
+  for (char& ch : name) {
+    if (ch == ';') ch = ':';
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+  return name;
+}
+
+}  // namespace
+
+SampleCounts count_samples(otf2::ArchiveReader& reader) {
+  SampleCounts counts;
+  reader.read_events(
+      [&](const otf2::SampleEvent& s) {
+        ++counts.total;
+        ++counts.by_context[s.context];
+        ++counts.by_thread[s.location];
+      },
+      [&](const otf2::RegionEvent&) { ++counts.region_events; });
+  return counts;
+}
+
+std::vector<std::string> function_chain(const otf2::Archive& archive, uint32_t context) {
+  if (!archive.contexts.count(context)) return {"<unknown context " + std::to_string(context) + ">"};
+  std::vector<std::string> names;
+  for (uint32_t region : region_path(archive, context)) names.push_back(region_name(archive, region));
+  return names;
+}
+
+std::vector<FunctionRow> flat_profile(const otf2::Archive& archive, const SampleCounts& counts) {
+  std::map<uint32_t, FunctionRow> rows;
+  for (const auto& [context, samples] : counts.by_context) {
+    const std::vector<uint32_t> path = region_path(archive, context);
+    if (path.empty()) continue;  // unknown context: no function to charge
+    rows[path.back()].self += samples;
+    for (uint32_t region : std::set<uint32_t>(path.begin(), path.end())) rows[region].inclusive += samples;
+  }
+  std::vector<FunctionRow> sorted;
+  for (auto& [region, row] : rows) {
+    row.region = region;
+    row.name = region_name(archive, region);
+    row.source = region_source(archive, region);
+    sorted.push_back(std::move(row));
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const FunctionRow& a, const FunctionRow& b) {
+    if (a.self != b.self) return a.self > b.self;
+    if (a.inclusive != b.inclusive) return a.inclusive > b.inclusive;
+    return a.name < b.name;
+  });
+  return sorted;
+}
+
+std::vector<PathRow> hottest_paths(const otf2::Archive& archive, const SampleCounts& counts) {
+  std::map<std::vector<std::string>, uint64_t> merged;
+  for (const auto& [context, samples] : counts.by_context) merged[function_chain(archive, context)] += samples;
+  std::vector<PathRow> rows;
+  for (auto& [frames, samples] : merged) rows.push_back({frames, samples});
+  std::stable_sort(rows.begin(), rows.end(), [](const PathRow& a, const PathRow& b) { return a.samples > b.samples; });
+  return rows;
+}
+
+std::vector<std::string> folded_stacks(const otf2::Archive& archive, const SampleCounts& counts) {
+  std::map<std::string, uint64_t> merged;
+  for (const auto& [context, samples] : counts.by_context) {
+    std::string line;
+    for (const std::string& frame : function_chain(archive, context)) {
+      if (!line.empty()) line += ';';
+      line += folded_frame(frame);
+    }
+    merged[line] += samples;
+  }
+  std::vector<std::string> lines;
+  for (const auto& [stack, samples] : merged) lines.push_back(stack + " " + std::to_string(samples));
+  return lines;  // std::map order: sorted
+}
+
+std::vector<std::string> abbreviate(const std::vector<std::string>& frames, bool full) {
+  constexpr size_t kMaxFrames = 12, kHead = 3, kTail = 8;
+  if (full || frames.size() <= kMaxFrames) return frames;
+  std::vector<std::string> shown(frames.begin(), frames.begin() + kHead);
+  shown.push_back("…");
+  shown.insert(shown.end(), frames.end() - kTail, frames.end());
+  return shown;
+}
+
+}  // namespace hybridprof::report

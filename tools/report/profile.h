@@ -1,0 +1,53 @@
+// The numbers hybridprof-report prints, computed from an archive read through
+// otf2::ArchiveReader. Pure functions of (definitions, sample counts), so the
+// tests can check them without parsing text.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "otf2/archive_reader.h"
+
+namespace hybridprof::report {
+
+// What the events say, counted in one pass; everything else derives from it.
+struct SampleCounts {
+  uint64_t total = 0;
+  std::map<uint32_t, uint64_t> by_context;  // leaf calling context -> samples
+  std::map<uint64_t, uint64_t> by_thread;   // location -> samples
+  uint64_t region_events = 0;               // Enter/Leave records (enter_leave archives, traced regions)
+};
+SampleCounts count_samples(otf2::ArchiveReader&);
+
+struct FunctionRow {
+  uint32_t region = 0;
+  std::string name;
+  std::string source;      // "file:line", "file" or "-"
+  uint64_t self = 0;       // samples with this function as leaf
+  uint64_t inclusive = 0;  // samples with this function anywhere on the path (once per sample)
+};
+// All functions with samples, by self desc, then inclusive desc, then name.
+std::vector<FunctionRow> flat_profile(const otf2::Archive&, const SampleCounts&);
+
+struct PathRow {
+  std::vector<std::string> frames;  // function names, root first
+  uint64_t samples = 0;
+};
+// Leaf contexts merged by their function chain (contexts that differ only in
+// call-site lines read the same), by samples desc, then frames.
+std::vector<PathRow> hottest_paths(const otf2::Archive&, const SampleCounts&);
+
+// "root;caller;leaf count" per distinct chain, sorted: flamegraph.pl and
+// speedscope input. ';' inside names becomes ':' and line breaks spaces.
+std::vector<std::string> folded_stacks(const otf2::Archive&, const SampleCounts&);
+
+// Display names along the path of `context`, root first ("<unknown ...>" for
+// refs the archive does not define).
+std::vector<std::string> function_chain(const otf2::Archive&, uint32_t context);
+
+// More than 12 frames: the first 3, "…", the last 8 (unless `full`).
+std::vector<std::string> abbreviate(const std::vector<std::string>& frames, bool full);
+
+}  // namespace hybridprof::report

@@ -1,0 +1,259 @@
+#include "text_report.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+
+#include "otf2/property_names.h"
+#include "table.h"
+
+namespace hybridprof::report {
+namespace property = otf2::property;
+using Align = Table::Align;
+
+namespace {
+
+constexpr size_t kMaxFunctionWidth = 70;  // longer (template) names are cut in the flat profile
+constexpr size_t kMaxFrameWidth = 40;     // ... and in call paths, which hold many of them
+
+std::string archive_property(const otf2::Archive& archive, const char* name) {
+  auto it = archive.properties.find(name);
+  return it == archive.properties.end() || it->second.empty() ? "-" : it->second;
+}
+
+std::string or_dash(const std::optional<uint64_t>& value) { return value ? std::to_string(*value) : "-"; }
+
+std::optional<uint64_t> thread_property(const otf2::ThreadInfo& thread, const char* name) {
+  auto it = thread.properties.find(name);
+  if (it == thread.properties.end()) return std::nullopt;
+  return it->second;
+}
+
+// Sum over threads; absent when no thread has the property (never measured
+// is not the same as zero).
+std::optional<uint64_t> sum_thread_property(const otf2::Archive& archive, const char* name) {
+  std::optional<uint64_t> sum;
+  for (const auto& [location, thread] : archive.threads) {
+    if (auto value = thread_property(thread, name)) sum = sum.value_or(0) + *value;
+  }
+  return sum;
+}
+
+std::string process_property(const otf2::ProcessInfo& process, const char* name) {
+  auto it = process.properties.find(name);
+  return it == process.properties.end() || it->second.empty() ? "-" : it->second;
+}
+
+std::optional<uint64_t> sum_process_property(const otf2::Archive& archive, const char* name) {
+  std::optional<uint64_t> sum;
+  for (const auto& [ref, process] : archive.processes) {
+    const std::string text = process_property(process, name);
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc() && end == text.data() + text.size()) sum = sum.value_or(0) + value;
+  }
+  return sum;
+}
+
+std::string duration_text(const otf2::ClockInfo& clock) {
+  if (clock.resolution == 0 || clock.trace_length == 0) return "-";
+  const double seconds = static_cast<double>(clock.trace_length) / static_cast<double>(clock.resolution);
+  char buffer[64];
+  if (seconds >= 1.0) {
+    std::snprintf(buffer, sizeof buffer, "%.3f s", seconds);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.3f ms", seconds * 1e3);
+  }
+  return buffer;
+}
+
+std::string process_label(const otf2::Archive& archive, uint32_t process) {
+  auto it = archive.processes.find(process);
+  if (it == archive.processes.end()) return "<process " + std::to_string(process) + ">";
+  const std::string pid = process_property(it->second, property::kPid);
+  return it->second.name + (pid == "-" ? "" : " [" + pid + "]");
+}
+
+void heading(std::ostream& out, const std::string& title) { out << '\n' << title << '\n'; }
+
+}  // namespace
+
+void print_summary(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts) {
+  out << "hybridprof report: " << archive.anchor << '\n';
+  heading(out, "Run");
+  const std::string event = archive_property(archive, property::kEvent);
+  const std::string period = archive_property(archive, property::kPeriod);
+  std::string samples = std::to_string(counts.total) + " in archive";
+  if (auto taken = sum_thread_property(archive, property::kSamples)) {
+    samples += " (threads report " + std::to_string(*taken) + " taken)";
+  }
+  Table table({{"", Align::kLeft}, {"", Align::kLeft}});
+  table.add_row({"Program", archive_property(archive, property::kProgram)});
+  table.add_row({"Duration", duration_text(archive.clock)});
+  table.add_row({"Event", period == "-" ? event : event + " at " + period});
+  table.add_row({"Mechanism", archive_property(archive, property::kMechanism)});
+  table.add_row({"Processes", std::to_string(archive.processes.size())});
+  table.add_row({"Threads", std::to_string(archive.threads.size())});
+  table.add_row({"Samples", samples});
+  table.add_row({"Dropped samples", or_dash(sum_thread_property(archive, property::kDropped))});
+  table.add_row({"Unwind failures", or_dash(sum_thread_property(archive, property::kUnwindFailures))});
+  table.add_row({"Truncated stacks", or_dash(sum_thread_property(archive, property::kTruncated))});
+  table.add_row({"Samples without thread", or_dash(sum_process_property(archive, property::kSamplesWithoutThread))});
+  table.add_row({"hybridprof version", archive_property(archive, property::kVersion)});
+  std::ostringstream lines;
+  table.print(lines);
+  // The title row of a key/value table is blank: skip it.
+  const std::string text = lines.str();
+  out << text.substr(text.find('\n') + 1);
+
+  const std::string notices = archive_property(archive, property::kNotices);
+  if (notices != "-") {
+    heading(out, "Notices");
+    std::istringstream in(notices);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) out << "  " << line << '\n';
+    }
+  }
+}
+
+void print_flat_profile(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts, size_t top) {
+  const std::vector<FunctionRow> rows = flat_profile(archive, counts);
+  heading(out, "Flat profile (" + std::to_string(std::min(top, rows.size())) + " of " + std::to_string(rows.size()) +
+                   " functions, by self samples)");
+  Table table({{"Self%", Align::kRight},
+               {"Self", Align::kRight},
+               {"Incl%", Align::kRight},
+               {"Incl", Align::kRight},
+               {"Function", Align::kLeft},
+               {"Source", Align::kLeft}});
+  for (size_t i = 0; i < rows.size() && i < top; ++i) {
+    const FunctionRow& r = rows[i];
+    table.add_row({percent(r.self, counts.total), std::to_string(r.self), percent(r.inclusive, counts.total),
+                   std::to_string(r.inclusive), truncate_display(r.name, kMaxFunctionWidth), r.source});
+  }
+  table.print(out);
+}
+
+void print_hottest_paths(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts, size_t top,
+                         bool full_paths) {
+  const std::vector<PathRow> rows = hottest_paths(archive, counts);
+  heading(out, "Hottest call paths (" + std::to_string(std::min(top, rows.size())) + " of " +
+                   std::to_string(rows.size()) + ", root → leaf)");
+  Table table({{"Samples", Align::kRight}, {"%", Align::kRight}, {"Path", Align::kLeft}});
+  for (size_t i = 0; i < rows.size() && i < top; ++i) {
+    std::string path;
+    for (const std::string& frame : abbreviate(rows[i].frames, full_paths)) {
+      path += (path.empty() ? "" : " → ") + (full_paths ? frame : truncate_display(frame, kMaxFrameWidth));
+    }
+    table.add_row({std::to_string(rows[i].samples), percent(rows[i].samples, counts.total), path});
+  }
+  table.print(out);
+}
+
+void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts,
+                                 size_t top) {
+  heading(out, "Processes");
+  Table processes({{"Process", Align::kLeft},
+                   {"PID", Align::kRight},
+                   {"Exit status", Align::kRight},
+                   {"Threads", Align::kRight},
+                   {"Samples", Align::kRight},
+                   {"Without thread", Align::kRight}});
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_process;  // threads, samples
+  for (const auto& [location, thread] : archive.threads) {
+    auto& [threads, samples] = per_process[thread.process];
+    ++threads;
+    auto it = counts.by_thread.find(location);
+    if (it != counts.by_thread.end()) samples += it->second;
+  }
+  size_t shown = 0;
+  for (const auto& [ref, process] : archive.processes) {
+    if (shown++ == top) break;
+    processes.add_row({process.name, process_property(process, property::kPid),
+                       process_property(process, property::kExitStatus), std::to_string(per_process[ref].first),
+                       std::to_string(per_process[ref].second),
+                       process_property(process, property::kSamplesWithoutThread)});
+  }
+  processes.print(out);
+  if (archive.processes.size() > top) out << "  … and " << archive.processes.size() - top << " more processes\n";
+
+  heading(out, "Threads (by samples)");
+  std::vector<std::pair<uint64_t, uint64_t>> order;  // samples, location
+  for (const auto& [location, thread] : archive.threads) {
+    auto it = counts.by_thread.find(location);
+    order.emplace_back(it == counts.by_thread.end() ? 0 : it->second, location);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  Table threads({{"Process", Align::kLeft},
+                 {"Thread", Align::kLeft},
+                 {"TID", Align::kRight},
+                 {"Samples", Align::kRight},
+                 {"%", Align::kRight},
+                 {"Dropped", Align::kRight},
+                 {"Unwind failures", Align::kRight},
+                 {"Truncated", Align::kRight}});
+  for (size_t i = 0; i < order.size() && i < top; ++i) {
+    const otf2::ThreadInfo& t = archive.threads.at(order[i].second);
+    threads.add_row({process_label(archive, t.process), t.name, or_dash(thread_property(t, property::kTid)),
+                     std::to_string(order[i].first), percent(order[i].first, counts.total),
+                     or_dash(thread_property(t, property::kDropped)),
+                     or_dash(thread_property(t, property::kUnwindFailures)),
+                     or_dash(thread_property(t, property::kTruncated))});
+  }
+  threads.print(out);
+  if (order.size() > top) out << "  … and " << order.size() - top << " more threads\n";
+}
+
+void print_report(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts,
+                  const Options& options) {
+  print_summary(out, archive, counts);
+  if (counts.total == 0) {
+    out << '\n';
+    if (counts.region_events > 0) {
+      out << "No samples in this archive: it holds " << counts.region_events
+          << " Enter/Leave events instead (an archive written in enter/leave\n"
+             "mode for trace viewers), from which this report derives no profile yet.\n";
+    } else {
+      out << "No samples in this archive.\n";
+    }
+  } else {
+    print_flat_profile(out, archive, counts, options.top_functions);
+    print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths);
+  }
+  print_processes_and_threads(out, archive, counts, options.top_functions);
+}
+
+void print_folded(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts) {
+  for (const std::string& line : folded_stacks(archive, counts)) out << line << '\n';
+}
+
+int run_report(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  auto fail = [&](std::string message) {
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    err << "hybridprof-report: error: " << message << '\n';
+    return 1;
+  };
+  try {
+    const Options options = parse_options(args);
+    if (options.help) {
+      out << kUsage;
+      return 0;
+    }
+    otf2::ArchiveReader reader(options.archive);
+    const SampleCounts counts = count_samples(reader);
+    if (options.folded) {
+      print_folded(out, reader.archive(), counts);
+      if (counts.total == 0) err << "hybridprof-report: no samples in " << reader.archive().anchor << '\n';
+    } else {
+      print_report(out, reader.archive(), counts, options);
+    }
+    out.flush();
+    return out ? 0 : fail("cannot write the report");
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+}  // namespace hybridprof::report

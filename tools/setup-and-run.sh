@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine (as root) to a working hybridprof:
+# installs the Debian packages that are missing, builds, then
+#   demo  profiles the bundled example job and prints the report and archive path
+#   test  runs the whole test suite (what CI runs)
+set -euo pipefail
+mode=${1:-demo}
+case "$mode" in demo|test) ;; *) echo "usage: $0 [demo|test]" >&2; exit 2 ;; esac
+cd "$(dirname "$0")/.."
+
+packages=(g++ make cmake pkg-config
+          libpfm4-dev libunwind-dev libdw-dev libelf-dev
+          libopen-trace-format2-dev otf2-tools
+          libgtest-dev libgmock-dev googletest libbenchmark-dev
+          vite linux-perf time procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build=${BUILD_DIR:-build}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$(nproc)"
+
+if [ "$mode" = test ]; then
+  cd "$build"
+  ctest --output-on-failure --timeout 600
+  exit
+fi
+
+out=$(mktemp -d /tmp/hybridprof-demo.XXXXXX)
+echo
+echo "== profiling the example job: 2 threads, 3 leaf functions sharing the CPU 50/30/20"
+"$build/bin/hybridprof" -F 1000 --enter-leave -o "$out/run" -- "$build/bin/split_workload" 2 2
+echo
+"$build/bin/hybridprof-report" "$out/run"
+echo
+echo "archive: $out/run/traces.otf2"
+echo "for ViTE: $out/run/enter-leave/traces.otf2"
