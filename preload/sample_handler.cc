@@ -26,7 +26,7 @@ bool looks_like_sample(const siginfo_t* info) {
          (info->si_code == SI_TIMER && info->si_value.sival_int == sampling::kTimerCookie);
 }
 
-void record_sample(Runtime& rt, ThreadState& t, void* ucontext) {
+void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* ucontext) {
   const uint64_t now = monotonic_ns();
   if (t.busy.load(std::memory_order_relaxed) != 0) {
     t.dropped.fetch_add(1, std::memory_order_relaxed);
@@ -45,11 +45,13 @@ void record_sample(Runtime& rt, ThreadState& t, void* ucontext) {
   auto* s = reinterpret_cast<SampleRecord*>(h);
   s->timestamp_ns = now;
   s->flags = flags;
-  s->reserved = 0;
+  // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
+  // many periods this one sample covers.
+  s->weight = sampling::ThreadSampler::sample_weight(info);
   uint64_t* out = s->ips();
   for (uint32_t i = 0; i < depth; ++i) out[i] = ips[i];
   t.ring.commit();
-  t.samples.fetch_add(1, std::memory_order_relaxed);
+  t.samples.fetch_add(s->weight, std::memory_order_relaxed);
   if (flags & kSampleTruncated) t.truncated.fetch_add(1, std::memory_order_relaxed);
   if (flags & kSampleUnwindFailed) t.unwind_failed.fetch_add(1, std::memory_order_relaxed);
 }
@@ -62,7 +64,7 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
   Runtime* rt = runtime();
   ThreadContext* ctx = this_thread();
   if (rt && ctx && ctx->sampler.owns(info)) {
-    if (sampling_enabled()) record_sample(*rt, *ctx->state, ucontext);
+    if (sampling_enabled()) record_sample(*rt, *ctx->state, info, ucontext);
   } else if (rt && looks_like_sample(info) && !program_handles(signal)) {
     // A sample for a thread that is starting or ending, or one still queued
     // after its sampler stopped: count it; the default action would kill.

@@ -1,13 +1,12 @@
 #include "symbolizer/module_debug_info.h"
 
 #include <dwarf.h>
-#include <elfutils/libdw.h>
-#include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include "symbolizer/dwarf_names.h"
+#include "symbolizer/dwarf_scopes.h"
 
 namespace hybridprof::symbolizer {
 namespace {
@@ -24,33 +23,25 @@ const Dwfl_Callbacks kCallbacks = {
     .debuginfo_path = &g_debuginfo_path,
 };
 
-// dwarf_formstring/dwarf_formudata accept a null attribute, so lookups chain safely.
-const char* string_attribute(Dwarf_Die* die, unsigned int name) {
-  Dwarf_Attribute attr;
-  // _integrate follows DW_AT_abstract_origin (inlined instances, out-of-line copies
-  // of inline functions) and DW_AT_specification (member functions defined outside
-  // their class), where the names live.
-  return dwarf_formstring(dwarf_attr_integrate(die, name, &attr));
-}
-
-// Linkage names demangle to the full qualified signature ("ns::Foo::bar(int)");
-// DW_AT_name alone is the bare "bar". C functions only have DW_AT_name.
-std::string function_name(Dwarf_Die* die) {
-  const char* name = string_attribute(die, DW_AT_linkage_name);
-  if (name == nullptr) name = string_attribute(die, DW_AT_MIPS_linkage_name);
-  if (name != nullptr) return demangle(name);
-  name = string_attribute(die, DW_AT_name);
-  return name != nullptr ? name : "";
-}
-
 // Line tables of DWARF 5 carry absolute paths; older ones may be relative to the
 // compilation directory, which we prepend so all paths look alike.
 std::string absolute_path(const char* file, Dwarf_Die* cu) {
-  if (file[0] == '/' || cu == nullptr) return file;
+  if (file[0] == '/') return file;
   Dwarf_Attribute attr;
   const char* dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr));
   if (dir == nullptr || dir[0] == '\0') return file;
   return std::string(dir) + "/" + file;
+}
+
+// The line of the instruction at `pc` itself (for the innermost frame).
+void innermost_line(Dwarf_Die* cu, Dwarf_Addr pc, SourceFrame* frame) {
+  Dwarf_Line* line = dwarf_getsrc_die(cu, pc);
+  if (line == nullptr) return;
+  const char* file = dwarf_linesrc(line, nullptr, nullptr);
+  int number = 0;
+  if (file == nullptr || dwarf_lineno(line, &number) != 0) return;
+  frame->file = absolute_path(file, cu);
+  frame->line = number > 0 ? static_cast<uint32_t>(number) : 0;
 }
 
 // Where `inlined` was called from, i.e. the line in the frame it was inlined into.
@@ -62,7 +53,7 @@ void call_site(Dwarf_Die* inlined, SourceFrame* caller) {
   }
   if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) != 0) return;
   // The file index refers to the line table of the unit holding this DIE (with dwz
-  // that is a partial unit, not the CU the address was found in).
+  // that may be a partial unit, not the CU the address was found in).
   Dwarf_Die cu;
   Dwarf_Files* files = nullptr;
   size_t file_count = 0;
@@ -71,11 +62,6 @@ void call_site(Dwarf_Die* inlined, SourceFrame* caller) {
   if (const char* file = dwarf_filesrc(files, value, nullptr, nullptr)) {
     caller->file = absolute_path(file, &cu);
   }
-}
-
-bool is_function_scope(int tag) {
-  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-         tag == DW_TAG_entry_point;
 }
 
 }  // namespace
@@ -98,7 +84,7 @@ std::unique_ptr<ModuleDebugInfo> ModuleDebugInfo::open(const std::string& path) 
   }
   // ET_DYN with base 0 and add_p_vaddr=true places the file at its own p_vaddr, so
   // Dwfl addresses equal ELF vaddrs (bias 0); ET_EXEC is always at its p_vaddr.
-  // (dwfl_report_offline would instead move ET_DYN files to a made-up base.)
+  // (dwfl_report_offline would move ET_DYN files to 0x10000, a made-up base.)
   dwfl_report_begin(dwfl);
   Dwfl_Module* module = dwfl_report_elf(dwfl, path.c_str(), path.c_str(), fd,
                                         /*base=*/0, /*add_p_vaddr=*/true);
@@ -116,70 +102,84 @@ std::unique_ptr<ModuleDebugInfo> ModuleDebugInfo::open(const std::string& path) 
   return std::unique_ptr<ModuleDebugInfo>(new ModuleDebugInfo(dwfl, module, bias));
 }
 
-ModuleDebugInfo::ModuleDebugInfo(Dwfl* dwfl, Dwfl_Module* module, uint64_t bias)
+ModuleDebugInfo::ModuleDebugInfo(Dwfl* dwfl, Dwfl_Module* module, Dwarf_Addr bias)
     : dwfl_(dwfl), module_(module), bias_(bias) {}
 
 ModuleDebugInfo::~ModuleDebugInfo() { dwfl_end(dwfl_); }
 
+// Our own address -> CU table, instead of dwfl_module_addrdie: that one reads only
+// .debug_aranges, which clang does not emit by default, so every address of a
+// clang-built module came back without DWARF (libdw 0.188).
+void ModuleDebugInfo::index_compilation_units() {
+  indexed_ = true;
+  // Loads the DWARF, from the file itself or a separate debug file.
+  Dwarf* dwarf = dwfl_module_getdwarf(module_, &dwarf_bias_);
+  if (dwarf == nullptr) return;
+  Dwarf_CU* unit = nullptr;
+  uint8_t unit_type = 0;
+  Dwarf_Die cu;
+  while (dwarf_get_units(dwarf, unit, &unit, nullptr, &unit_type, &cu, nullptr) == 0) {
+    // Not type units, dwz partial units (imported into CUs), or split-DWARF
+    // skeletons (-gsplit-dwarf is not supported).
+    if (unit_type == DW_UT_compile) add_ranges(&cu, &cu_ranges_);
+  }
+  sort_ranges(&cu_ranges_);
+}
+
+const RangeIndex& ModuleDebugInfo::functions_of(Dwarf_Die* cu) {
+  auto [entry, inserted] = functions_by_cu_.try_emplace(cu->addr);
+  if (inserted) entry->second = index_functions(cu);
+  return entry->second;
+}
+
 std::vector<SourceFrame> ModuleDebugInfo::frames_at(uint64_t elf_vaddr) {
-  const uint64_t address = elf_vaddr + bias_;
-  // The symbol table lookup would happily name the nearest symbol below an address
-  // past the end of the file's segments; only answer for addresses the file maps.
+  const Dwarf_Addr address = elf_vaddr + bias_;
+  // Only addresses inside the file's loadable segments are this module's.
   if (dwfl_addrmodule(dwfl_, address) != module_) return {};
-  std::vector<SourceFrame> frames = dwarf_frames(address);
-  if (!frames.empty()) return frames;
+  if (!indexed_) index_compilation_units();
+  const Dwarf_Addr dwarf_address = address - dwarf_bias_;
+  const DieRange* found = find_range(cu_ranges_, dwarf_address);
+  Dwarf_Die cu = found != nullptr ? found->die : Dwarf_Die{};
+  if (found != nullptr) {
+    std::vector<SourceFrame> frames = dwarf_frames(&cu, dwarf_address);
+    if (!frames.empty()) return frames;
+  }
   // No DWARF function (no -g, stripped, assembly): the ELF symbol, and still a line
   // if a line table covers the address (assembly built with -g has one).
   std::string name = symbol_name(address);
   if (name.empty()) return {};
   SourceFrame frame;
   frame.function = std::move(name);
-  innermost_line(address, &frame);
+  if (found != nullptr) innermost_line(&cu, dwarf_address, &frame);
   return {std::move(frame)};
 }
 
-std::vector<SourceFrame> ModuleDebugInfo::dwarf_frames(uint64_t address) {
-  Dwarf_Addr cu_bias = 0;
-  Dwarf_Die* cu = dwfl_module_addrdie(module_, address, &cu_bias);
-  if (cu == nullptr) return {};
-  Dwarf_Die* scopes = nullptr;
-  int count = dwarf_getscopes(cu, address - cu_bias, &scopes);
-  if (count <= 0) {
-    free(scopes);
-    return {};
-  }
-  // dwarf_getscopes continues from an inlined instance into the scopes of its
-  // abstract definition (what name lookup wants); the physical nesting (inlined
-  // callee inside its caller) is the DIE tree above the innermost scope.
-  Dwarf_Die innermost = scopes[0];
-  free(scopes);
-  scopes = nullptr;
-  count = dwarf_getscopes_die(&innermost, &scopes);
-
+std::vector<SourceFrame> ModuleDebugInfo::dwarf_frames(Dwarf_Die* cu, Dwarf_Addr pc) {
+  const DieRange* function = find_range(functions_of(cu), pc);
+  if (function == nullptr) return {};
+  std::vector<Dwarf_Die> path = scopes_containing(function->die, pc);  // outermost first
   std::vector<SourceFrame> frames;
   Dwarf_Die* callee = nullptr;  // the inlined_subroutine of the previous frame
-  for (int i = 0; i < count; ++i) {
-    Dwarf_Die* die = &scopes[i];
-    const int tag = dwarf_tag(die);
-    if (!is_function_scope(tag)) continue;  // lexical blocks, namespaces, the CU
+  for (auto scope = path.rbegin(); scope != path.rend(); ++scope) {  // innermost first
+    const int tag = dwarf_tag(&*scope);
+    if (!is_function(tag)) continue;  // lexical blocks
     SourceFrame frame;
-    frame.function = function_name(die);
+    auto [name, inserted] = function_names_.try_emplace(scope->addr);
+    if (inserted) name->second = function_name(&*scope);
+    frame.function = name->second;
     frame.inlined = tag == DW_TAG_inlined_subroutine;
     if (callee == nullptr) {
-      innermost_line(address, &frame);
+      innermost_line(cu, pc, &frame);
     } else {
       call_site(callee, &frame);
     }
     frames.push_back(std::move(frame));
     if (!frames.back().inlined) break;  // reached the out-of-line function
-    callee = die;
+    callee = &*scope;
   }
-  free(scopes);
-  // Malformed DWARF may leave an inlined instance with no enclosing subprogram;
-  // the last frame has nothing to be inlined into, so say it is out of line.
-  if (!frames.empty()) frames.back().inlined = false;
+  // path[0] is a subprogram, so the last frame is out of line.
   if (!frames.empty() && frames.back().function.empty()) {
-    frames.back().function = symbol_name(address);  // nameless DIE: ELF name instead
+    frames.back().function = symbol_name(pc + dwarf_bias_);  // nameless DIE: ELF name
   }
   for (SourceFrame& frame : frames) {
     if (frame.function.empty()) frame.function = "??";
@@ -194,16 +194,6 @@ std::string ModuleDebugInfo::symbol_name(uint64_t address) {
   const char* name = dwfl_module_addrinfo(module_, address, &offset, &symbol, nullptr,
                                           nullptr, nullptr);
   return name != nullptr && name[0] != '\0' ? demangle(name) : "";
-}
-
-void ModuleDebugInfo::innermost_line(uint64_t address, SourceFrame* frame) {
-  Dwfl_Line* line = dwfl_module_getsrc(module_, address);
-  if (line == nullptr) return;
-  int line_number = 0;
-  const char* file = dwfl_lineinfo(line, nullptr, &line_number, nullptr, nullptr, nullptr);
-  if (file == nullptr) return;
-  frame->file = absolute_path(file, dwfl_linecu(line));
-  frame->line = line_number > 0 ? static_cast<uint32_t>(line_number) : 0;
 }
 
 }  // namespace hybridprof::symbolizer

@@ -2,15 +2,17 @@
 // "what source is at this ELF virtual address". Internal to the symbolizer.
 #pragma once
 
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "symbolizer/dwarf_scopes.h"
 #include "symbolizer/symbolizer.h"
-
-struct Dwfl;
-struct Dwfl_Module;
 
 namespace hybridprof::symbolizer {
 
@@ -27,14 +29,25 @@ class ModuleDebugInfo {
   std::vector<SourceFrame> frames_at(uint64_t elf_vaddr);
 
  private:
-  ModuleDebugInfo(Dwfl* dwfl, Dwfl_Module* module, uint64_t bias);
-  std::vector<SourceFrame> dwarf_frames(uint64_t dwfl_address);
+  ModuleDebugInfo(Dwfl* dwfl, Dwfl_Module* module, Dwarf_Addr bias);
+  void index_compilation_units();
+  const RangeIndex& functions_of(Dwarf_Die* cu);
+  std::vector<SourceFrame> dwarf_frames(Dwarf_Die* cu, Dwarf_Addr dwarf_address);
   std::string symbol_name(uint64_t dwfl_address);
-  void innermost_line(uint64_t dwfl_address, SourceFrame* frame);
 
   Dwfl* dwfl_;
   Dwfl_Module* module_;
-  uint64_t bias_;  // Dwfl address = ELF vaddr + bias_ (0 with how open() reports the file)
+  Dwarf_Addr bias_;  // Dwfl address = ELF vaddr + bias_ (0 with how open() reports the file)
+  Dwarf_Addr dwarf_bias_ = 0;  // DWARF address = Dwfl address - dwarf_bias_
+  bool indexed_ = false;
+  RangeIndex cu_ranges_;  // empty without DWARF
+  // Per CU (by its DIE's address in the debug data), the out-of-line functions:
+  // one pass over the CU, then each address costs a binary search plus a walk of
+  // one function's subtree instead of a walk of the whole CU.
+  std::unordered_map<const void*, RangeIndex> functions_by_cu_;
+  // Function names by DIE (its address in the loaded debug data, stable while dwfl_
+  // lives): many sampled addresses share a function, and qualifying a name walks a CU.
+  std::unordered_map<const void*, std::string> function_names_;
 };
 
 }  // namespace hybridprof::symbolizer

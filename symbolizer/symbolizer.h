@@ -13,6 +13,8 @@ namespace hybridprof::symbolizer {
 
 struct SourceFrame {
   std::string function;  // demangled C++ name (e.g. "ns::Foo::bar(int)"), or plain C name
+                         // (qualified but without parameters, "ns::(anonymous namespace)::f"
+                         // or Fortran "mod::proc", when DWARF has no C++ linkage name)
   std::string file;      // source file path as in DWARF (absolute if DWARF gives comp_dir), "" if unknown
   uint32_t line = 0;     // 0 if unknown
   bool inlined = false;  // this frame was inlined into the next frame in the vector

@@ -9,10 +9,27 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fstream>
+
 #include "common/clock.h"
 #include "trace/records.h"
 
 namespace hybridprof {
+
+namespace {
+
+// The thread's name: what it set itself at its end, else what the kernel
+// says now (a thread still running at a signal or an exit from elsewhere).
+std::string thread_name(const ThreadState& t) {
+  std::string name(t.name, strnlen(t.name, sizeof t.name));
+  if (name.empty()) {
+    std::ifstream comm("/proc/self/task/" + std::to_string(t.tid) + "/comm");
+    std::getline(comm, name);
+  }
+  return name;
+}
+
+}  // namespace
 
 Drain::~Drain() {
   if (thread_started_ && !finished_) stop(raw::ProcessEnd{monotonic_ns()});
@@ -149,7 +166,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
                            : cct_.child(node, raw::kUnknownModule, address, &new_nodes_);
       }
       for (const auto& n : new_nodes_) writer_.append(n);
-      writer_.append(raw::Sample{t.index, s.timestamp_ns, node, s.flags});
+      writer_.append(raw::Sample{t.index, s.timestamp_ns, node, s.flags, s.weight ? s.weight : 1});
       break;
     }
     case RecordType::kRegionEnter:
@@ -168,8 +185,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
 }
 
 void Drain::end_thread_locked(ThreadState* t) {
-  writer_.append(raw::ThreadEnd{t->index, t->end_ns ? t->end_ns : monotonic_ns(), t->counters(),
-                                std::string(t->name, strnlen(t->name, sizeof t->name))});
+  writer_.append(raw::ThreadEnd{t->index, t->end_ns ? t->end_ns : monotonic_ns(), t->counters(), thread_name(*t)});
   threads_.erase(std::remove(threads_.begin(), threads_.end(), t), threads_.end());
   void* storage = t->ring_storage;
   const size_t bytes = t->ring_bytes;
@@ -183,8 +199,7 @@ void Drain::finish_locked(const raw::ProcessEnd& end) {
   // Threads still running (exit from another thread, a signal): end them
   // now but keep their state: they may still be inside a handler.
   for (ThreadState* t : threads_) {
-    writer_.append(raw::ThreadEnd{t->index, end.timestamp_ns, t->counters(),
-                                  std::string(t->name, strnlen(t->name, sizeof t->name))});
+    writer_.append(raw::ThreadEnd{t->index, end.timestamp_ns, t->counters(), thread_name(*t)});
   }
   writer_.append(end);
   writer_.close();

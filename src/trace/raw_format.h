@@ -86,7 +86,13 @@ struct ThreadEnd {
   std::string name;  // the thread's name when it ended (pthread_setname_np)
 };
 struct CctNode { uint32_t id = 0, parent = 0, module = 0; uint64_t offset = 0; };
-struct Sample { uint32_t thread = 0; uint64_t timestamp_ns = 0; uint32_t node = 0; uint32_t flags = 0; };
+struct Sample {
+  uint32_t thread = 0;
+  uint64_t timestamp_ns = 0;
+  uint32_t node = 0;
+  uint32_t flags = 0;
+  uint32_t weight = 1;  // sampling periods it stands for
+};
 struct RegionDef { uint32_t id = 0; std::string name; uint32_t paradigm = 0; };
 struct RegionEvent { uint32_t thread = 0; uint64_t timestamp_ns = 0; uint32_t region = 0; uint32_t node = 0; };
 struct Enter : RegionEvent {};

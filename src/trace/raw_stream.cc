@@ -133,7 +133,7 @@ class Decoder {
       }
       case Tag::kSample: {
         Sample r;
-        r.thread = u32(); r.timestamp_ns = timestamp(r.thread); r.node = u32(); r.flags = u32();
+        r.thread = u32(); r.timestamp_ns = timestamp(r.thread); r.node = u32(); r.flags = u32(); r.weight = u32();
         out = r;
         break;
       }
@@ -272,7 +272,7 @@ void StreamWriter::append(const Record& record) {
         } else if constexpr (std::is_same_v<T, Sample>) {
           tag(Tag::kSample);
           put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
-          put_varint(r.node); put_varint(r.flags);
+          put_varint(r.node); put_varint(r.flags); put_varint(r.weight);
         } else if constexpr (std::is_same_v<T, RegionDef>) {
           tag(Tag::kRegionDef);
           put_varint(r.id); put_string(r.name); put_varint(r.paradigm);

@@ -28,7 +28,7 @@ struct SampleRecord {
   RecordHeader header;
   uint64_t timestamp_ns;  // CLOCK_MONOTONIC
   uint32_t flags;         // SampleFlags
-  uint32_t reserved;
+  uint32_t weight;        // periods this sample stands for (>1 when a POSIX timer overran)
   // uint64_t ips[header.aux];
   const uint64_t* ips() const { return reinterpret_cast<const uint64_t*>(this + 1); }
   uint64_t* ips() { return reinterpret_cast<uint64_t*>(this + 1); }

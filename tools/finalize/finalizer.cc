@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <cstdlib>
 
 #include <algorithm>
 #include <memory>
@@ -124,7 +125,10 @@ class Finalizer {
     const std::vector<uint32_t> regions = define_traced_regions(p);
     std::map<uint32_t, uint64_t> locations;
     for (auto& [index, t] : p.threads) {
-      const std::string thread_name = index == 0 ? "main thread" : "thread " + std::to_string(index);
+      std::string thread_name = index == 0 ? "main thread" : "thread " + std::to_string(index);
+      // Name threads the program named (pthread_setname_np) after it.
+      if (t.end && !t.end->name.empty() && t.end->name != basename_of(b.executable).substr(0, 15))
+        thread_name += " (" + t.end->name + ")";
       const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, thread_name); });
       locations[index] = loc;
       set_thread_properties(p, t, loc);
@@ -245,8 +249,11 @@ class Finalizer {
       if (const auto* s = std::get_if<raw::Sample>(&record)) {
         const uint32_t ctx = s->node < contexts.size() ? contexts[s->node] : kUndefined;
         if (ctx == kUndefined) return;  // its node was in a lost chunk
+        // OTF2 samples carry no weight: a sample standing for several
+        // periods (POSIX timer overruns) is written that many times.
         writers_.each([&](ArchiveWriter& w) {
-          w.write_sample(locations.at(s->thread), s->timestamp_ns, ctx, depth[s->node], generator);
+          for (uint32_t i = 0; i < s->weight; ++i)
+            w.write_sample(locations.at(s->thread), s->timestamp_ns, ctx, depth[s->node], generator);
         });
       } else if (const auto* e = std::get_if<raw::Enter>(&record)) {
         if (e->region < regions.size() && regions[e->region] != kUndefined)
@@ -298,6 +305,9 @@ class Finalizer {
 }  // namespace
 
 bool finalize(const Options& options, Result* result, std::string* error) {
+  // libdw may ask debuginfod servers for missing debug files: never from a
+  // profiler's exit path (compute nodes rarely have network, and it is slow).
+  unsetenv("DEBUGINFOD_URLS");
   const std::vector<std::string> files = raw_files(options.directory + "/raw");
   if (files.empty()) {
     *error = "no raw data in " + options.directory + "/raw (was the program run under hybridprof?)";

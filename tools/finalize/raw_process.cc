@@ -39,7 +39,7 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::Sample>) {
             RawThread& t = thread(r.thread);
-            ++t.samples_seen;
+            t.samples_seen += r.weight;
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
             p->last_ns = std::max(p->last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::Enter> || std::is_same_v<T, raw::Leave>) {

@@ -28,7 +28,7 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   w.append(ThreadBegin{0, 4242, 1000, ""});
   w.append(CctNode{3, kRootComplete, 1, 0x1234});
   w.append(Sample{0, 2000, 3, 0});
-  w.append(Sample{0, 1500, 3, 1});  // time may step back: deltas are signed
+  w.append(Sample{0, 1500, 3, 1, 5});  // time may step back: deltas are signed
   ASSERT_TRUE(w.flush());
   w.append(Sample{0, 3000000000ull, 3, 0});
   w.append(ThreadEnd{0, 3000000001ull, {3, 1, 0, 0}, "worker"});
@@ -48,6 +48,8 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   EXPECT_EQ(std::get<Sample>(records[4]).timestamp_ns, 2000u);
   EXPECT_EQ(std::get<Sample>(records[5]).timestamp_ns, 1500u);
   EXPECT_EQ(std::get<Sample>(records[5]).flags, 1u);
+  EXPECT_EQ(std::get<Sample>(records[5]).weight, 5u);
+  EXPECT_EQ(std::get<Sample>(records[4]).weight, 1u);
   EXPECT_EQ(std::get<Sample>(records[6]).timestamp_ns, 3000000000ull);
   EXPECT_EQ(std::get<ThreadEnd>(records[7]).name, "worker");
   EXPECT_EQ(std::get<ThreadEnd>(records[7]).counters.dropped, 1u);

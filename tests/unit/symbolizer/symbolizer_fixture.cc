@@ -1,14 +1,24 @@
 // Shared library the symbolizer tests dlopen. Built with -g -O2 like real code.
 // Each symfix_line_* global holds the source line of the thing it names, taken
 // from __LINE__, so tests compare against the compiler's facts, not typed numbers.
-// Keep each function's name and opening brace on one line: GCC attributes a
-// function's first instruction to the line of its name.
+// Each function's first statement is on the line after its opening line: the
+// entry instruction belongs to the opening line when the function has a prologue
+// (e.g. under sanitizers), else to the first statement (at -O2 GCC then puts a
+// zero-length row for the opening line at the same address, and the last row at
+// an address is the one describing its instruction, as libdw and addr2line answer).
 
 // volatile: keeps loops and stores from being folded away, so the functions and
 // the inlined helper have real instruction ranges.
 static volatile int g_sink;
 
-extern "C" int symfix_line_c_function = __LINE__ + 1;
+// An exported int holding a line number relative to this line. The braced form of
+// extern "C" makes it a plain definition (no "initialized and declared extern").
+#define SYMFIX_EXPORT_LINE(name, offset) \
+  extern "C" {                           \
+  int name = __LINE__ + (offset);        \
+  }
+
+SYMFIX_EXPORT_LINE(symfix_line_c_function, 1)
 extern "C" __attribute__((noinline)) int symfix_c_function(int x) {
   g_sink = x;
   return g_sink * 3;
@@ -16,7 +26,7 @@ extern "C" __attribute__((noinline)) int symfix_c_function(int x) {
 
 namespace symfix {
 
-int line_scale = __LINE__ + 1;
+SYMFIX_EXPORT_LINE(symfix_line_scale, 1)
 __attribute__((noinline)) double scale(int value, double factor) {
   g_sink = value;
   return g_sink * factor;
@@ -27,7 +37,7 @@ struct Counter {
   int total = 0;
 };
 
-int line_counter_add = __LINE__ + 1;
+SYMFIX_EXPORT_LINE(symfix_line_counter_add, 1)
 __attribute__((noinline)) int Counter::add(int amount) {
   total += amount;
   g_sink = total;
@@ -37,9 +47,13 @@ __attribute__((noinline)) int Counter::add(int amount) {
 }  // namespace symfix
 
 // The helper's body spans [first, last]; any address inside its inlined copy must
-// report a line in that range.
-extern "C" int symfix_line_helper_first = __LINE__ + 1;
-static inline __attribute__((always_inline)) int inlined_helper(int x) {
+// report a line in that range. In an anonymous namespace, GCC gives it no linkage
+// name, so its qualified name must be rebuilt from the enclosing namespaces.
+// (The markers sit outside: a name in an anonymous namespace is never exported.)
+SYMFIX_EXPORT_LINE(symfix_line_helper_first, 3)
+namespace symfix {
+namespace {
+inline __attribute__((always_inline)) int inlined_helper(int x) {
   int acc = 0;
   for (int i = 0; i < x; ++i) {
     acc += i * x;
@@ -47,12 +61,14 @@ static inline __attribute__((always_inline)) int inlined_helper(int x) {
   }
   return acc;
 }
-extern "C" int symfix_line_helper_last = __LINE__ - 1;
+}  // namespace
+}  // namespace symfix
+SYMFIX_EXPORT_LINE(symfix_line_helper_last, -3)
 
-extern "C" int symfix_line_inlined_call = __LINE__ + 3;
+SYMFIX_EXPORT_LINE(symfix_line_inlined_call, 3)
 extern "C" __attribute__((noinline)) int symfix_with_inlined(int x) {
   g_sink = x;
-  const int acc = inlined_helper(g_sink);
+  const int acc = symfix::inlined_helper(g_sink);
   return acc + g_sink;
 }
 

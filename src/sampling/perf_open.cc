@@ -1,0 +1,42 @@
+#include "sampling/perf_open.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace hybridprof::sampling::detail {
+
+void fill_sampling_attr(const EventSpec& event, uint64_t value, bool frequency, perf_event_attr* attr) {
+  memset(attr, 0, sizeof *attr);
+  attr->size = sizeof *attr;
+  attr->type = event.type;
+  attr->config = event.config;
+  attr->config1 = event.config1;
+  attr->config2 = event.config2;
+  attr->precise_ip = event.precise_ip;
+  if (value == 0) value = 1;
+  if (frequency && event.software_clock) {
+    uint64_t period = 1000000000ull / value;
+    attr->sample_period = period > 0 ? period : 1;
+  } else if (frequency) {
+    attr->freq = 1;
+    attr->sample_freq = value;
+  } else {
+    attr->sample_period = value;
+  }
+  attr->wakeup_events = 1;
+  attr->disabled = 1;        // enabled only once the signal routing is in place
+  attr->exclude_kernel = 1;  // perf_event_paranoid 2 allows user level only
+  attr->exclude_hv = 1;
+}
+
+int open_on_this_thread(perf_event_attr* attr) {
+  // glibc has no wrapper. pid 0 + cpu -1: this thread, wherever it runs;
+  // inherit stays 0 so each thread gets (and owns) its own event.
+  long fd = syscall(SYS_perf_event_open, attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  return fd >= 0 ? int(fd) : -errno;
+}
+
+}  // namespace hybridprof::sampling::detail

@@ -1,0 +1,152 @@
+#include "sampling/sampling_plan.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "sampling/perf_open.h"
+
+namespace hybridprof::sampling {
+namespace {
+
+constexpr uint64_t kFallbackPeriodNs = 1000000;  // 1 ms: what a count period becomes on a clock
+
+std::string errno_text(int err) {
+  char buffer[128];
+  return strerror_r(err, buffer, sizeof buffer);  // GNU variant: returns the text
+}
+
+// The kernel's answer when it will not let us use perf_event at all, whatever
+// the event: trying cpu-clock would only be refused again.
+bool is_refusal(int err) { return err == EACCES || err == EPERM || err == ENOSYS; }
+
+// The kernel's answers for "this CPU/PMU has no such event".
+bool is_unsupported(int err) { return err == ENOENT || err == EOPNOTSUPP || err == EINVAL || err == ENODEV; }
+
+// 0 when `event` opens as ThreadSampler would open it, else the errno.
+int probe(const EventSpec& event, uint64_t value, bool frequency) {
+  perf_event_attr attr;
+  detail::fill_sampling_attr(event, value, frequency, &attr);
+  int fd = detail::open_on_this_thread(&attr);
+  if (fd < 0) return -fd;
+  close(fd);
+  return 0;
+}
+
+// kernel.perf_event_max_sample_rate, which the kernel lowers at run time when
+// sampling interrupts take too long; 0 if unreadable.
+uint64_t max_sample_rate() {
+  int fd = open("/proc/sys/kernel/perf_event_max_sample_rate", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[32] = {};
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  return n > 0 ? strtoull(text, nullptr, 10) : 0;
+}
+
+std::string quoted(const EventSpec& event) { return "'" + event.name + "'"; }
+
+// " every 1 ms instead of every N events" when a hardware count period had to
+// become a clock period, else "".
+std::string period_change(const SamplingRequest& request) {
+  if (request.frequency || request.event.software_clock) return "";
+  return " every 1 ms instead of every " + std::to_string(request.value) + " events";
+}
+
+SamplingPlan timer_plan(const SamplingRequest& request, std::string notice) {
+  SamplingPlan plan;
+  plan.mechanism = Mechanism::kPosixTimer;
+  // A thread CPU-time timer measures CPU time: that is cpu-clock, unless the
+  // user asked for task-clock, which on one thread is the same quantity.
+  plan.event = request.event.software_clock ? request.event : cpu_clock_event();
+  uint64_t value = request.value > 0 ? request.value : 1;
+  if (request.frequency) {
+    plan.frequency = true;
+    plan.value = value;
+    plan.timer_interval_ns = 1000000000ull / value;
+  } else if (request.event.software_clock) {
+    plan.frequency = false;
+    plan.value = value;
+    plan.timer_interval_ns = value;
+  } else {
+    plan.frequency = false;
+    plan.value = kFallbackPeriodNs;
+    plan.timer_interval_ns = kFallbackPeriodNs;
+  }
+  if (plan.timer_interval_ns < detail::kMinClockPeriodNs) plan.timer_interval_ns = detail::kMinClockPeriodNs;
+  plan.notice = std::move(notice);
+  return plan;
+}
+
+// "" or " instead of 'cycles'" + period change, for notices about timers.
+std::string timer_differences(const SamplingRequest& request) {
+  if (request.event.software_clock) return "";
+  return " (CPU time instead of " + quoted(request.event) + period_change(request) + ")";
+}
+
+}  // namespace
+
+SamplingPlan plan_sampling(const SamplingRequest& request) {
+  const EventSpec& event = request.event;
+  if (request.force_timer) {
+    std::string notice;
+    if (!event.software_clock)
+      notice = "hybridprof: POSIX timer sampling forced; sampling CPU time instead of " + quoted(event) +
+               period_change(request);
+    return timer_plan(request, std::move(notice));
+  }
+
+  uint64_t value = request.value > 0 ? request.value : 1;
+  std::string clamp_notice;
+  if (request.frequency && !event.software_clock) {
+    uint64_t limit = max_sample_rate();
+    if (limit > 0 && value > limit) {
+      clamp_notice = "hybridprof: " + std::to_string(value) + " Hz is above kernel.perf_event_max_sample_rate; sampling " +
+                     quoted(event) + " at " + std::to_string(limit) + " Hz";
+      value = limit;
+    }
+  }
+
+  int err = probe(event, value, request.frequency);
+  if (err == 0) {
+    SamplingPlan plan;
+    plan.mechanism = Mechanism::kPerfEvent;
+    plan.event = event;
+    plan.value = value;
+    plan.frequency = request.frequency;
+    plan.notice = std::move(clamp_notice);
+    return plan;
+  }
+  if (is_refusal(err)) {
+    return timer_plan(request, "hybridprof: perf_event_open refused (" + errno_text(err) +
+                                   "); sampling with POSIX CPU-time timers" + timer_differences(request));
+  }
+  if (event.software_clock) {
+    // Nothing simpler to fall back to on perf_event.
+    return timer_plan(request, "hybridprof: perf_event_open failed for " + quoted(event) + " (" + errno_text(err) +
+                                   "); sampling with POSIX CPU-time timers");
+  }
+
+  std::string why = is_unsupported(err) ? "is not supported on this CPU"
+                                        : "could not be opened (" + errno_text(err) + ")";
+  SamplingPlan plan;
+  plan.mechanism = Mechanism::kPerfEvent;
+  plan.event = cpu_clock_event();
+  plan.frequency = request.frequency;
+  plan.value = request.frequency ? (request.value > 0 ? request.value : 1) : kFallbackPeriodNs;
+  int clock_err = probe(plan.event, plan.value, plan.frequency);
+  if (clock_err == 0) {
+    std::string change = period_change(request);  // " every 1 ms instead of every N events" or ""
+    plan.notice = "hybridprof: event " + quoted(event) + " " + why + "; sampling cpu-clock" + (change.empty() ? " instead" : change);
+    return plan;
+  }
+  std::string clock_failure = is_refusal(clock_err) ? "perf_event_open refused cpu-clock (" : "perf_event_open failed for cpu-clock (";
+  return timer_plan(request, "hybridprof: event " + quoted(event) + " " + why + " and " + clock_failure +
+                                 errno_text(clock_err) + "); sampling with POSIX CPU-time timers" +
+                                 timer_differences(request));
+}
+
+}  // namespace hybridprof::sampling

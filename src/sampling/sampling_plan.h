@@ -1,0 +1,54 @@
+// Deciding, once per process, how threads will be sampled: the requested
+// event through perf_event, a software clock when the CPU cannot count the
+// event, or POSIX CPU-time timers when perf_event_open is refused altogether.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sampling/event_encoding.h"
+
+namespace hybridprof::sampling {
+
+enum class Mechanism { kPerfEvent, kPosixTimer };
+
+struct SamplingRequest {
+  EventSpec event;
+  uint64_t value = 1000;    // Hz if frequency, else events per sample (ns for software clocks)
+  bool frequency = true;
+  bool force_timer = false; // testing/escape hatch: skip perf_event (env HYBRIDPROF_FORCE_TIMER=1 is read by the caller)
+};
+
+struct SamplingPlan {
+  Mechanism mechanism = Mechanism::kPerfEvent;
+  EventSpec event;          // what will really be sampled (cpu-clock after a fallback)
+  uint64_t value = 0;       // as in SamplingRequest, after any fallback or clamp
+  bool frequency = true;
+  uint64_t timer_interval_ns = 0;  // for kPosixTimer
+  std::string notice;       // one line for the user when we fell back, else ""
+};
+
+// Probes by perf_event_open'ing the event, exactly as ThreadSampler will, on
+// the calling thread (then closes it):
+//  - opens → kPerfEvent with the event. A hardware frequency above
+//    kernel.perf_event_max_sample_rate (the kernel then says EINVAL) is
+//    clamped to that limit, with a notice.
+//  - refused (EACCES/EPERM: paranoid 3, seccomp, containers; ENOSYS: no
+//    perf_event) → kPosixTimer on CLOCK_THREAD_CPUTIME_ID.
+//  - any other failure of an event that is not a software clock (ENOENT,
+//    EOPNOTSUPP, EINVAL, ENODEV: no such PMU/event here; EBUSY: counters taken)
+//    → the same probe with cpu-clock (at the same Hz; a count period becomes
+//    1 ms), then the timer if that fails too.
+// Timer interval: 1e9/Hz, the period for software clocks, or 1 ms when a
+// hardware count period has to fall back; never below 10 µs.
+// Note: a POSIX CPU-time timer's expiry is only noticed when a scheduler tick
+// interrupts the thread itself, so a timer plan delivers at most CONFIG_HZ
+// signals/s per thread (250 on this VM; each stands for 1 + si_overrun
+// intervals, see ThreadSampler::sample_weight), and far fewer on a contended
+// CPU, where the thread runs in slices between ticks (measured here with the
+// 2 cores oversubscribed: 4-7 signals per 300 ms of CPU, si_overrun up to 133).
+// The CPU time after the last noticed expiry is never attributed. perf's
+// cpu-clock is an hrtimer and stays exact: the timer is only a fallback.
+SamplingPlan plan_sampling(const SamplingRequest& request);
+
+}  // namespace hybridprof::sampling

@@ -1,0 +1,131 @@
+#include "sampling/thread_sampler.h"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "sampling/perf_open.h"
+
+// glibc 2.36 (Debian 12) does not yet name the SIGEV_THREAD_ID target field.
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+namespace hybridprof::sampling {
+namespace {
+
+std::string errno_text(int err) {
+  char buffer[128];
+  return strerror_r(err, buffer, sizeof buffer);  // GNU variant: returns the text
+}
+
+bool fail(std::string* error, const std::string& what, int err) {
+  if (error != nullptr) *error = what + ": " + errno_text(err);
+  return false;
+}
+
+}  // namespace
+
+bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* error) {
+  if (running()) {
+    if (error != nullptr) *error = "this thread is already sampled";
+    return false;
+  }
+  return plan.mechanism == Mechanism::kPosixTimer ? start_timer(plan, signal, error)
+                                                  : start_perf(plan, signal, error);
+}
+
+bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, std::string* error) {
+  perf_event_attr attr;
+  detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, &attr);
+  int fd = detail::open_on_this_thread(&attr);
+  if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
+
+  // Route overflow wakeups as `signal` to this thread only (F_OWNER_TID, not
+  // the process: another thread would sample the wrong stack). F_SETSIG makes
+  // the kernel fill si_fd and si_code = POLL_IN, which owns() checks.
+  f_owner_ex owner;
+  owner.type = F_OWNER_TID;
+  owner.pid = gettid();
+  int flags = 0;
+  if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signal) != 0 ||
+      (flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags | O_ASYNC) != 0) {
+    int err = errno;
+    close(fd);
+    return fail(error, "fcntl(perf_event fd)", err);
+  }
+
+  mechanism_ = Mechanism::kPerfEvent;
+  fd_ = fd;
+  signalled_fd_ = fd;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3: owns() sees the fd before any signal
+  if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    int err = errno;
+    stop();
+    return fail(error, "ioctl(PERF_EVENT_IOC_ENABLE)", err);
+  }
+  return true;
+}
+
+bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, std::string* error) {
+  if (plan.timer_interval_ns == 0) {
+    if (error != nullptr) *error = "timer plan without an interval";
+    return false;
+  }
+  sigevent event;
+  memset(&event, 0, sizeof event);
+  event.sigev_notify = SIGEV_THREAD_ID;
+  event.sigev_signo = signal;
+  event.sigev_value.sival_int = kTimerCookie;
+  event.sigev_notify_thread_id = gettid();
+  timer_t timer;
+  // CLOCK_THREAD_CPUTIME_ID here is the CPU clock of the calling thread.
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &event, &timer) != 0) return fail(error, "timer_create", errno);
+
+  mechanism_ = Mechanism::kPosixTimer;
+  timer_ = timer;
+  timer_armed_ = true;
+  used_timer_ = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3
+
+  itimerspec spec;
+  spec.it_interval.tv_sec = time_t(plan.timer_interval_ns / 1000000000ull);
+  spec.it_interval.tv_nsec = long(plan.timer_interval_ns % 1000000000ull);
+  spec.it_value = spec.it_interval;
+  if (timer_settime(timer, 0, &spec, nullptr) != 0) {
+    int err = errno;
+    stop();
+    return fail(error, "timer_settime", err);
+  }
+  return true;
+}
+
+void ThreadSampler::stop() {
+  if (fd_ >= 0) {
+    // Disable first so no new overflow is raised while the fd is torn down.
+    ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
+    close(fd_);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    fd_ = -1;  // signalled_fd_ stays (rule 4)
+  }
+  if (timer_armed_) {
+    timer_delete(timer_);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    timer_armed_ = false;  // used_timer_ stays (rule 4)
+  }
+}
+
+void ThreadSampler::reset_after_fork() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  signalled_fd_ = -1;
+  timer_ = nullptr;
+  timer_armed_ = false;
+  used_timer_ = false;
+}
+
+}  // namespace hybridprof::sampling

@@ -1,0 +1,77 @@
+#include "symbolizer/dwarf_names.h"
+
+#include <dwarf.h>
+
+#include <cstdlib>
+
+#include "symbolizer/symbolizer.h"
+
+namespace hybridprof::symbolizer {
+namespace {
+
+const char* string_attribute(Dwarf_Die* die, unsigned int name) {
+  Dwarf_Attribute attr;
+  // _integrate follows DW_AT_abstract_origin (inlined instances, out-of-line copies
+  // of inline functions) and DW_AT_specification (member functions defined outside
+  // their class), where the names live. dwarf_formstring accepts null.
+  return dwarf_formstring(dwarf_attr_integrate(die, name, &attr));
+}
+
+// GCC gives no DW_AT_linkage_name to functions with internal linkage (static,
+// anonymous namespace) nor to lambdas, and Fortran's linkage names are labels
+// ("__mod_MOD_work"), so we rebuild "ns::Class::name" from the namespaces,
+// classes and modules enclosing the function's declaration.
+std::string qualified_name(Dwarf_Die* die, const char* name) {
+  // The declaration is where abstract_origin / specification chains end; its
+  // parents in the DIE tree are the enclosing scopes (the concrete DIE of an
+  // out-of-class member definition sits at the top level instead).
+  Dwarf_Die declaration = *die;
+  for (int hop = 0; hop < 8; ++hop) {  // bounded: malformed DWARF may loop
+    Dwarf_Attribute attr;
+    Dwarf_Die next;
+    if (dwarf_attr(&declaration, DW_AT_abstract_origin, &attr) == nullptr &&
+        dwarf_attr(&declaration, DW_AT_specification, &attr) == nullptr) {
+      break;
+    }
+    if (dwarf_formref_die(&attr, &next) == nullptr) break;
+    declaration = next;
+  }
+  Dwarf_Die* scopes = nullptr;
+  const int count = dwarf_getscopes_die(&declaration, &scopes);
+  std::string result;
+  for (int i = count - 1; i >= 1; --i) {  // outermost first; [0] is the declaration
+    const int tag = dwarf_tag(&scopes[i]);
+    const char* scope_name = dwarf_diename(&scopes[i]);
+    if (tag == DW_TAG_namespace) {
+      result += scope_name != nullptr ? scope_name : "(anonymous namespace)";
+    } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+               tag == DW_TAG_union_type || tag == DW_TAG_subprogram ||
+               tag == DW_TAG_module) {
+      result += scope_name != nullptr ? scope_name : "{unnamed}";
+    } else {
+      continue;  // the CU, lexical blocks
+    }
+    result += "::";
+  }
+  free(scopes);
+  return result + name;
+}
+
+}  // namespace
+
+// A C++ linkage name demangles to the full signature, so it wins. Other linkage
+// names are assembler labels, not what the source calls the function (glibc's
+// "__GI_qsort" for qsort): there, and when there is none, the qualified DW_AT_name.
+std::string function_name(Dwarf_Die* die) {
+  const char* linkage_name = string_attribute(die, DW_AT_linkage_name);
+  if (linkage_name == nullptr) linkage_name = string_attribute(die, DW_AT_MIPS_linkage_name);
+  if (linkage_name != nullptr) {
+    std::string demangled = demangle(linkage_name);
+    if (demangled != linkage_name) return demangled;
+  }
+  const char* name = string_attribute(die, DW_AT_name);
+  if (name != nullptr) return qualified_name(die, name);
+  return linkage_name != nullptr ? linkage_name : "";
+}
+
+}  // namespace hybridprof::symbolizer
