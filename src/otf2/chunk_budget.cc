@@ -13,6 +13,20 @@ struct BufferChunks {
   void** chunks;
 };
 
+void* take_chunk(ChunkBudget& budget, uint64_t size) {
+  if (budget.cached_count > 0 && budget.cached_size == size) return budget.cached[--budget.cached_count];
+  return std::malloc(size);
+}
+
+void give_back_chunk(ChunkBudget& budget, void* chunk, uint64_t size) {
+  if (budget.cached_size == 0) budget.cached_size = size;
+  if (budget.cached_size == size && budget.cached_count < ChunkBudget::kCachedChunks) {
+    budget.cached[budget.cached_count++] = chunk;
+  } else {
+    std::free(chunk);
+  }
+}
+
 void* allocate_chunk(void* user_data, OTF2_FileType file_type, OTF2_LocationRef /*location*/,
                      void** per_buffer_data, uint64_t chunk_size) {
   auto* budget = static_cast<ChunkBudget*>(user_data);
@@ -33,7 +47,7 @@ void* allocate_chunk(void* user_data, OTF2_FileType file_type, OTF2_LocationRef 
     held->chunks = static_cast<void**>(grown);
     held->capacity = capacity;
   }
-  void* chunk = std::malloc(chunk_size);
+  void* chunk = take_chunk(*budget, chunk_size);
   if (chunk == nullptr) return nullptr;
   held->chunks[held->count++] = chunk;
   held->chunk_size = chunk_size;
@@ -47,7 +61,7 @@ void free_all_chunks(void* user_data, OTF2_FileType /*file_type*/, OTF2_Location
   auto* budget = static_cast<ChunkBudget*>(user_data);
   auto* held = static_cast<BufferChunks*>(*per_buffer_data);
   if (held == nullptr) return;
-  for (uint32_t i = 0; i < held->count; ++i) std::free(held->chunks[i]);
+  for (uint32_t i = 0; i < held->count; ++i) give_back_chunk(*budget, held->chunks[i], held->chunk_size);
   budget->bytes_in_use -= held->chunk_size * held->count;
   held->count = 0;
   if (final) {  // the buffer itself goes away
@@ -60,6 +74,10 @@ void free_all_chunks(void* user_data, OTF2_FileType /*file_type*/, OTF2_Location
 const OTF2_MemoryCallbacks kCallbacks = {allocate_chunk, free_all_chunks};
 
 }  // namespace
+
+ChunkBudget::~ChunkBudget() {
+  for (int i = 0; i < cached_count; ++i) std::free(cached[i]);
+}
 
 const OTF2_MemoryCallbacks* bounded_memory_callbacks() { return &kCallbacks; }
 

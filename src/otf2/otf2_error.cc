@@ -2,6 +2,7 @@
 
 #include <otf2/otf2.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
@@ -10,22 +11,40 @@
 namespace hybridprof::otf2::detail {
 namespace {
 
-// A fixed buffer: the callback runs inside OTF2's C code and must not throw
-// (no std::string allocation there).
-thread_local char g_last_message[512];
+// OTF2 reports one failure as a chain of messages, innermost (the cause)
+// first, outermost (the API call) last; the middle is plumbing. Keep the
+// first and the last. Fixed buffers: the callback runs inside OTF2's C code
+// and must not throw (no std::string allocation there).
+thread_local char g_first[512];
+thread_local char g_last[512];
+thread_local bool g_have_first = false;
+thread_local int g_count = 0;
 
-OTF2_ErrorCode capture_error(void* /*user_data*/, const char* /*file*/, uint64_t /*line*/,
-                             const char* function, OTF2_ErrorCode code,
-                             const char* format, va_list args) {
-  int n = std::snprintf(g_last_message, sizeof g_last_message, "%s: ",
-                        function ? function : "OTF2");
-  if (n < 0 || static_cast<size_t>(n) >= sizeof g_last_message) n = 0;
+// "<function>: <message>", plus " [<code description>]" for the cause:
+// messages such as "POSIX: '<path>'" carry the reason only in the code.
+void format_message(char* out, size_t size, const char* function, OTF2_ErrorCode code, const char* format,
+                    va_list args, bool with_code) {
+  int n = std::snprintf(out, size, "%s: ", function ? function : "OTF2");
+  if (n < 0 || static_cast<size_t>(n) >= size) n = 0;
   if (format && *format) {
-    std::vsnprintf(g_last_message + n, sizeof g_last_message - n, format, args);
+    n += std::max(0, std::vsnprintf(out + n, size - n, format, args));
+    if (with_code && static_cast<size_t>(n) < size) {
+      std::snprintf(out + n, size - n, " [%s]", OTF2_Error_GetDescription(code));
+    }
   } else {
-    std::snprintf(g_last_message + n, sizeof g_last_message - n, "%s",
-                  OTF2_Error_GetDescription(code));
+    std::snprintf(out + n, size - n, "%s", OTF2_Error_GetDescription(code));
   }
+}
+
+OTF2_ErrorCode capture_error(void* /*user_data*/, const char* /*file*/, uint64_t /*line*/, const char* function,
+                             OTF2_ErrorCode code, const char* format, va_list args) {
+  if (!g_have_first) {
+    format_message(g_first, sizeof g_first, function, code, format, args, true);
+    g_have_first = true;
+  } else {
+    format_message(g_last, sizeof g_last, function, code, format, args, false);
+  }
+  ++g_count;
   return code;
 }
 
@@ -37,18 +56,18 @@ void install_error_capture() {
 }
 
 std::string take_last_otf2_message() {
-  std::string message = g_last_message;
-  g_last_message[0] = '\0';
+  std::string message;
+  if (g_have_first) message = g_first;
+  if (g_count > 1) message += (g_count > 2 ? " <- ... <- " : " <- ") + std::string(g_last);
+  g_have_first = false;
+  g_count = 0;
   return message;
 }
 
 std::string describe(OTF2_ErrorCode status) {
-  std::string text = OTF2_Error_GetName(status);
-  text += ": ";
-  text += OTF2_Error_GetDescription(status);
   std::string detail = take_last_otf2_message();
-  if (!detail.empty()) text += " (" + detail + ")";
-  return text;
+  if (!detail.empty()) return detail;  // already names the cause and its code
+  return std::string(OTF2_Error_GetName(status)) + ": " + OTF2_Error_GetDescription(status);
 }
 
 void check(OTF2_ErrorCode status, const std::string& what) {

@@ -16,10 +16,12 @@ namespace hybridprof::otf2::detail {
 // Idempotent; process-wide (OTF2 has one error callback per process).
 void install_error_capture();
 
-// The last OTF2 error message recorded on this thread ("" if none); clears it.
+// The OTF2 error messages recorded on this thread since the last call: the
+// first (the cause) and the last (the failed API call); "" if none. Clears them.
 std::string take_last_otf2_message();
 
-// "<OTF2 error name>: <description>[ (<last OTF2 message>)]".
+// The recorded OTF2 messages (see above), or "<OTF2 error name>: <description>"
+// when OTF2 recorded none.
 std::string describe(OTF2_ErrorCode status);
 
 // Throws std::runtime_error(what + ": " + describe(status)) unless OTF2_SUCCESS.

@@ -12,6 +12,9 @@ namespace hybridprof::otf2 {
 // OTF2 3.0 has no Python paradigm, so Python regions are written as
 // OTF2_PARADIGM_USER with this region description and recognised by it.
 inline constexpr std::string_view kPythonRegionDescription = "python";
+// Native regions name their module (executable or library path) in the
+// region description: "module:/usr/lib/x86_64-linux-gnu/libc.so.6".
+inline constexpr std::string_view kModuleDescriptionPrefix = "module:";
 
 OTF2_Paradigm to_otf2_paradigm(Paradigm);
 Paradigm from_otf2_paradigm(OTF2_Paradigm, std::string_view region_description);

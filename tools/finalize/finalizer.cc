@@ -198,9 +198,11 @@ class Finalizer {
       const raw::CctNode& n = p.nodes[id];
       if (n.id != id) continue;  // a gap: the node was in a lost chunk
       uint32_t parent = n.parent < ctx.size() ? ctx[n.parent] : kUndefined;
+      auto m = p.modules.find(n.module);
+      const std::string module = m == p.modules.end() ? std::string() : m->second.path;
       for (const auto& f : frames_for(p, n)) {
         parent = writers_.each([&](ArchiveWriter& w) {
-          const uint32_t region = w.define_region(f.function, f.file, 0, Paradigm::kSampling);
+          const uint32_t region = w.define_region(f.function, f.file, 0, Paradigm::kSampling, module);
           const uint32_t scl = f.line ? w.define_source_location(f.file, f.line) : kUndefined;
           return w.define_calling_context(region, scl, parent);
         });

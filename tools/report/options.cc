@@ -14,8 +14,8 @@ const char* const kUsage =
     "options:\n"
     "  --top N        functions in the flat profile and threads listed (default 25)\n"
     "  --paths N      hottest call paths listed (default 10)\n"
-    "  --full-paths   print call paths whole (default: first 3 and last 8 frames\n"
-    "                 of paths deeper than 12)\n"
+    "  --full-paths   print call paths whole (default: paths deeper than 12 show\n"
+    "                 their first 3 and last 8 frames, names cut at 40 characters)\n"
     "  --folded       print folded stacks instead (\"root;caller;leaf count\" per line),\n"
     "                 for flamegraph.pl or speedscope\n"
     "  -h, --help     this help\n";

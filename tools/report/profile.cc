@@ -55,19 +55,52 @@ std::vector<std::string> function_chain(const otf2::Archive& archive, uint32_t c
   return names;
 }
 
+// Where a function spends its time: the source line that most of its own
+// (self) samples point at, or, without self samples, its busiest call site.
+class HotLines {
+ public:
+  void add(uint32_t region, uint32_t source_location, uint64_t samples, bool self) {
+    if (source_location == otf2::kUndefined) return;
+    (self ? self_ : calls_)[region][source_location] += samples;
+  }
+  std::string source(const otf2::Archive& archive, uint32_t region) const {
+    for (const auto* table : {&self_, &calls_}) {
+      auto it = table->find(region);
+      if (it == table->end()) continue;
+      const auto best = std::max_element(it->second.begin(), it->second.end(),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+      auto scl = archive.source_locations.find(best->first);
+      if (scl != archive.source_locations.end()) return scl->second.file + ":" + std::to_string(scl->second.line);
+    }
+    return region_source(archive, region);
+  }
+
+ private:
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> self_, calls_;
+};
+
+std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
 std::vector<FunctionRow> flat_profile(const otf2::Archive& archive, const SampleCounts& counts) {
   std::map<uint32_t, FunctionRow> rows;
+  HotLines lines;
   for (const auto& [context, samples] : counts.by_context) {
     const std::vector<uint32_t> path = region_path(archive, context);
     if (path.empty()) continue;  // unknown context: no function to charge
     rows[path.back()].self += samples;
     for (uint32_t region : std::set<uint32_t>(path.begin(), path.end())) rows[region].inclusive += samples;
+    const std::vector<uint32_t> contexts = archive.context_path(context);
+    for (size_t i = 0; i < contexts.size(); ++i) {
+      const auto& c = archive.contexts.at(contexts[i]);
+      lines.add(c.region, c.source_location, samples, i + 1 == contexts.size());
+    }
   }
   std::vector<FunctionRow> sorted;
   for (auto& [region, row] : rows) {
     row.region = region;
     row.name = region_name(archive, region);
-    row.source = region_source(archive, region);
+    row.source = lines.source(archive, region);
+    if (auto it = archive.regions.find(region); it != archive.regions.end()) row.module = basename_of(it->second.module);
     sorted.push_back(std::move(row));
   }
   std::sort(sorted.begin(), sorted.end(), [](const FunctionRow& a, const FunctionRow& b) {

@@ -24,7 +24,8 @@ SampleCounts count_samples(otf2::ArchiveReader&);
 struct FunctionRow {
   uint32_t region = 0;
   std::string name;
-  std::string source;      // "file:line", "file" or "-"
+  std::string source;      // "file:line" of its hottest line, "file" or "-"
+  std::string module;      // basename of the executable or library, "" if unknown
   uint64_t self = 0;       // samples with this function as leaf
   uint64_t inclusive = 0;  // samples with this function anywhere on the path (once per sample)
 };

@@ -127,11 +127,13 @@ void print_flat_profile(std::ostream& out, const otf2::Archive& archive, const S
                {"Incl%", Align::kRight},
                {"Incl", Align::kRight},
                {"Function", Align::kLeft},
+               {"Module", Align::kLeft},
                {"Source", Align::kLeft}});
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     const FunctionRow& r = rows[i];
     table.add_row({percent(r.self, counts.total), std::to_string(r.self), percent(r.inclusive, counts.total),
-                   std::to_string(r.inclusive), truncate_display(r.name, kMaxFunctionWidth), r.source});
+                   std::to_string(r.inclusive), truncate_display(r.name, kMaxFunctionWidth),
+                   r.module.empty() ? "-" : r.module, r.source});
   }
   table.print(out);
 }

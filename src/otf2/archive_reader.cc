@@ -1,0 +1,354 @@
+#include "otf2/archive_reader.h"
+
+#include <otf2/otf2.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "otf2/otf2_error.h"
+#include "otf2/paradigm.h"
+
+namespace hybridprof::otf2 {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void throw_corrupt(const std::string& what, OTF2_ErrorCode status) {
+  throw std::runtime_error("corrupt archive: " + what + ": " + detail::describe(status));
+}
+
+void check_read(OTF2_ErrorCode status, const std::string& what) {
+  if (status != OTF2_SUCCESS) throw_corrupt(what, status);
+}
+
+// <dir>/traces.otf2, or the only *.otf2 of <dir>, or the path itself, or
+// <path>.otf2. Empty if none of these is a regular file.
+std::string find_anchor(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    fs::path traces = fs::path(path) / "traces.otf2";
+    if (fs::is_regular_file(traces, ec)) return traces.string();
+    std::vector<fs::path> anchors;
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      if (entry.path().extension() == ".otf2" && entry.is_regular_file(ec)) anchors.push_back(entry.path());
+    }
+    return anchors.size() == 1 ? anchors[0].string() : std::string();
+  }
+  if (fs::is_regular_file(path, ec)) return path;
+  if (fs::is_regular_file(path + ".otf2", ec)) return path + ".otf2";
+  return {};
+}
+
+// Definitions as OTF2 hands them over: refs to strings that may come later,
+// so names are resolved once everything is read.
+struct RawDefinitions {
+  std::unordered_map<uint32_t, std::string> strings;
+  struct Region { uint32_t name, description, file, line; OTF2_Paradigm paradigm; };
+  std::map<uint32_t, Region> regions;
+  std::map<uint32_t, ContextInfo> contexts;
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> source_locations;  // file, line
+  struct Node { uint32_t name, class_name, parent; };
+  std::map<uint32_t, Node> system_tree_nodes;
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> processes;  // name, system tree node
+  struct Location { uint32_t name, process; uint64_t events; };
+  std::map<uint64_t, Location> threads;
+  struct Property { uint64_t owner; uint32_t name; OTF2_Type type; OTF2_AttributeValue value; };
+  std::vector<Property> process_properties, thread_properties;
+  std::map<uint32_t, uint32_t> interrupt_generators;  // ref -> name
+  ClockInfo clock;
+
+  std::string text(uint32_t ref) const {
+    auto it = strings.find(ref);
+    return it == strings.end() ? std::string() : it->second;
+  }
+  std::string value_text(const Property& p) const {
+    switch (p.type) {
+      case OTF2_TYPE_STRING: return text(p.value.stringRef);
+      case OTF2_TYPE_UINT8: return std::to_string(p.value.uint8);
+      case OTF2_TYPE_UINT16: return std::to_string(p.value.uint16);
+      case OTF2_TYPE_UINT32: return std::to_string(p.value.uint32);
+      case OTF2_TYPE_UINT64: return std::to_string(p.value.uint64);
+      case OTF2_TYPE_INT8: return std::to_string(p.value.int8);
+      case OTF2_TYPE_INT16: return std::to_string(p.value.int16);
+      case OTF2_TYPE_INT32: return std::to_string(p.value.int32);
+      case OTF2_TYPE_INT64: return std::to_string(p.value.int64);
+      case OTF2_TYPE_DOUBLE: return std::to_string(p.value.float64);
+      default: return {};
+    }
+  }
+};
+
+// --- global definition callbacks (C; they only store PODs and strings) ----
+// A std::bad_alloc must not unwind through OTF2: each callback catches and
+// interrupts the reading instead.
+template <class F>
+OTF2_CallbackCode guarded(F&& f) {
+  try {
+    f();
+    return OTF2_CALLBACK_SUCCESS;
+  } catch (...) {
+    return OTF2_CALLBACK_INTERRUPT;
+  }
+}
+
+RawDefinitions& raw(void* user_data) { return *static_cast<RawDefinitions*>(user_data); }
+
+OTF2_CallbackCode on_clock(void* u, uint64_t resolution, uint64_t offset, uint64_t length, uint64_t realtime) {
+  raw(u).clock = {resolution, offset, length, realtime == OTF2_UNDEFINED_TIMESTAMP ? 0 : realtime};
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_string(void* u, OTF2_StringRef self, const char* s) {
+  return guarded([&] { raw(u).strings[self] = s ? s : ""; });
+}
+OTF2_CallbackCode on_system_tree_node(void* u, OTF2_SystemTreeNodeRef self, OTF2_StringRef name,
+                                      OTF2_StringRef class_name, OTF2_SystemTreeNodeRef parent) {
+  return guarded([&] { raw(u).system_tree_nodes[self] = {name, class_name, parent}; });
+}
+OTF2_CallbackCode on_location_group(void* u, OTF2_LocationGroupRef self, OTF2_StringRef name,
+                                    OTF2_LocationGroupType, OTF2_SystemTreeNodeRef node, OTF2_LocationGroupRef) {
+  return guarded([&] { raw(u).processes[self] = {name, node}; });
+}
+OTF2_CallbackCode on_location(void* u, OTF2_LocationRef self, OTF2_StringRef name, OTF2_LocationType,
+                              uint64_t events, OTF2_LocationGroupRef group) {
+  return guarded([&] { raw(u).threads[self] = {name, group, events}; });
+}
+OTF2_CallbackCode on_region(void* u, OTF2_RegionRef self, OTF2_StringRef name, OTF2_StringRef /*canonical*/,
+                            OTF2_StringRef description, OTF2_RegionRole, OTF2_Paradigm paradigm, OTF2_RegionFlag,
+                            OTF2_StringRef file, uint32_t begin_line, uint32_t /*end_line*/) {
+  return guarded([&] { raw(u).regions[self] = {name, description, file, begin_line, paradigm}; });
+}
+OTF2_CallbackCode on_source_location(void* u, OTF2_SourceCodeLocationRef self, OTF2_StringRef file, uint32_t line) {
+  return guarded([&] { raw(u).source_locations[self] = {file, line}; });
+}
+OTF2_CallbackCode on_calling_context(void* u, OTF2_CallingContextRef self, OTF2_RegionRef region,
+                                     OTF2_SourceCodeLocationRef source_location, OTF2_CallingContextRef parent) {
+  return guarded([&] { raw(u).contexts[self] = {region, source_location, parent}; });
+}
+OTF2_CallbackCode on_interrupt_generator(void* u, OTF2_InterruptGeneratorRef self, OTF2_StringRef name,
+                                         OTF2_InterruptGeneratorMode, OTF2_Base, int64_t, uint64_t) {
+  return guarded([&] { raw(u).interrupt_generators[self] = name; });
+}
+OTF2_CallbackCode on_process_property(void* u, OTF2_LocationGroupRef group, OTF2_StringRef name, OTF2_Type type,
+                                      OTF2_AttributeValue value) {
+  return guarded([&] { raw(u).process_properties.push_back({group, name, type, value}); });
+}
+OTF2_CallbackCode on_thread_property(void* u, OTF2_LocationRef location, OTF2_StringRef name, OTF2_Type type,
+                                     OTF2_AttributeValue value) {
+  return guarded([&] { raw(u).thread_properties.push_back({location, name, type, value}); });
+}
+
+void resolve(const RawDefinitions& r, Archive& a) {
+  a.clock = r.clock;
+  for (const auto& [ref, region] : r.regions) {
+    const std::string description = r.text(region.description);
+    RegionInfo& info = a.regions[ref];
+    info = {r.text(region.name), r.text(region.file), {}, region.line, from_otf2_paradigm(region.paradigm, description)};
+    if (description.rfind(kModuleDescriptionPrefix, 0) == 0) info.module = description.substr(kModuleDescriptionPrefix.size());
+  }
+  a.contexts = r.contexts;
+  for (const auto& [ref, location] : r.source_locations) a.source_locations[ref] = {r.text(location.first), location.second};
+  for (const auto& [ref, node] : r.system_tree_nodes) {
+    a.system_tree_nodes[ref] = {r.text(node.name), r.text(node.class_name), node.parent};
+  }
+  for (const auto& [ref, process] : r.processes) {
+    a.processes[ref] = {ref, r.text(process.first), {}, process.second};
+  }
+  for (const auto& [ref, thread] : r.threads) {
+    a.threads[ref] = {ref, r.text(thread.name), thread.process, {}, thread.events};
+  }
+  for (const auto& p : r.process_properties) {
+    auto it = a.processes.find(static_cast<uint32_t>(p.owner));
+    if (it != a.processes.end()) it->second.properties[r.text(p.name)] = r.value_text(p);
+  }
+  for (const auto& p : r.thread_properties) {
+    auto it = a.threads.find(p.owner);
+    if (it == a.threads.end()) continue;
+    // Integer-valued properties only; numeric strings are accepted too.
+    std::string text = r.value_text(p);
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc() && end == text.data() + text.size() && !text.empty()) {
+      it->second.properties[r.text(p.name)] = value;
+    }
+  }
+  for (const auto& [ref, name] : r.interrupt_generators) a.interrupt_generators[ref] = r.text(name);
+}
+
+// --- event callbacks ------------------------------------------------------
+struct EventSink {
+  const std::function<void(const SampleEvent&)>* on_sample;
+  const std::function<void(const RegionEvent&)>* on_region;
+  std::exception_ptr error;  // rethrown once OTF2 has returned
+
+  template <class F>
+  OTF2_CallbackCode deliver(F&& f) {
+    try {
+      f();
+      return OTF2_CALLBACK_SUCCESS;
+    } catch (...) {
+      error = std::current_exception();
+      return OTF2_CALLBACK_INTERRUPT;
+    }
+  }
+};
+
+OTF2_CallbackCode on_sample_event(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t, void* u,
+                                  OTF2_AttributeList*, OTF2_CallingContextRef context, uint32_t,
+                                  OTF2_InterruptGeneratorRef) {
+  auto* sink = static_cast<EventSink*>(u);
+  return sink->deliver([&] {
+    if (*sink->on_sample) (*sink->on_sample)(SampleEvent{location, time, context});
+  });
+}
+OTF2_CallbackCode on_enter_event(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t, void* u,
+                                 OTF2_AttributeList*, OTF2_RegionRef region) {
+  auto* sink = static_cast<EventSink*>(u);
+  return sink->deliver([&] {
+    if (*sink->on_region) (*sink->on_region)(RegionEvent{location, time, region, true});
+  });
+}
+OTF2_CallbackCode on_leave_event(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t, void* u,
+                                 OTF2_AttributeList*, OTF2_RegionRef region) {
+  auto* sink = static_cast<EventSink*>(u);
+  return sink->deliver([&] {
+    if (*sink->on_region) (*sink->on_region)(RegionEvent{location, time, region, false});
+  });
+}
+
+}  // namespace
+
+struct ArchiveReader::Handle {
+  OTF2_Reader* reader = nullptr;
+  ~Handle() {
+    if (reader) OTF2_Reader_Close(reader);
+  }
+};
+
+std::vector<uint32_t> Archive::context_path(uint32_t context) const {
+  std::vector<uint32_t> path;
+  std::set<uint32_t> seen;
+  for (uint32_t c = context; c != kUndefined && seen.insert(c).second;) {
+    auto it = contexts.find(c);
+    if (it == contexts.end()) break;
+    path.push_back(c);
+    c = it->second.parent;
+  }
+  return {path.rbegin(), path.rend()};
+}
+
+ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique<Handle>()) {
+  detail::install_error_capture();
+  archive_.anchor = find_anchor(path);
+  if (archive_.anchor.empty()) throw std::runtime_error("no OTF2 archive at " + path);
+
+  detail::take_last_otf2_message();
+  handle_->reader = OTF2_Reader_Open(archive_.anchor.c_str());
+  if (handle_->reader == nullptr) {
+    std::string detail = detail::take_last_otf2_message();
+    throw std::runtime_error("corrupt archive: cannot open " + archive_.anchor + (detail.empty() ? "" : ": " + detail));
+  }
+  OTF2_Reader* reader = handle_->reader;
+  check_read(OTF2_Reader_SetSerialCollectiveCallbacks(reader), "OTF2_Reader_SetSerialCollectiveCallbacks");
+
+  uint32_t property_count = 0;
+  char** names = nullptr;
+  check_read(OTF2_Reader_GetPropertyNames(reader, &property_count, &names), "reading archive properties");
+  for (uint32_t i = 0; i < property_count; ++i) {
+    char* value = nullptr;
+    if (OTF2_Reader_GetProperty(reader, names[i], &value) == OTF2_SUCCESS && value) {
+      archive_.properties[names[i]] = value;
+    }
+    std::free(value);
+  }
+  std::free(names);  // one allocation holds the array and the strings
+
+  OTF2_GlobalDefReader* defs = OTF2_Reader_GetGlobalDefReader(reader);
+  if (defs == nullptr) {
+    throw std::runtime_error("corrupt archive: cannot read the global definitions of " + archive_.anchor + ": " +
+                             detail::take_last_otf2_message());
+  }
+  OTF2_GlobalDefReaderCallbacks* callbacks = OTF2_GlobalDefReaderCallbacks_New();
+  OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(callbacks, on_clock);
+  OTF2_GlobalDefReaderCallbacks_SetStringCallback(callbacks, on_string);
+  OTF2_GlobalDefReaderCallbacks_SetSystemTreeNodeCallback(callbacks, on_system_tree_node);
+  OTF2_GlobalDefReaderCallbacks_SetLocationGroupCallback(callbacks, on_location_group);
+  OTF2_GlobalDefReaderCallbacks_SetLocationCallback(callbacks, on_location);
+  OTF2_GlobalDefReaderCallbacks_SetRegionCallback(callbacks, on_region);
+  OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(callbacks, on_source_location);
+  OTF2_GlobalDefReaderCallbacks_SetCallingContextCallback(callbacks, on_calling_context);
+  OTF2_GlobalDefReaderCallbacks_SetInterruptGeneratorCallback(callbacks, on_interrupt_generator);
+  OTF2_GlobalDefReaderCallbacks_SetLocationGroupPropertyCallback(callbacks, on_process_property);
+  OTF2_GlobalDefReaderCallbacks_SetLocationPropertyCallback(callbacks, on_thread_property);
+  RawDefinitions raw_definitions;
+  OTF2_ErrorCode status = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, callbacks, &raw_definitions);
+  OTF2_GlobalDefReaderCallbacks_Delete(callbacks);
+  check_read(status, "registering definition callbacks");
+  uint64_t read = 0;
+  check_read(OTF2_Reader_ReadAllGlobalDefinitions(reader, defs, &read), "reading the global definitions of " + archive_.anchor);
+  OTF2_Reader_CloseGlobalDefReader(reader, defs);
+  resolve(raw_definitions, archive_);
+}
+
+ArchiveReader::~ArchiveReader() = default;
+
+const Archive& ArchiveReader::archive() const { return archive_; }
+
+void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& on_sample,
+                                const std::function<void(const RegionEvent&)>& on_region) {
+  OTF2_Reader* reader = handle_->reader;
+  for (const auto& [location, thread] : archive_.threads) {
+    check_read(OTF2_Reader_SelectLocation(reader, location), "selecting location " + std::to_string(location));
+  }
+  // Local definition files are optional in OTF2; they only matter when they
+  // hold mapping tables (not ours; other writers' archives may have them).
+  const bool have_local_defs = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
+  check_read(OTF2_Reader_OpenEvtFiles(reader), "opening event files");
+
+  OTF2_EvtReaderCallbacks* callbacks = OTF2_EvtReaderCallbacks_New();
+  OTF2_EvtReaderCallbacks_SetCallingContextSampleCallback(callbacks, on_sample_event);
+  OTF2_EvtReaderCallbacks_SetEnterCallback(callbacks, on_enter_event);
+  OTF2_EvtReaderCallbacks_SetLeaveCallback(callbacks, on_leave_event);
+  EventSink sink{&on_sample, &on_region, nullptr};
+
+  std::string failure;
+  OTF2_ErrorCode failure_status = OTF2_SUCCESS;
+  for (const auto& [location, thread] : archive_.threads) {
+    if (have_local_defs) {
+      if (OTF2_DefReader* local = OTF2_Reader_GetDefReader(reader, location)) {
+        uint64_t read = 0;
+        OTF2_Reader_ReadAllLocalDefinitions(reader, local, &read);  // optional, see above
+        OTF2_Reader_CloseDefReader(reader, local);
+      }
+    }
+    detail::take_last_otf2_message();  // forget complaints about missing optional files
+    OTF2_EvtReader* events = OTF2_Reader_GetEvtReader(reader, location);
+    if (events == nullptr) {
+      failure = "cannot read the events of location " + std::to_string(location) + ": " +
+                detail::take_last_otf2_message();
+      break;
+    }
+    OTF2_ErrorCode status = OTF2_Reader_RegisterEvtCallbacks(reader, events, callbacks, &sink);
+    uint64_t read = 0;
+    if (status == OTF2_SUCCESS) status = OTF2_Reader_ReadAllLocalEvents(reader, events, &read);
+    OTF2_Reader_CloseEvtReader(reader, events);
+    if (sink.error) break;
+    if (status != OTF2_SUCCESS) {
+      failure = "reading the events of location " + std::to_string(location);
+      failure_status = status;
+      break;
+    }
+  }
+  OTF2_EvtReaderCallbacks_Delete(callbacks);
+  OTF2_Reader_CloseEvtFiles(reader);
+  if (have_local_defs) OTF2_Reader_CloseDefFiles(reader);
+  if (sink.error) std::rethrow_exception(sink.error);
+  if (failure_status != OTF2_SUCCESS) throw_corrupt(failure, failure_status);
+  if (!failure.empty()) throw std::runtime_error("corrupt archive: " + failure);
+}
+
+}  // namespace hybridprof::otf2

@@ -1,0 +1,102 @@
+// ArchiveReader: reads an OTF2 archive back (definitions at construction,
+// events on demand). Used by hybridprof-report and the integration tests;
+// it reads any OTF2 archive, not only ours, but only keeps what we write.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "otf2/types.h"
+
+namespace hybridprof::otf2 {
+
+struct RegionInfo {
+  std::string name, file;
+  std::string module;  // executable or library of native code, "" if unknown
+  uint32_t line = 0;
+  Paradigm paradigm = Paradigm::kUnknown;
+};
+struct ContextInfo {
+  uint32_t region;
+  uint32_t source_location;  // kUndefined ok
+  uint32_t parent;           // kUndefined = root
+};
+struct SourceLocationInfo {
+  std::string file;
+  uint32_t line;
+};
+struct ThreadInfo {
+  uint64_t location;
+  std::string name;
+  uint32_t process;
+  std::map<std::string, uint64_t> properties;  // integer LocationProperty values
+  uint64_t events;                             // as counted by the writer
+};
+struct ProcessInfo {
+  uint32_t ref;
+  std::string name;
+  std::map<std::string, std::string> properties;  // LocationGroupProperty values, as text
+  uint32_t system_tree_node = kUndefined;
+};
+struct SystemTreeNodeInfo {
+  std::string name, class_name;
+  uint32_t parent;  // kUndefined = root
+};
+
+struct Archive {  // everything but events
+  std::string anchor;                             // path of the .otf2 file read
+  std::map<std::string, std::string> properties;  // archive properties
+  ClockInfo clock;
+  std::map<uint32_t, RegionInfo> regions;
+  std::map<uint32_t, ContextInfo> contexts;
+  std::map<uint32_t, SourceLocationInfo> source_locations;
+  std::map<uint64_t, ThreadInfo> threads;
+  std::map<uint32_t, ProcessInfo> processes;
+  std::map<uint32_t, SystemTreeNodeInfo> system_tree_nodes;
+  std::map<uint32_t, std::string> interrupt_generators;
+
+  // Root-first list of contexts ending with `context`. Stops at an unknown
+  // parent or a cycle (a corrupt archive), so it always terminates.
+  std::vector<uint32_t> context_path(uint32_t context) const;
+};
+
+struct SampleEvent {
+  uint64_t location, timestamp;
+  uint32_t context;
+};
+struct RegionEvent {
+  uint64_t location, timestamp;
+  uint32_t region;
+  bool enter;
+};
+
+class ArchiveReader {
+ public:
+  // Opens <anchor>.otf2, or a directory containing traces.otf2 (or exactly
+  // one *.otf2). Throws std::runtime_error("no OTF2 archive at <path>") or
+  // ("corrupt archive: <OTF2 error>").
+  explicit ArchiveReader(const std::string& path_or_directory);
+  ~ArchiveReader();
+  ArchiveReader(const ArchiveReader&) = delete;
+  ArchiveReader& operator=(const ArchiveReader&) = delete;
+
+  const Archive& archive() const;
+
+  // Streams all events of all locations, location by location (each in time
+  // order), so only one event file is open at a time whatever the number of
+  // threads. Exceptions from the callbacks stop the reading and propagate.
+  // Throws std::runtime_error("corrupt archive: ...") on unreadable events.
+  void read_events(const std::function<void(const SampleEvent&)>& on_sample,
+                   const std::function<void(const RegionEvent&)>& on_region = {});
+
+ private:
+  struct Handle;
+  std::unique_ptr<Handle> handle_;
+  Archive archive_;
+};
+
+}  // namespace hybridprof::otf2

@@ -1,0 +1,510 @@
+#include "otf2/archive_writer.h"
+
+#include <fcntl.h>
+#include <otf2/otf2.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "otf2/chunk_budget.h"
+#include "otf2/otf2_error.h"
+#include "otf2/paradigm.h"
+#include "otf2/region_stack.h"
+
+namespace hybridprof::otf2 {
+namespace fs = std::filesystem;
+using detail::check;
+
+namespace {
+
+// Every full chunk goes to disk: that is what keeps memory bounded.
+OTF2_FlushType pre_flush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) { return OTF2_FLUSH; }
+// No post-flush callback: BufferFlush records would mark our drain thread's
+// I/O inside the application's timeline, which is noise for a sampler.
+const OTF2_FlushCallbacks kFlushCallbacks = {pre_flush, nullptr};
+
+std::string location_text(uint64_t location) { return "location " + std::to_string(location); }
+
+void check_ref(uint64_t ref, size_t count, const char* what) {
+  if (ref >= count) {
+    throw std::invalid_argument(std::string("ArchiveWriter: unknown ") + what + " ref " + std::to_string(ref));
+  }
+}
+
+void check_optional_ref(uint32_t ref, size_t count, const char* what) {
+  if (ref != kUndefined) check_ref(ref, count, what);
+}
+
+// Fails early, with the path in the message, where OTF2 would fail late
+// (at the first flush or at close) with a less helpful one.
+void prepare_directory(const ArchiveWriter::Options& options) {
+  if (options.directory.empty()) throw std::runtime_error("ArchiveWriter: empty archive directory");
+  if (options.name.empty() || options.name.find('/') != std::string::npos) {
+    throw std::runtime_error("ArchiveWriter: bad archive name '" + options.name + "'");
+  }
+  const fs::path dir(options.directory);
+  for (const fs::path& part : {dir / (options.name + ".otf2"), dir / (options.name + ".def"), dir / options.name}) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(part, ec))) {
+      throw std::runtime_error("ArchiveWriter: an OTF2 archive already exists at " + part.string());
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw std::runtime_error("ArchiveWriter: cannot create archive directory " + dir.string() + ": " + ec.message());
+  }
+  if (!fs::is_directory(dir, ec)) {
+    throw std::runtime_error("ArchiveWriter: archive path " + dir.string() + " is not a directory");
+  }
+  // access(W_OK) says yes to root on a read-only file system: try for real.
+  std::string probe = (dir / ".hybridprof-write-test-XXXXXX").string();
+  int fd = mkstemp(probe.data());
+  if (fd < 0) {
+    throw std::runtime_error("ArchiveWriter: archive directory " + dir.string() + " is not writable: " +
+                             std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
+
+struct ArchiveWriter::Thread {
+  uint32_t name;
+  uint32_t process;
+  OTF2_EvtWriter* writer = nullptr;  // created at the first event
+  bool ended = false;
+  uint64_t events = 0;
+  uint64_t last_timestamp = 0;
+  RegionStack sampled;               // enter_leave mode: regions open from samples
+  std::vector<uint32_t> traced;      // enter_leave mode: write_enter regions, innermost last
+};
+
+struct ArchiveWriter::Archive {
+  OTF2_Archive* handle = nullptr;
+  detail::ChunkBudget budget;  // must outlive `handle`: OTF2 calls back with it
+};
+
+size_t ArchiveWriter::TripleHash::operator()(const std::tuple<uint32_t, uint32_t, uint64_t>& key) const noexcept {
+  uint64_t h = std::get<0>(key);
+  h = h * 0x9e3779b97f4a7c15ull ^ std::get<1>(key);
+  h = h * 0x9e3779b97f4a7c15ull ^ std::get<2>(key);
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+ArchiveWriter::ArchiveWriter(const Options& options) : options_(options), archive_(std::make_unique<Archive>()) {
+  detail::install_error_capture();
+  if (options_.max_chunks_per_thread == 0) options_.max_chunks_per_thread = 1;
+  prepare_directory(options_);
+  anchor_path_ = (fs::path(options_.directory) / (options_.name + ".otf2")).string();
+  archive_->budget.max_event_chunks = options_.max_chunks_per_thread;
+
+  archive_->handle = OTF2_Archive_Open(options_.directory.c_str(), options_.name.c_str(), OTF2_FILEMODE_WRITE,
+                                       // Definition buffers use the event chunk size too: OTF2 allocates
+                                       // (and memsets) a whole chunk for each location's local
+                                       // definition file, 4 MiB by default; large global
+                                       // definitions simply span several chunks.
+                                       options_.event_chunk_bytes, options_.event_chunk_bytes,
+                                       OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+  if (archive_->handle == nullptr) {
+    throw std::runtime_error("ArchiveWriter: cannot open OTF2 archive " + anchor_path_ + ": " +
+                             detail::take_last_otf2_message());
+  }
+  try {
+    OTF2_Archive* a = archive_->handle;
+    check(OTF2_Archive_SetFlushCallbacks(a, &kFlushCallbacks, nullptr), "OTF2_Archive_SetFlushCallbacks");
+    check(OTF2_Archive_SetMemoryCallbacks(a, detail::bounded_memory_callbacks(), &archive_->budget),
+          "OTF2_Archive_SetMemoryCallbacks");
+    check(OTF2_Archive_SetSerialCollectiveCallbacks(a), "OTF2_Archive_SetSerialCollectiveCallbacks");
+    check(OTF2_Archive_SetCreator(a, "hybridprof"), "OTF2_Archive_SetCreator");
+    check(OTF2_Archive_OpenEvtFiles(a), "OTF2_Archive_OpenEvtFiles for " + anchor_path_);
+  } catch (...) {
+    OTF2_Archive_Close(archive_->handle);
+    archive_->handle = nullptr;
+    throw;
+  }
+}
+
+ArchiveWriter::~ArchiveWriter() {
+  if (archive_ && archive_->handle) {
+    try {
+      close(ClockInfo{});
+    } catch (...) {
+      // A destructor cannot report; close() explicitly to see failures.
+    }
+  }
+}
+
+void ArchiveWriter::require_open(const char* what) const {
+  if (!archive_ || !archive_->handle) throw std::logic_error(std::string("ArchiveWriter::") + what + " after close()");
+}
+
+void ArchiveWriter::set_property(const std::string& name, const std::string& value) {
+  require_open("set_property");
+  // OTF2 checks names only at close(), when a failure would lose the archive:
+  // check now. Its rule: "NAMESPACE::NAME[::...]", [A-Za-z0-9_], case-insensitive
+  // (stored upper-case).
+  std::string key;
+  bool valid = name.find("::") != std::string::npos;
+  for (size_t i = 0; valid && i < name.size(); ++i) {
+    const char ch = name[i];
+    if (ch == ':') {
+      valid = i + 2 < name.size() && name[i + 1] == ':' && i > 0 && name[i - 1] != ':' && name[i + 2] != ':';
+      key += "::";
+      ++i;
+    } else {
+      valid = std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+      key += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    }
+  }
+  if (!valid) {
+    throw std::invalid_argument("ArchiveWriter: bad property name '" + name +
+                                "' (want NAMESPACE::NAME of letters, digits and _)");
+  }
+  if (value.empty()) {
+    archive_properties_.erase(key);
+  } else {
+    archive_properties_[key] = value;
+  }
+}
+
+uint32_t ArchiveWriter::define_string(std::string_view text) {
+  if (auto it = string_refs_.find(text); it != string_refs_.end()) return it->second;
+  const auto ref = static_cast<uint32_t>(strings_.size());
+  strings_.emplace_back(text);
+  string_refs_.emplace(strings_.back(), ref);
+  return ref;
+}
+
+uint32_t ArchiveWriter::define_source_location(const std::string& file, uint32_t line) {
+  const uint32_t file_ref = define_string(file);
+  auto [it, inserted] = source_location_refs_.try_emplace({file_ref, line}, source_locations_.size());
+  if (inserted) source_locations_.push_back({file_ref, line});
+  return it->second;
+}
+
+uint32_t ArchiveWriter::define_region(const std::string& name, const std::string& file, uint32_t begin_line,
+                                      Paradigm paradigm, const std::string& module) {
+  const uint32_t name_ref = define_string(name);
+  const uint32_t file_ref = define_string(file);
+  auto [it, inserted] =
+      region_refs_.try_emplace({name_ref, file_ref, static_cast<uint64_t>(paradigm)}, regions_.size());
+  if (inserted) {
+    const std::string description = paradigm == Paradigm::kPython ? std::string(kPythonRegionDescription)
+                                    : module.empty()               ? std::string()
+                                                                   : std::string(kModuleDescriptionPrefix) + module;
+    regions_.push_back({name_ref, file_ref, begin_line, paradigm, define_string(description)});
+  }
+  return it->second;
+}
+
+uint32_t ArchiveWriter::define_calling_context(uint32_t region, uint32_t source_location, uint32_t parent) {
+  check_ref(region, regions_.size(), "region");
+  check_optional_ref(source_location, source_locations_.size(), "source location");
+  check_optional_ref(parent, contexts_.size(), "parent calling context");
+  auto [it, inserted] = context_refs_.try_emplace({region, source_location, parent}, contexts_.size());
+  if (inserted) contexts_.push_back({region, source_location, parent});
+  return it->second;
+}
+
+uint32_t ArchiveWriter::define_interrupt_generator(const std::string& name, bool time_based, uint64_t period) {
+  const uint32_t name_ref = define_string(name);
+  // period is folded into the key's third field with time_based in the top bit.
+  const uint64_t key = (period & ~(1ull << 63)) | (time_based ? 1ull << 63 : 0);
+  auto [it, inserted] =
+      interrupt_generator_refs_.try_emplace({name_ref, 0u, key}, interrupt_generators_.size());
+  if (inserted) interrupt_generators_.push_back({name_ref, time_based, period});
+  return it->second;
+}
+
+uint32_t ArchiveWriter::define_system_tree_node(const std::string& name, const std::string& class_name,
+                                                uint32_t parent) {
+  check_optional_ref(parent, system_tree_nodes_.size(), "parent system tree node");
+  const uint32_t name_ref = define_string(name);
+  const uint32_t class_ref = define_string(class_name);
+  auto [it, inserted] = system_tree_node_refs_.try_emplace({name_ref, class_ref, parent}, system_tree_nodes_.size());
+  if (inserted) system_tree_nodes_.push_back({name_ref, class_ref, parent});
+  return it->second;
+}
+
+uint32_t ArchiveWriter::define_process(const std::string& name, uint32_t system_tree_node) {
+  check_ref(system_tree_node, system_tree_nodes_.size(), "system tree node");
+  processes_.push_back({define_string(name), system_tree_node});
+  return static_cast<uint32_t>(processes_.size() - 1);
+}
+
+uint64_t ArchiveWriter::define_thread(uint32_t process, const std::string& name) {
+  require_open("define_thread");
+  check_ref(process, processes_.size(), "process");
+  Thread thread;
+  thread.name = define_string(name);
+  thread.process = process;
+  threads_.push_back(std::move(thread));
+  return threads_.size() - 1;
+}
+
+void ArchiveWriter::set_process_property(uint32_t process, const std::string& name, const std::string& value) {
+  check_ref(process, processes_.size(), "process");
+  process_properties_[{process, define_string(name)}] = define_string(value);
+}
+
+void ArchiveWriter::set_thread_property(uint64_t location, const std::string& name, uint64_t value) {
+  check_ref(location, threads_.size(), "location");
+  thread_properties_[{location, define_string(name)}] = value;
+}
+
+void ArchiveWriter::open_writer(Thread& thread, uint64_t location) {
+  if (thread.writer != nullptr) return;
+  thread.writer = OTF2_Archive_GetEvtWriter(archive_->handle, location);
+  if (thread.writer == nullptr) {
+    throw std::runtime_error("ArchiveWriter: cannot create the event writer of " + location_text(location) + ": " +
+                             detail::take_last_otf2_message());
+  }
+  ++open_threads_;
+}
+
+ArchiveWriter::Thread& ArchiveWriter::thread_for_event(uint64_t location, uint64_t& timestamp) {
+  require_open("write_*");
+  check_ref(location, threads_.size(), "location");
+  Thread& thread = threads_[location];
+  if (thread.ended) throw std::logic_error("ArchiveWriter: event for " + location_text(location) + " after end_thread");
+  open_writer(thread, location);
+  if (timestamp < thread.last_timestamp) {
+    ++clamped_timestamps_;
+    timestamp = thread.last_timestamp;
+  }
+  thread.last_timestamp = timestamp;
+  if (timestamp < first_timestamp_) first_timestamp_ = timestamp;
+  if (timestamp > last_timestamp_) last_timestamp_ = timestamp;
+  return thread;
+}
+
+void ArchiveWriter::write_sample(uint64_t location, uint64_t timestamp, uint32_t calling_context,
+                                 uint32_t unwind_distance, uint32_t interrupt_generator) {
+  check_ref(calling_context, contexts_.size(), "calling context");
+  check_optional_ref(interrupt_generator, interrupt_generators_.size(), "interrupt generator");
+  Thread& thread = thread_for_event(location, timestamp);
+  if (options_.enter_leave) {
+    write_sample_as_enter_leave(thread, location, timestamp, calling_context);
+    return;
+  }
+  check(OTF2_EvtWriter_CallingContextSample(thread.writer, nullptr, timestamp, calling_context, unwind_distance,
+                                            interrupt_generator),
+        "OTF2_EvtWriter_CallingContextSample for " + location_text(location));
+  ++thread.events;
+  ++events_;
+}
+
+void ArchiveWriter::write_sample_as_enter_leave(Thread& thread, uint64_t location, uint64_t timestamp,
+                                                uint32_t calling_context) {
+  // Inside a traced region the sampled frames cannot change without
+  // leaving that region first, which the traced events own.
+  if (!thread.traced.empty()) return;
+  path_scratch_.clear();
+  for (uint32_t c = calling_context; c != kUndefined; c = contexts_[c].parent) {
+    path_scratch_.push_back(contexts_[c].region);
+  }
+  std::reverse(path_scratch_.begin(), path_scratch_.end());
+  thread.sampled.move_to(path_scratch_, [&](uint32_t region, bool enter) {
+    OTF2_ErrorCode status = enter ? OTF2_EvtWriter_Enter(thread.writer, nullptr, timestamp, region)
+                                  : OTF2_EvtWriter_Leave(thread.writer, nullptr, timestamp, region);
+    check(status, "OTF2_EvtWriter_Enter/Leave for " + location_text(location));
+    ++thread.events;
+    ++events_;
+  });
+}
+
+void ArchiveWriter::write_enter(uint64_t location, uint64_t timestamp, uint32_t region) {
+  check_ref(region, regions_.size(), "region");
+  Thread& thread = thread_for_event(location, timestamp);
+  check(OTF2_EvtWriter_Enter(thread.writer, nullptr, timestamp, region), "OTF2_EvtWriter_Enter for " + location_text(location));
+  if (options_.enter_leave) thread.traced.push_back(region);
+  ++thread.events;
+  ++events_;
+}
+
+void ArchiveWriter::write_leave(uint64_t location, uint64_t timestamp, uint32_t region) {
+  check_ref(region, regions_.size(), "region");
+  if (options_.enter_leave) {
+    // A mismatched leave would corrupt every viewer's nesting: refuse it.
+    check_ref(location, threads_.size(), "location");
+    const auto& traced = threads_[location].traced;
+    if (traced.empty() || traced.back() != region) {
+      throw std::invalid_argument("ArchiveWriter: leave of region " + std::to_string(region) + " on " +
+                                  location_text(location) + " does not match the innermost traced enter");
+    }
+  }
+  Thread& thread = thread_for_event(location, timestamp);
+  check(OTF2_EvtWriter_Leave(thread.writer, nullptr, timestamp, region), "OTF2_EvtWriter_Leave for " + location_text(location));
+  if (options_.enter_leave) thread.traced.pop_back();
+  ++thread.events;
+  ++events_;
+}
+
+void ArchiveWriter::end_thread(uint64_t location, uint64_t timestamp) {
+  require_open("end_thread");
+  check_ref(location, threads_.size(), "location");
+  Thread& thread = threads_[location];
+  if (thread.ended) return;
+  open_writer(thread, location);  // every location gets an event file, readers expect one
+  if (options_.enter_leave && (!thread.traced.empty() || !thread.sampled.open().empty())) {
+    thread_for_event(location, timestamp);  // the leaves are events: same time rules
+    auto leave = [&](uint32_t region) {
+      check(OTF2_EvtWriter_Leave(thread.writer, nullptr, timestamp, region),
+            "OTF2_EvtWriter_Leave for " + location_text(location));
+      ++thread.events;
+      ++events_;
+    };
+    while (!thread.traced.empty()) {
+      leave(thread.traced.back());
+      thread.traced.pop_back();
+    }
+    thread.sampled.leave_all([&](uint32_t region, bool) { leave(region); });
+  }
+  close_thread_writer(thread);
+}
+
+void ArchiveWriter::close_thread_writer(Thread& thread) {
+  thread.ended = true;
+  OTF2_EvtWriter* writer = thread.writer;
+  thread.writer = nullptr;
+  thread.sampled = RegionStack();
+  thread.traced = {};
+  --open_threads_;
+  check(OTF2_Archive_CloseEvtWriter(archive_->handle, writer), "OTF2_Archive_CloseEvtWriter");
+}
+
+void ArchiveWriter::close(const ClockInfo& clock_in) {
+  require_open("close");
+  try {
+    for (uint64_t location = 0; location < threads_.size(); ++location) {
+      if (!threads_[location].ended) {
+        end_thread(location, threads_[location].last_timestamp);
+      }
+    }
+    OTF2_Archive* a = archive_->handle;
+    check(OTF2_Archive_CloseEvtFiles(a), "OTF2_Archive_CloseEvtFiles");
+    write_empty_local_definitions();
+    write_global_definitions(clock_in);
+    for (const auto& [name, value] : archive_properties_) {
+      check(OTF2_Archive_SetProperty(a, name.c_str(), value.c_str(), true), "OTF2_Archive_SetProperty " + name);
+    }
+  } catch (...) {
+    OTF2_Archive_Close(archive_->handle);
+    archive_->handle = nullptr;
+    throw;
+  }
+  OTF2_ErrorCode status = OTF2_Archive_Close(archive_->handle);
+  archive_->handle = nullptr;
+  check(status, "OTF2_Archive_Close " + anchor_path_);
+}
+
+// Readers (otf2-print, ViTE) open <location>.def for every location; an empty
+// one says "no local definitions, no mappings".
+void ArchiveWriter::write_empty_local_definitions() {
+  OTF2_Archive* a = archive_->handle;
+  check(OTF2_Archive_OpenDefFiles(a), "OTF2_Archive_OpenDefFiles");
+  for (uint64_t location = 0; location < threads_.size(); ++location) {
+    OTF2_DefWriter* writer = OTF2_Archive_GetDefWriter(a, location);
+    if (writer == nullptr) {
+      throw std::runtime_error("ArchiveWriter: cannot create the local definition writer of " +
+                               location_text(location) + ": " + detail::take_last_otf2_message());
+    }
+    check(OTF2_Archive_CloseDefWriter(a, writer), "OTF2_Archive_CloseDefWriter");
+  }
+  check(OTF2_Archive_CloseDefFiles(a), "OTF2_Archive_CloseDefFiles");
+}
+
+void ArchiveWriter::write_global_definitions(const ClockInfo& clock_in) {
+  ClockInfo clock = clock_in;
+  const bool have_events = first_timestamp_ <= last_timestamp_;
+  if (clock.global_offset == 0 && have_events) clock.global_offset = first_timestamp_;
+  if (clock.trace_length == 0 && have_events && last_timestamp_ > clock.global_offset) {
+    clock.trace_length = last_timestamp_ - clock.global_offset;
+  }
+
+  OTF2_GlobalDefWriter* w = OTF2_Archive_GetGlobalDefWriter(archive_->handle);
+  if (w == nullptr) {
+    throw std::runtime_error("ArchiveWriter: cannot create the global definition writer: " +
+                             detail::take_last_otf2_message());
+  }
+  const std::string what = "writing global definitions of " + anchor_path_;
+
+  check(OTF2_GlobalDefWriter_WriteClockProperties(
+            w, clock.resolution, clock.global_offset, clock.trace_length,
+            clock.realtime_ns_at_offset ? clock.realtime_ns_at_offset : OTF2_UNDEFINED_TIMESTAMP),
+        what);
+  for (uint32_t ref = 0; ref < strings_.size(); ++ref) {
+    check(OTF2_GlobalDefWriter_WriteString(w, ref, strings_[ref].c_str()), what);
+  }
+  for (uint32_t ref = 0; ref < system_tree_nodes_.size(); ++ref) {
+    const SystemTreeNode& n = system_tree_nodes_[ref];
+    check(OTF2_GlobalDefWriter_WriteSystemTreeNode(w, ref, n.name, n.class_name, n.parent), what);
+  }
+  for (uint32_t ref = 0; ref < processes_.size(); ++ref) {
+    const Process& p = processes_[ref];
+    check(OTF2_GlobalDefWriter_WriteLocationGroup(w, ref, p.name, OTF2_LOCATION_GROUP_TYPE_PROCESS,
+                                                  p.system_tree_node, OTF2_UNDEFINED_LOCATION_GROUP),
+          what);
+  }
+  for (uint64_t ref = 0; ref < threads_.size(); ++ref) {
+    const Thread& t = threads_[ref];
+    check(OTF2_GlobalDefWriter_WriteLocation(w, ref, t.name, OTF2_LOCATION_TYPE_CPU_THREAD, t.events, t.process),
+          what);
+  }
+  for (uint32_t ref = 0; ref < regions_.size(); ++ref) {
+    const Region& r = regions_[ref];
+    check(OTF2_GlobalDefWriter_WriteRegion(
+              w, ref, r.name, r.name, r.description,
+              OTF2_REGION_ROLE_FUNCTION, to_otf2_paradigm(r.paradigm), OTF2_REGION_FLAG_NONE, r.file, r.begin_line,
+              r.begin_line),
+          what);
+  }
+  for (uint32_t ref = 0; ref < source_locations_.size(); ++ref) {
+    const SourceLocation& s = source_locations_[ref];
+    check(OTF2_GlobalDefWriter_WriteSourceCodeLocation(w, ref, s.file, s.line), what);
+  }
+  for (uint32_t ref = 0; ref < contexts_.size(); ++ref) {
+    const CallingContext& c = contexts_[ref];
+    check(OTF2_GlobalDefWriter_WriteCallingContext(w, ref, c.region, c.source_location, c.parent), what);
+  }
+  for (uint32_t ref = 0; ref < interrupt_generators_.size(); ++ref) {
+    const InterruptGenerator& g = interrupt_generators_[ref];
+    // Time based: period in ns = period * 10^-9 s. Count based: plain events.
+    check(OTF2_GlobalDefWriter_WriteInterruptGenerator(
+              w, ref, g.name,
+              g.time_based ? OTF2_INTERRUPT_GENERATOR_MODE_TIME : OTF2_INTERRUPT_GENERATOR_MODE_COUNT,
+              OTF2_BASE_DECIMAL, g.time_based ? -9 : 0, g.period),
+          what);
+  }
+  for (const auto& [key, value] : process_properties_) {
+    OTF2_AttributeValue v;
+    v.stringRef = value;
+    check(OTF2_GlobalDefWriter_WriteLocationGroupProperty(w, key.first, key.second, OTF2_TYPE_STRING, v), what);
+  }
+  for (const auto& [key, value] : thread_properties_) {
+    OTF2_AttributeValue v;
+    v.uint64 = value;
+    check(OTF2_GlobalDefWriter_WriteLocationProperty(w, key.first, key.second, OTF2_TYPE_UINT64, v), what);
+  }
+  check(OTF2_Archive_CloseGlobalDefWriter(archive_->handle, w), what);
+}
+
+ArchiveWriter::Stats ArchiveWriter::stats() const {
+  Stats s;
+  s.events = events_;
+  s.clamped_timestamps = clamped_timestamps_;
+  s.event_flushes = archive_->budget.event_flushes;
+  s.chunk_bytes = archive_->budget.bytes_in_use;
+  s.peak_chunk_bytes = archive_->budget.peak_bytes;
+  s.open_threads = open_threads_;
+  return s;
+}
+
+}  // namespace hybridprof::otf2

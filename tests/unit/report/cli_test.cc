@@ -1,0 +1,81 @@
+// The hybridprof-report executable: exit codes and one-line errors on bad
+// input, never a crash.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "test_support.h"
+
+namespace hybridprof::report {
+namespace {
+
+using otf2::testing::CommandResult;
+using otf2::testing::TempDir;
+
+CommandResult report(const std::string& args) {
+  // The suppressions only matter in sanitizer builds (OTF2 leaks on corrupt anchors).
+  return otf2::testing::run_command("LSAN_OPTIONS=print_suppressions=0:suppressions=" HYBRIDPROF_LSAN_SUPPRESSIONS " " +
+                                    std::string(HYBRIDPROF_REPORT_BIN) + " " + args);
+}
+
+// Exit status 1 and exactly one line, starting with the tool's error prefix.
+void expect_one_line_error(const CommandResult& r, const std::string& fragment) {
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // a crash would be -1 (signal)
+  EXPECT_EQ(r.output.rfind("hybridprof-report: error: ", 0), 0u) << r.output;
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
+  EXPECT_NE(r.output.find(fragment), std::string::npos) << r.output;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override { otf2::testing::write_known_archive(dir_ / "ok"); }
+  TempDir dir_;
+};
+
+TEST_F(Cli, PrintsTheReport) {
+  CommandResult r = report(dir_ / "ok");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Flat profile"), std::string::npos);
+  EXPECT_NE(r.output.find("Hottest call paths"), std::string::npos);
+  EXPECT_NE(r.output.find("Threads (by samples)"), std::string::npos);
+}
+
+TEST_F(Cli, FoldedOutputIsExact) {
+  CommandResult r = report("--folded " + dir_ / "ok/traces.otf2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "main 5\nmain;A 21\nmain;B 7\nmain;B;C 13\n");
+}
+
+TEST_F(Cli, HelpExitsZero) {
+  CommandResult r = report("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("usage: hybridprof-report"), std::string::npos);
+}
+
+TEST_F(Cli, BadFlag) { expect_one_line_error(report("--frobnicate " + dir_ / "ok"), "unknown option '--frobnicate'"); }
+
+TEST_F(Cli, MissingArchive) {
+  expect_one_line_error(report(dir_ / "nowhere"), "no OTF2 archive at " + dir_ / "nowhere");
+}
+
+TEST_F(Cli, TruncatedDefinitions) {
+  std::filesystem::copy(dir_ / "ok", dir_ / "cut", std::filesystem::copy_options::recursive);
+  std::filesystem::resize_file(dir_ / "cut/traces.def", std::filesystem::file_size(dir_ / "cut/traces.def") / 2);
+  expect_one_line_error(report(dir_ / "cut"), "corrupt archive");
+}
+
+TEST_F(Cli, GarbageAnchor) {
+  std::filesystem::copy(dir_ / "ok", dir_ / "junk", std::filesystem::copy_options::recursive);
+  std::ofstream(dir_ / "junk/traces.otf2", std::ios::trunc) << "this is not an OTF2 anchor file\n";
+  expect_one_line_error(report(dir_ / "junk"), "corrupt archive");
+}
+
+TEST_F(Cli, TruncatedEvents) {
+  std::filesystem::copy(dir_ / "ok", dir_ / "events", std::filesystem::copy_options::recursive);
+  std::filesystem::resize_file(dir_ / "events/traces/0.evt", 40);
+  expect_one_line_error(report(dir_ / "events"), "corrupt archive");
+}
+
+}  // namespace
+}  // namespace hybridprof::report

@@ -1,0 +1,198 @@
+// The report's numbers on synthetic archives with known samples.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "otf2/archive_reader.h"
+#include "otf2/property_names.h"
+#include "profile.h"
+#include "table.h"
+#include "test_support.h"
+#include "text_report.h"
+
+namespace hybridprof::report {
+namespace {
+
+using otf2::ArchiveWriter;
+using otf2::kUndefined;
+using otf2::Paradigm;
+using otf2::testing::TempDir;
+
+// main -> A (50 samples at two lines of A: 30 at a.cc:11 + 20 at a.cc:12,
+// a context's source location being the line in its own function), main -> B (30),
+// main -> C (20), and a recursion main -> R -> R -> R (10) when asked.
+void write_abc_archive(const std::string& dir, bool with_recursion = false, bool with_properties = true) {
+  ArchiveWriter w({.directory = dir});
+  if (with_properties) w.set_property(otf2::property::kProgram, "./abc");
+  const uint64_t t = w.define_thread(w.define_process("abc", w.define_system_tree_node("h", "node", kUndefined)), "main");
+  const uint32_t main = w.define_calling_context(w.define_region("main", "main.cc", 3, Paradigm::kSampling), kUndefined, kUndefined);
+  const uint32_t a = w.define_region("A", "a.cc", 10, Paradigm::kSampling);
+  const uint32_t a_site1 = w.define_calling_context(a, w.define_source_location("a.cc", 11), main);
+  const uint32_t a_site2 = w.define_calling_context(a, w.define_source_location("a.cc", 12), main);
+  const uint32_t b = w.define_calling_context(w.define_region("B", "b.cc", 20, Paradigm::kSampling), kUndefined, main);
+  const uint32_t c = w.define_calling_context(w.define_region("C", "", 0, Paradigm::kSampling), kUndefined, main);
+  uint64_t time = 1'000'000;
+  auto add = [&](uint32_t context, int count) {
+    for (int i = 0; i < count; ++i) w.write_sample(t, time += 1'000'000, context, 1, kUndefined);
+  };
+  add(a_site1, 30);
+  add(b, 30);
+  add(a_site2, 20);
+  add(c, 20);
+  if (with_recursion) {
+    const uint32_t r_region = w.define_region("R", "r.cc", 1, Paradigm::kSampling);
+    uint32_t r = main;
+    for (int depth = 0; depth < 3; ++depth) r = w.define_calling_context(r_region, kUndefined, r);
+    add(r, 10);
+  }
+  w.close({});
+}
+
+struct Loaded {
+  explicit Loaded(const std::string& dir) : reader(dir), counts(count_samples(reader)) {}
+  otf2::ArchiveReader reader;
+  SampleCounts counts;
+  const otf2::Archive& archive() const { return reader.archive(); }
+};
+
+const FunctionRow& row_named(const std::vector<FunctionRow>& rows, const std::string& name) {
+  for (const FunctionRow& row : rows) {
+    if (row.name == name) return row;
+  }
+  throw std::runtime_error("no row " + name);
+}
+
+TEST(FlatProfile, SelfAndInclusiveSamples) {
+  TempDir dir;
+  write_abc_archive(dir.path());
+  Loaded loaded(dir.path());
+  EXPECT_EQ(loaded.counts.total, 100u);
+  const std::vector<FunctionRow> rows = flat_profile(loaded.archive(), loaded.counts);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].name, "A");  // sorted by self
+  EXPECT_EQ(rows[0].self, 50u);
+  EXPECT_EQ(rows[0].inclusive, 50u);
+  EXPECT_EQ(rows[0].source, "a.cc:11") << "the line most of A's own samples hit";
+  EXPECT_EQ(rows[1].name, "B");
+  EXPECT_EQ(rows[1].self, 30u);
+  EXPECT_EQ(rows[2].name, "C");
+  EXPECT_EQ(rows[2].self, 20u);
+  EXPECT_EQ(rows[2].source, "-");
+  EXPECT_EQ(rows[3].name, "main");
+  EXPECT_EQ(rows[3].self, 0u);
+  EXPECT_EQ(rows[3].inclusive, 100u);
+  EXPECT_EQ(percent(rows[3].inclusive, loaded.counts.total), "100.0%");
+  EXPECT_EQ(percent(rows[1].self, loaded.counts.total), "30.0%");
+}
+
+TEST(FlatProfile, RecursionCountsOncePerSample) {
+  TempDir dir;
+  write_abc_archive(dir.path(), /*with_recursion=*/true);
+  Loaded loaded(dir.path());
+  const std::vector<FunctionRow> rows = flat_profile(loaded.archive(), loaded.counts);
+  EXPECT_EQ(row_named(rows, "R").self, 10u);
+  EXPECT_EQ(row_named(rows, "R").inclusive, 10u);  // not 30
+  EXPECT_EQ(row_named(rows, "main").inclusive, 110u);
+}
+
+TEST(HottestPaths, CallSitesOfOneFunctionMerge) {
+  TempDir dir;
+  write_abc_archive(dir.path());
+  Loaded loaded(dir.path());
+  const std::vector<PathRow> rows = hottest_paths(loaded.archive(), loaded.counts);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].frames, (std::vector<std::string>{"main", "A"}));
+  EXPECT_EQ(rows[0].samples, 50u);
+  EXPECT_EQ(rows[1].frames, (std::vector<std::string>{"main", "B"}));
+  EXPECT_EQ(rows[2].samples, 20u);
+}
+
+TEST(Folded, LinesAreExactlyTheStacks) {
+  TempDir dir;
+  write_abc_archive(dir.path(), /*with_recursion=*/true);
+  Loaded loaded(dir.path());
+  EXPECT_EQ(folded_stacks(loaded.archive(), loaded.counts),
+            (std::vector<std::string>{"main;A 50", "main;B 30", "main;C 20", "main;R;R;R 10"}));
+  std::ostringstream out;
+  print_folded(out, loaded.archive(), loaded.counts);
+  EXPECT_EQ(out.str(), "main;A 50\nmain;B 30\nmain;C 20\nmain;R;R;R 10\n");
+}
+
+TEST(Abbreviate, DeepPathsKeepFirstThreeAndLastEight) {
+  std::vector<std::string> frames;
+  for (int i = 0; i < 20; ++i) frames.push_back("f" + std::to_string(i));
+  EXPECT_EQ(abbreviate(frames, false), (std::vector<std::string>{"f0", "f1", "f2", "…", "f12", "f13", "f14", "f15",
+                                                                 "f16", "f17", "f18", "f19"}));
+  EXPECT_EQ(abbreviate(frames, true), frames);
+  frames.resize(12);
+  EXPECT_EQ(abbreviate(frames, false), frames);
+}
+
+TEST(TextReport, SectionsAndAlignedNumbers) {
+  TempDir dir;
+  write_abc_archive(dir.path());
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report({dir.path()}, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_TRUE(err.str().empty()) << err.str();
+  EXPECT_NE(text.find("  Program                 ./abc\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  Mechanism               -\n"), std::string::npos) << text;  // missing -> "-"
+  EXPECT_NE(text.find("  Samples                 100 in archive\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  Self%  Self   Incl%  Incl  Function  Module  Source\n"
+                      "  50.0%    50   50.0%    50  A         -       a.cc:11\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("   0.0%     0  100.0%   100  main      -       main.cc:3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("       50  50.0%  main → A\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("[-]"), std::string::npos) << text;  // no "[pid]" label when the PID is unknown
+}
+
+TEST(TextReport, TopLimitsRows) {
+  TempDir dir;
+  write_abc_archive(dir.path());
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report({"--top", "2", "--paths=1", dir.path()}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("Flat profile (2 of 4 functions"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("Hottest call paths (1 of 3"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("  main      main.cc:3"), std::string::npos) << out.str();
+}
+
+TEST(TextReport, ArchiveWithoutAnyPropertiesPrintsDashes) {
+  TempDir dir;
+  write_abc_archive(dir.path(), false, /*with_properties=*/false);
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report({dir.path()}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("  Program                 -\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("  Dropped samples         -\n"), std::string::npos) << out.str();
+}
+
+TEST(TextReport, EnterLeaveArchiveSaysItHasNoSamples) {
+  TempDir dir;
+  otf2::testing::write_known_archive(dir.path(), /*enter_leave=*/true);
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report({dir.path()}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("No samples in this archive: it holds"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("Flat profile"), std::string::npos);
+  EXPECT_NE(out.str().find("  app [4242]"), std::string::npos) << out.str();
+}
+
+TEST(Options, ParseAndReject) {
+  Options o = parse_options({"--top", "5", "--paths=3", "--full-paths", "--folded", "dir"});
+  EXPECT_EQ(o.top_functions, 5u);
+  EXPECT_EQ(o.top_paths, 3u);
+  EXPECT_TRUE(o.full_paths);
+  EXPECT_TRUE(o.folded);
+  EXPECT_EQ(o.archive, "dir");
+  EXPECT_EQ(parse_options({"dir"}).top_functions, 25u);
+  EXPECT_EQ(parse_options({"dir"}).top_paths, 10u);
+  EXPECT_TRUE(parse_options({"--help"}).help);
+  EXPECT_THROW(parse_options({"--bogus", "dir"}), std::invalid_argument);
+  EXPECT_THROW(parse_options({"--top", "0", "dir"}), std::invalid_argument);
+  EXPECT_THROW(parse_options({"--top", "x", "dir"}), std::invalid_argument);
+  EXPECT_THROW(parse_options({"dir", "--top"}), std::invalid_argument);
+  EXPECT_THROW(parse_options({}), std::invalid_argument);
+  EXPECT_THROW(parse_options({"a", "b"}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hybridprof::report
