@@ -111,8 +111,8 @@ class Finalizer {
     const uint32_t node = writers_.each([&](ArchiveWriter& w) {
       return w.define_system_tree_node(b.hostname, "node", machine);
     });
-    const std::string name = b.mpi_rank >= 0 ? "rank " + std::to_string(b.mpi_rank)
-                                             : basename_of(b.executable) + " [" + std::to_string(b.pid) + "]";
+    // The PID is a property of its own (readers show it next to the name).
+    const std::string name = b.mpi_rank >= 0 ? "rank " + std::to_string(b.mpi_rank) : basename_of(b.executable);
     const uint32_t group = writers_.each([&](ArchiveWriter& w) { return w.define_process(name, node); });
     set_process_properties(p, group);
     const bool time_based = b.mechanism != "perf_event" || b.frequency || b.event.find("clock") != std::string::npos;
