@@ -8,7 +8,7 @@
 // (tools/finalize) turns these files into the OTF2 archive; it can run after
 // the process died.
 //
-// File:  "HYBPRAW1" then chunks.
+// File:  "HYBPRAW" + version byte, then chunks.
 // Chunk: u32 magic 'HPRC', u32 payload bytes, u32 FNV-1a of payload, u32 0,
 //        payload = records. A record is a varint tag then its fields:
 //        integers as LEB128 varints, signed deltas zigzag-encoded, strings as
@@ -23,7 +23,12 @@
 
 namespace hybridprof::raw {
 
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '1'};
+// The last byte is the format version: bump it whenever a record changes, so
+// a finalizer never misreads a stream from another build.
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '2'};
+// A sample never stands for more periods than this (timer overruns are
+// bounded by the run); larger values mean a corrupt stream.
+inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
 inline constexpr uint32_t kChunkMagic = 0x43525048;  // "HPRC"
 
 enum class Tag : uint32_t {

@@ -134,6 +134,7 @@ class Decoder {
       case Tag::kSample: {
         Sample r;
         r.thread = u32(); r.timestamp_ns = timestamp(r.thread); r.node = u32(); r.flags = u32(); r.weight = u32();
+        if (r.weight == 0 || r.weight > kMaxSampleWeight) return fail() != 0;
         out = r;
         break;
       }
@@ -315,8 +316,13 @@ bool read_stream(const std::string& path, const std::function<void(const Record&
     return false;
   }
   std::vector<unsigned char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.size() < sizeof kFileMagic || std::memcmp(data.data(), kFileMagic, sizeof kFileMagic) != 0) {
+  if (data.size() < sizeof kFileMagic || std::memcmp(data.data(), kFileMagic, sizeof kFileMagic - 1) != 0) {
     *error = path + ": not a hybridprof raw stream";
+    return false;
+  }
+  if (data[sizeof kFileMagic - 1] != static_cast<unsigned char>(kFileMagic[sizeof kFileMagic - 1])) {
+    *error = path + ": raw stream format " + std::string(1, char(data[sizeof kFileMagic - 1])) +
+             " was written by another hybridprof version (this one reads format " + kFileMagic[sizeof kFileMagic - 1] + ")";
     return false;
   }
   ReadSummary local;

@@ -97,3 +97,18 @@ TEST(RawStream, RejectsOtherFilesAndRefusesToOverwrite) {
 
 }  // namespace
 }  // namespace hybridprof::raw
+
+namespace hybridprof::raw {
+namespace {
+
+TEST(RawStream, OtherFormatVersionIsRefusedByName) {
+  const std::string path = std::string(::testing::TempDir()) + "/version" + std::to_string(getpid()) + ".hpr";
+  { std::ofstream(path, std::ios::binary) << "HYBPRAW1"; }
+  std::string error;
+  EXPECT_FALSE(read_stream(path, [](const Record&) {}, nullptr, &error));
+  EXPECT_NE(error.find("another hybridprof version"), std::string::npos) << error;
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace hybridprof::raw
