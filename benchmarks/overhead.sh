@@ -2,7 +2,10 @@
 # Overhead of hybridprof on a CPU-bound 2-thread program with ~30-frame
 # stacks, measured in one run: plain vs `hybridprof -F 1000` vs `-F 10000`
 # vs `perf record -F 1000 -g`, interleaved (ABCD ABCD ...) so machine noise
-# hits every variant alike; medians and their ratios are printed.
+# hits every variant alike; medians and their ratios are printed. Two more
+# rows split the 1 kHz cost: the program alone under the preloaded runtime
+# (no launcher, no archive writing at the end), and the floor: the same
+# work with a bare 1 kHz perf signal to an empty handler.
 # Then archive bytes per sample, and the profiled program's peak RSS for a
 # run and a 10x longer run (the runtime's memory must stay flat).
 #
@@ -33,6 +36,10 @@ for i in $(seq "$runs"); do
   run plain "$bin/overhead_workload" "$rounds"
   run hp1k "$bin/hybridprof" -F 1000 -o "$work/hp1k.$i" -- "$bin/overhead_workload" "$rounds"
   run hp10k "$bin/hybridprof" -F 10000 -o "$work/hp10k.$i" -- "$bin/overhead_workload" "$rounds"
+  run preload env HYBRIDPROF_QUIET=1 HYBRIDPROF_OUTPUT_DIR="$work/pre.$i" LD_PRELOAD="$build/lib/libhybridprof.so" \
+    "$bin/overhead_workload" "$rounds"
+  run floor_plain "$bin/signal_floor" none "$rounds"
+  run floor_arm "$bin/signal_floor" arm "$rounds"
   if [ $have_perf = 1 ]; then
     run perf perf record -q -F 1000 -g -o "$work/perf.$i.data" -- "$bin/overhead_workload" "$rounds"
   fi
@@ -43,6 +50,11 @@ echo "overhead on $(nproc) cores, $runs interleaved runs, median wall time"
 printf "  plain                      %8.3f s\n" "$(ratio "$plain" 1e9)"
 printf "  hybridprof -F 1000         %8.3f s  ratio %s (target <= 1.02)\n" "$(ratio "$hp1k" 1e9)" "$(ratio "$hp1k" "$plain")"
 printf "  hybridprof -F 10000        %8.3f s  ratio %s\n" "$(ratio "$hp10k" 1e9)" "$(ratio "$hp10k" "$plain")"
+pre=$(median "$work/preload")
+printf "  program alone, preloaded   %8.3f s  ratio %s (1 kHz, without the launcher and the final archive writing)\n" \
+  "$(ratio "$pre" 1e9)" "$(ratio "$pre" "$plain")"
+printf "  floor: bare 1 kHz signal   ratio %s (kernel/hypervisor cost per sample, empty handler)\n" \
+  "$(ratio "$(median "$work/floor_arm")" "$(median "$work/floor_plain")")"
 if [ $have_perf = 1 ]; then
   perf_t=$(median "$work/perf")
   printf "  perf record -F 1000 -g     %8.3f s  ratio %s\n" "$(ratio "$perf_t" 1e9)" "$(ratio "$perf_t" "$plain")"
