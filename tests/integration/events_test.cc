@@ -1,0 +1,57 @@
+// Event selection: `cycles` falls back to cpu-clock on machines without a
+// PMU (with a notice), and HYBRIDPROF_FORCE_TIMER=1 samples with POSIX
+// timers instead of perf_event. Either way the profile is right.
+#include <algorithm>
+
+#include "integration_support.h"
+
+namespace hybridprof::integration {
+namespace {
+
+class Events : public IntegrationTest {};
+
+TEST_F(Events, CyclesFallsBackToCpuClockWithANotice) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-e", "cycles", "-o", d}, {fixture("split_workload"), "1", "0.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  const auto& props = p->archive().properties;
+  ASSERT_TRUE(props.count("HYBRIDPROF::EVENT")) << "no HYBRIDPROF::EVENT property";
+  const std::string event = props.at("HYBRIDPROF::EVENT");
+  if (event != "cycles") {
+    EXPECT_EQ(event, "cpu-clock");
+    const auto lines = r.err_lines();
+    const bool noticed = std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+      return l.rfind("hybridprof:", 0) == 0 && l.find("cpu-clock") != std::string::npos;
+    });
+    EXPECT_TRUE(noticed) << "no notice about the fallback to cpu-clock:\n" << r.describe();
+  }
+  // 0.5 s of CPU at 1 kHz: ~500 samples, about half in leaf_fifty.
+  EXPECT_GE(p->samples_property_total(), 200u);
+  EXPECT_GE(p->self_samples("leaf_fifty"), 100u);
+}
+
+TEST_F(Events, ForcedPosixTimers) {
+  const std::string d = scratch / "D";
+  RunOptions options;
+  options.env["HYBRIDPROF_FORCE_TIMER"] = "1";
+  const RunResult r = profile({"-o", d}, {fixture("split_workload"), "1", "0.5"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  const auto& props = p->archive().properties;
+  ASSERT_TRUE(props.count("HYBRIDPROF::MECHANISM"));
+  EXPECT_EQ(props.at("HYBRIDPROF::MECHANISM"), "posix-timer");
+  EXPECT_GE(p->samples_property_total(), 200u);
+  const uint64_t fifty = p->self_samples("leaf_fifty"), thirty = p->self_samples("leaf_thirty"),
+                 twenty = p->self_samples("leaf_twenty");
+  EXPECT_GT(fifty, thirty);
+  EXPECT_GT(thirty, twenty);
+  EXPECT_GT(twenty, 0u);
+}
+
+}  // namespace
+}  // namespace hybridprof::integration

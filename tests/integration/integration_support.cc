@@ -1,0 +1,328 @@
+#include "integration_support.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace hybridprof::integration {
+namespace fs = std::filesystem;
+
+std::string launcher() { return HP_LAUNCHER; }
+std::string merge_tool() { return HP_MERGE; }
+std::string report_tool() { return HP_REPORT; }
+std::string fixture(const std::string& name) { return std::string(HP_FIXTURE_DIR) + "/" + name; }
+std::string plugin_library() { return HP_PLUGIN; }
+
+TempDir::TempDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/hybridprof-integ-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  if (keep_) return;
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> RunResult::err_lines() const { return split_lines(err); }
+
+std::string RunResult::describe() const {
+  std::string text = "exit " + std::to_string(exit_code) + (timed_out ? " (timed out)" : "");
+  auto tail = [](const std::string& s) { return s.size() > 3000 ? "..." + s.substr(s.size() - 3000) : s; };
+  text += "\n--- stdout ---\n" + tail(out) + "\n--- stderr ---\n" + tail(err);
+  return text;
+}
+
+namespace {
+
+std::string scratch_file(const char* what) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/hybridprof-integ-" + what + "-XXXXXX";
+  const int fd = mkstemp(pattern.data());
+  if (fd < 0) throw std::runtime_error("mkstemp failed for " + pattern);
+  close(fd);
+  return pattern;
+}
+
+}  // namespace
+
+Process::Process(const std::vector<std::string>& argv, const RunOptions& options) : options_(options) {
+  if (argv.empty()) throw std::invalid_argument("Process: empty argv");
+  out_path_ = options.discard_stdout ? "/dev/null" : scratch_file("out");
+  err_path_ = scratch_file("err");
+  // Everything the child needs is built before fork().
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (!options.env.count(name)) env_strings.push_back(entry);
+  }
+  for (const auto& [name, value] : options.env) env_strings.push_back(name + "=" + value);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid_ == 0) {
+    setpgid(0, 0);  // one group: a timeout kills the launcher and its program
+    const int in = open("/dev/null", O_RDONLY);
+    const int out = open(out_path_.c_str(), O_WRONLY | O_TRUNC);
+    const int err = open(err_path_.c_str(), O_WRONLY | O_TRUNC);
+    if (in < 0 || out < 0 || err < 0) _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (!options.working_directory.empty() && chdir(options.working_directory.c_str()) != 0) _exit(126);
+    // Signals the test process ignores or blocks must not leak into the child.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execvpe(args[0], args.data(), envp.data());
+    const std::string msg = std::string("exec ") + args[0] + ": " + std::strerror(errno) + "\n";
+    [[maybe_unused]] ssize_t w = write(2, msg.data(), msg.size());
+    _exit(127);
+  }
+  setpgid(pid_, pid_);  // also from here, so the group exists before any kill
+}
+
+Process::~Process() {
+  if (!finished_ && pid_ > 0) {
+    kill(-pid_, SIGKILL);
+    int status;
+    waitpid(pid_, &status, 0);
+  }
+  if (out_path_ != "/dev/null") unlink(out_path_.c_str());
+  unlink(err_path_.c_str());
+}
+
+RunResult Process::finish() {
+  RunResult r;
+  if (finished_) throw std::logic_error("Process::finish called twice");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_seconds);
+  int status = 0;
+  for (;;) {
+    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) break;
+    if (done < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    if (std::chrono::steady_clock::now() > deadline) {
+      r.timed_out = true;
+      kill(-pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  finished_ = true;
+  // The program the launcher started is in the same group; make sure nothing
+  // of this run outlives it (a no-op when all is well).
+  kill(-pid_, SIGKILL);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (out_path_ != "/dev/null") r.out = read_text(out_path_);
+  r.err = read_text(err_path_);
+  return r;
+}
+
+RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
+  Process p(argv, options);
+  return p.finish();
+}
+
+RunResult profile(const std::vector<std::string>& profiler_args, const std::vector<std::string>& program,
+                  const RunOptions& options) {
+  std::vector<std::string> argv{launcher()};
+  argv.insert(argv.end(), profiler_args.begin(), profiler_args.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), program.begin(), program.end());
+  return run(argv, options);
+}
+
+pid_t wait_for_pid_file(const std::string& path, double timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (file_exists(path)) {
+      const long pid = std::atol(read_text(path).c_str());
+      if (pid > 0) return pid_t(pid);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return -1;
+}
+
+double process_cpu_seconds(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream in(stat.substr(paren + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  // After "pid (comm) ": state is field 3; utime and stime are fields 14 and 15.
+  for (int i = 3; i <= 15 && (in >> field); ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+}
+
+bool wait_for_cpu(pid_t pid, double cpu_seconds, double timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const double used = process_cpu_seconds(pid);
+    if (used < 0) return false;
+    if (used >= cpu_seconds) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool have_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+Profile::Profile(const std::string& path_or_directory) {
+  otf2::ArchiveReader reader(path_or_directory);
+  archive_ = reader.archive();
+  reader.read_events([this](const otf2::SampleEvent& s) { samples_.push_back(s); });
+}
+
+const std::vector<std::string>& Profile::path_names(uint32_t context) const {
+  auto it = path_cache_.find(context);
+  if (it != path_cache_.end()) return it->second;
+  std::vector<std::string> names;
+  for (uint32_t c : archive_.context_path(context)) {
+    const auto& ctx = archive_.contexts.at(c);
+    auto region = archive_.regions.find(ctx.region);
+    names.push_back(region == archive_.regions.end() ? std::string("<no region>") : region->second.name);
+  }
+  return path_cache_.emplace(context, std::move(names)).first->second;
+}
+
+const std::string& Profile::leaf_name(uint32_t context) const {
+  static const std::string empty;
+  const auto& names = path_names(context);
+  return names.empty() ? empty : names.back();
+}
+
+const otf2::RegionInfo* Profile::leaf_region(uint32_t context) const {
+  auto c = archive_.contexts.find(context);
+  if (c == archive_.contexts.end()) return nullptr;
+  auto r = archive_.regions.find(c->second.region);
+  return r == archive_.regions.end() ? nullptr : &r->second;
+}
+
+uint64_t Profile::self_samples(const std::string& function) const {
+  uint64_t n = 0;
+  for (const auto& s : samples_) n += leaf_name(s.context) == function;
+  return n;
+}
+
+uint64_t Profile::inclusive_samples(const std::string& function) const {
+  uint64_t n = 0;
+  for (const auto& s : samples_) {
+    const auto& names = path_names(s.context);
+    n += std::find(names.begin(), names.end(), function) != names.end();
+  }
+  return n;
+}
+
+std::map<uint64_t, uint64_t> Profile::self_samples_by_location(const std::string& function) const {
+  std::map<uint64_t, uint64_t> counts;
+  for (const auto& s : samples_)
+    if (leaf_name(s.context) == function) ++counts[s.location];
+  return counts;
+}
+
+std::map<uint64_t, uint64_t> Profile::samples_by_location() const {
+  std::map<uint64_t, uint64_t> counts;
+  for (const auto& s : samples_) ++counts[s.location];
+  return counts;
+}
+
+uint64_t Profile::samples_property_total() const {
+  uint64_t n = 0;
+  for (const auto& [loc, t] : archive_.threads) n += thread_property(loc, "SAMPLES");
+  return n;
+}
+
+uint64_t Profile::thread_property(uint64_t location, const std::string& name) const {
+  auto t = archive_.threads.find(location);
+  if (t == archive_.threads.end()) return 0;
+  auto p = t->second.properties.find(name);
+  return p == t->second.properties.end() ? 0 : p->second;
+}
+
+uint32_t Profile::process_of(uint64_t location) const {
+  auto t = archive_.threads.find(location);
+  return t == archive_.threads.end() ? otf2::kUndefined : t->second.process;
+}
+
+uint32_t Profile::process_with_pid(long pid) const {
+  for (const auto& [ref, p] : archive_.processes) {
+    auto it = p.properties.find("PID");
+    if (it != p.properties.end() && it->second == std::to_string(pid)) return ref;
+  }
+  return otf2::kUndefined;
+}
+
+std::unique_ptr<Profile> load_profile(const std::string& directory, std::string* error) {
+  try {
+    return std::make_unique<Profile>(directory);
+  } catch (const std::exception& e) {
+    *error = std::string("cannot read the archive in ") + directory + ": " + e.what();
+    return nullptr;
+  }
+}
+
+void IntegrationTest::TearDown() {
+  if (HasFailure()) {
+    scratch.keep();
+    std::fprintf(stderr, "[ kept ] scratch directory %s\n", scratch.path().c_str());
+  }
+}
+
+}  // namespace hybridprof::integration

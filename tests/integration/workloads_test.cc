@@ -1,0 +1,132 @@
+// The launcher on programs that stress the runtime's interposers: dlopen and
+// dlclose, fork, a program with signal handlers of its own, thousands of
+// threads, and exit() from a non-main thread.
+#include <regex>
+#include <set>
+
+#include "integration_support.h"
+
+namespace hybridprof::integration {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+class Workloads : public IntegrationTest {};
+
+TEST_F(Workloads, DlopenedPluginIsNamedAfterItIsUnloaded) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("dlopen_workload"), plugin_library()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+
+  // 0.6 s of CPU in the plugin: ~600 samples at 1 kHz.
+  uint64_t hot = 0, hot_with_file = 0;
+  std::set<std::string> files;
+  for (const auto& s : p->samples()) {
+    const otf2::RegionInfo* region = p->leaf_region(s.context);
+    if (!region || region->name != "plugin_hot_loop") continue;
+    ++hot;
+    files.insert(region->file);
+    hot_with_file += ends_with(region->file, "dlopen_plugin.cc");
+  }
+  EXPECT_GE(hot, 100u) << "samples in plugin_hot_loop; " << p->samples().size() << " samples in all";
+  EXPECT_EQ(hot_with_file, hot) << "plugin_hot_loop regions name files other than dlopen_plugin.cc: "
+                                << ::testing::PrintToString(files);
+  // 0.2 s in the program after dlclose: ~200 samples.
+  EXPECT_GE(p->self_samples("after_unload_work"), 50u);
+}
+
+TEST_F(Workloads, ForkChildIsItsOwnProcess) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("fork_workload")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(parent (\d+)\nchild (\d+))"))) << r.describe();
+  const long parent_pid = std::stol(m[1]), child_pid = std::stol(m[2]);
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+
+  EXPECT_EQ(p->archive().processes.size(), 2u);
+  const uint32_t parent = p->process_with_pid(parent_pid), child = p->process_with_pid(child_pid);
+  ASSERT_NE(parent, otf2::kUndefined) << "no process with PID " << parent_pid;
+  ASSERT_NE(child, otf2::kUndefined) << "no process with PID " << child_pid;
+  ASSERT_NE(parent, child);
+
+  auto check = [&](const std::string& function, uint32_t owner, const char* owner_name) {
+    uint64_t total = 0;
+    for (const auto& [loc, n] : p->self_samples_by_location(function)) {
+      total += n;
+      EXPECT_EQ(p->process_of(loc), owner) << n << " samples of " << function << " on location " << loc
+                                           << ", which is not in the " << owner_name << " process";
+    }
+    // 0.4 s of CPU: ~400 samples.
+    EXPECT_GE(total, 100u) << "samples in " << function;
+  };
+  check("child_work", child, "child");
+  check("parent_work", parent, "parent");
+}
+
+TEST_F(Workloads, ProgramKeepsItsOwnSignalHandlers) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("own_handlers")});
+  // The fixture prints its handler counts when they are wrong.
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_GT(p->samples_property_total(), 0u);
+  EXPECT_GT(p->self_samples("handlers_work"), 100u) << p->samples().size() << " samples in all";
+}
+
+TEST_F(Workloads, TwoThousandShortThreads) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("many_threads")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+
+  EXPECT_GE(p->archive().threads.size(), 2001u) << "thread locations (main + 2000)";
+  EXPECT_GT(p->samples().size(), 0u);
+  // Sampling still works in the main thread after the churn (0.2 s: ~200).
+  EXPECT_GE(p->self_samples("main_after_threads"), 50u);
+  int bad = 0;
+  for (const auto& [loc, t] : p->archive().threads) {
+    const uint64_t samples = p->thread_property(loc, "SAMPLES");
+    const uint64_t failures = p->thread_property(loc, "UNWIND_FAILURES");
+    if (2 * failures > samples && bad++ < 5)
+      ADD_FAILURE() << "thread " << t.name << " (TID " << p->thread_property(loc, "TID") << "): " << failures
+                    << " unwind failures in " << samples << " samples";
+  }
+  EXPECT_EQ(bad, 0) << "threads with more unwind failures than half their samples";
+}
+
+TEST_F(Workloads, ExitFromAWorkerThread) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("exit_from_thread")});
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error << "\n" << r.describe();
+  const auto worker = p->self_samples_by_location("worker_busy");
+  const auto main = p->self_samples_by_location("main_busy");
+  uint64_t worker_total = 0, main_total = 0;
+  for (const auto& [loc, n] : worker) worker_total += n;
+  for (const auto& [loc, n] : main) main_total += n;
+  // 0.3 s in each thread (they run side by side): ~300 samples each.
+  EXPECT_GE(worker_total, 100u) << "samples in worker_busy";
+  EXPECT_GE(main_total, 100u) << "samples in main_busy";
+  ASSERT_EQ(worker.size(), 1u);
+  ASSERT_EQ(main.size(), 1u);
+  EXPECT_NE(worker.begin()->first, main.begin()->first) << "both functions on one location";
+  ASSERT_EQ(p->archive().processes.size(), 1u);
+  EXPECT_EQ(p->archive().processes.begin()->second.properties.at("EXIT_STATUS"), "exit 3");
+}
+
+}  // namespace
+}  // namespace hybridprof::integration
