@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <type_traits>
 
 namespace hybridprof::raw {
@@ -315,35 +314,45 @@ bool read_stream(const std::string& path, const std::function<void(const Record&
     *error = path + ": " + std::strerror(errno);
     return false;
   }
-  std::vector<unsigned char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.size() < sizeof kFileMagic || std::memcmp(data.data(), kFileMagic, sizeof kFileMagic - 1) != 0) {
+  // Chunk by chunk: memory stays at one chunk however long the run was.
+  in.seekg(0, std::ios::end);
+  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  char magic[sizeof kFileMagic] = {};
+  in.read(magic, sizeof magic);
+  if (!in || std::memcmp(magic, kFileMagic, sizeof kFileMagic - 1) != 0) {
     *error = path + ": not a hybridprof raw stream";
     return false;
   }
-  if (data[sizeof kFileMagic - 1] != static_cast<unsigned char>(kFileMagic[sizeof kFileMagic - 1])) {
-    *error = path + ": raw stream format " + std::string(1, char(data[sizeof kFileMagic - 1])) +
+  if (magic[sizeof magic - 1] != kFileMagic[sizeof kFileMagic - 1]) {
+    *error = path + ": raw stream format " + std::string(1, magic[sizeof magic - 1]) +
              " was written by another hybridprof version (this one reads format " + kFileMagic[sizeof kFileMagic - 1] + ")";
     return false;
   }
   ReadSummary local;
   ReadSummary& s = summary ? *summary : local;
-  size_t pos = sizeof kFileMagic;
+  uint64_t pos = sizeof kFileMagic;
   std::vector<uint64_t> last_ts;
-  while (pos < data.size()) {
-    const size_t left = data.size() - pos;
-    if (left < kChunkHeader || get_u32(&data[pos]) != kChunkMagic) {
+  std::vector<unsigned char> chunk;
+  while (pos < file_size) {
+    const uint64_t left = file_size - pos;
+    unsigned char header[kChunkHeader];
+    if (left < kChunkHeader || !in.read(reinterpret_cast<char*>(header), kChunkHeader) ||
+        get_u32(header) != kChunkMagic) {
       s.problem = "bad chunk header";
       s.bytes_ignored = left;
       break;
     }
-    const uint32_t payload = get_u32(&data[pos + 4]);
+    const uint32_t payload = get_u32(header + 4);
     if (payload > left - kChunkHeader) {
       s.problem = "torn last chunk (process killed while writing?)";
       s.bytes_ignored = left;
       break;
     }
-    const unsigned char* p = &data[pos + kChunkHeader];
-    if (fnv1a(p, payload) != get_u32(&data[pos + 8])) {
+    chunk.resize(payload);
+    in.read(reinterpret_cast<char*>(chunk.data()), payload);
+    const unsigned char* p = chunk.data();
+    if (!in || fnv1a(p, payload) != get_u32(header + 8)) {
       s.problem = "chunk checksum mismatch";
       s.bytes_ignored = left;
       break;

@@ -247,25 +247,35 @@ class Finalizer {
     for (size_t id = raw::kFirstCctNode; id < p.nodes.size(); ++id)
       depth[id] = p.nodes[id].parent < id ? depth[p.nodes[id].parent] + 1 : 1;
     std::set<uint32_t> ended;
+    // A record whose thread or definitions were in a lost chunk is skipped;
+    // the thread's counters still say how many samples it took.
+    auto location_of = [&](uint32_t thread, uint64_t* location) {
+      auto it = locations.find(thread);
+      if (it == locations.end() || ended.count(thread)) return false;
+      *location = it->second;
+      return true;
+    };
+    uint64_t loc = 0;
     auto on_record = [&](const raw::Record& record) {
       if (const auto* s = std::get_if<raw::Sample>(&record)) {
         const uint32_t ctx = s->node < contexts.size() ? contexts[s->node] : kUndefined;
-        if (ctx == kUndefined) return;  // its node was in a lost chunk
+        if (ctx == kUndefined || !location_of(s->thread, &loc)) return;
         // OTF2 samples carry no weight: a sample standing for several
         // periods (POSIX timer overruns) is written that many times.
         writers_.each([&](ArchiveWriter& w) {
-          for (uint32_t i = 0; i < s->weight; ++i)
-            w.write_sample(locations.at(s->thread), s->timestamp_ns, ctx, depth[s->node], generator);
+          for (uint32_t i = 0; i < s->weight; ++i) w.write_sample(loc, s->timestamp_ns, ctx, depth[s->node], generator);
         });
       } else if (const auto* e = std::get_if<raw::Enter>(&record)) {
-        if (e->region < regions.size() && regions[e->region] != kUndefined)
-          writers_.each([&](ArchiveWriter& w) { w.write_enter(locations.at(e->thread), e->timestamp_ns, regions[e->region]); });
+        if (e->region < regions.size() && regions[e->region] != kUndefined && location_of(e->thread, &loc))
+          writers_.each([&](ArchiveWriter& w) { w.write_enter(loc, e->timestamp_ns, regions[e->region]); });
       } else if (const auto* l = std::get_if<raw::Leave>(&record)) {
-        if (l->region < regions.size() && regions[l->region] != kUndefined)
-          writers_.each([&](ArchiveWriter& w) { w.write_leave(locations.at(l->thread), l->timestamp_ns, regions[l->region]); });
+        if (l->region < regions.size() && regions[l->region] != kUndefined && location_of(l->thread, &loc))
+          writers_.each([&](ArchiveWriter& w) { w.write_leave(loc, l->timestamp_ns, regions[l->region]); });
       } else if (const auto* t = std::get_if<raw::ThreadEnd>(&record)) {
-        if (ended.insert(t->thread).second)
-          writers_.each([&](ArchiveWriter& w) { w.end_thread(locations.at(t->thread), t->timestamp_ns); });
+        if (location_of(t->thread, &loc)) {
+          ended.insert(t->thread);
+          writers_.each([&](ArchiveWriter& w) { w.end_thread(loc, t->timestamp_ns); });
+        }
       }
     };
     std::string error;
