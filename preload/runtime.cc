@@ -28,8 +28,11 @@ pthread_key_t g_thread_key;
 
 __thread ThreadContext* tls_thread __attribute__((tls_model("initial-exec"))) = nullptr;
 
+// One line on stderr, "hybridprof: " first (notices from the sampling
+// module carry it already).
 void say(const std::string& line) {
-  const std::string text = "hybridprof: " + line + "\n";
+  const std::string prefix = "hybridprof: ";
+  const std::string text = (line.rfind(prefix, 0) == 0 ? line : prefix + line) + "\n";
   [[maybe_unused]] ssize_t w = write(STDERR_FILENO, text.data(), text.size());
 }
 
@@ -79,14 +82,13 @@ std::string default_output_dir(const std::vector<std::string>& args) {
   return "hybridprof-" + program + "-" + std::to_string(getpid());
 }
 
-void install_handler(Runtime& rt, int signal, void (*handler)(int, siginfo_t*, void*)) {
+void install_handler(int signal, void (*handler)(int, siginfo_t*, void*)) {
   struct sigaction action {};
   action.sa_sigaction = handler;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
   real().sigaction(signal, &action, program_action(signal));
   mark_runtime_handler(signal);
-  (void)rt;
 }
 
 void on_terminated(int signal) {
@@ -185,7 +187,7 @@ void start_runtime() {
   request.frequency = rt->config.frequency;
   request.force_timer = rt->config.force_timer;
   rt->plan = sampling::plan_sampling(request);
-  if (!rt->plan.notice.empty() && !rt->config.quiet) say(rt->plan.notice.substr(rt->plan.notice.find(':') + 2));
+  if (!rt->plan.notice.empty() && !rt->config.quiet) say(rt->plan.notice);
   rt->sample_signal = rt->config.signal ? rt->config.signal : SIGRTMIN + 4;
 
   std::string dir = rt->config.output_dir;
@@ -197,14 +199,14 @@ void start_runtime() {
   }
 
   pthread_key_create(&g_thread_key, thread_key_destructor);
-  install_handler(*rt, rt->sample_signal, on_sample_signal);
+  install_handler(rt->sample_signal, on_sample_signal);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
     struct sigaction current {};
     real().sigaction(sig, nullptr, &current);
     // Only where the program (so far) takes the default: finalize, then die
     // by the same signal. A program's own handler replaces ours.
     if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL)
-      install_handler(*rt, sig, on_terminate_signal);
+      install_handler(sig, on_terminate_signal);
   }
   g_runtime.store(rt);
   start_process(*rt);

@@ -131,7 +131,7 @@ class Finalizer {
         thread_name += " (" + t.end->name + ")";
       const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, thread_name); });
       locations[index] = loc;
-      set_thread_properties(p, t, loc);
+      set_thread_properties(t, loc);
     }
     stream_events(p, contexts, regions, locations, generator);
   }
@@ -159,7 +159,7 @@ class Finalizer {
     });
   }
 
-  void set_thread_properties(const RawProcess& p, const RawThread& t, uint64_t loc) {
+  void set_thread_properties(const RawThread& t, uint64_t loc) {
     // The thread's own counters when it ended cleanly; what the stream holds otherwise.
     raw::ThreadCounters c = t.end ? t.end->counters : raw::ThreadCounters{t.samples_seen, 0, 0, 0};
     // Samples counted in the ring but lost with a torn last chunk are drops too.
@@ -170,7 +170,6 @@ class Finalizer {
     result_->dropped += c.dropped;
     result_->unwind_failed += c.unwind_failed;
     result_->truncated += c.truncated;
-    (void)p;
     writers_.each([&](ArchiveWriter& w) {
       w.set_thread_property(loc, otf2::property::kSamples, c.samples);
       w.set_thread_property(loc, otf2::property::kDropped, c.dropped);
