@@ -244,7 +244,17 @@ std::vector<uint32_t> Archive::context_path(uint32_t context) const {
 ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique<Handle>()) {
   detail::install_error_capture();
   archive_.anchor = find_anchor(path);
-  if (archive_.anchor.empty()) throw std::runtime_error("no OTF2 archive at " + path);
+  if (archive_.anchor.empty()) {
+    std::string hint;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(fs::path(path) / "rank-0", ec)) {
+      hint = " (an MPI job directory: each rank's archive is in " + path + "/rank-N)";
+    } else if (fs::is_directory(fs::path(path) / "raw", ec)) {
+      hint = " (raw data only: run hybridprof-merge " + path + ")";
+    }
+    throw std::runtime_error("no OTF2 archive at " + path + hint);
+  }
 
   detail::take_last_otf2_message();
   handle_->reader = OTF2_Reader_Open(archive_.anchor.c_str());
