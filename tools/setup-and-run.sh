@@ -37,7 +37,7 @@ fi
 out=$(mktemp -d /tmp/hybridprof-demo.XXXXXX)
 echo
 echo "== profiling the example job: 2 threads, 3 leaf functions sharing the CPU 50/30/20"
-"$build/bin/hybridprof" -F 1000 --enter-leave -o "$out/run" -- "$build/bin/split_workload" 2 2
+"$build/bin/hybridprof" -F 1000 --enter-leave -o "$out/run" -- "$build/tests/fixtures/split_workload" 2 2
 echo
 "$build/bin/hybridprof-report" "$out/run"
 echo
