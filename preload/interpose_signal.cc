@@ -3,8 +3,9 @@
 //  - sigaction()/signal() on a signal the runtime handles store the program's
 //    wish; the runtime's handler stays installed and forwards every signal
 //    that is not a sample to it;
-//  - sigprocmask()/pthread_sigmask() never block the sample signal (blocked
-//    samples would be lost), everything else is the program's business.
+//  - sigprocmask()/pthread_sigmask() from the program never block the sample
+//    signal (blocked samples would be lost), everything else is the
+//    program's business; calls from the profiler's own code pass unchanged.
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +34,13 @@ sigset_t without_sample_signal(const sigset_t* set) {
   sigset_t copy = *set;
   if (Runtime* rt = runtime()) sigdelset(&copy, rt->sample_signal);
   return copy;
+}
+
+// Masks set by the profiler's own code (libunwind blocks all signals around
+// its caches, and it runs only under the busy guard) must hold as asked.
+bool called_by_profiler() {
+  const ThreadContext* ctx = this_thread();
+  return ctx && ctx->state->busy.load(std::memory_order_relaxed) != 0;
 }
 
 }  // namespace
@@ -111,7 +119,7 @@ sighandler_t signal(int signal, sighandler_t handler) {
 }
 
 int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
-  if (set && how != SIG_UNBLOCK) {
+  if (set && how != SIG_UNBLOCK && !called_by_profiler()) {
     const sigset_t filtered = without_sample_signal(set);
     return real().sigprocmask(how, &filtered, old);
   }
@@ -119,7 +127,7 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 }
 
 int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
-  if (set && how != SIG_UNBLOCK) {
+  if (set && how != SIG_UNBLOCK && !called_by_profiler()) {
     const sigset_t filtered = without_sample_signal(set);
     return real().pthread_sigmask(how, &filtered, old);
   }
