@@ -33,7 +33,8 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
     return;
   }
   BusyScope busy(&t);
-  uint64_t ips[kMaxDepthLimit + kUnwindScratchFrames];
+  static_assert(kMaxDepthLimit + kUnwindScratchFrames <= kUnwindScratchEntries);
+  uint64_t* const ips = t.unwind_scratch;
   uint32_t flags = 0;
   const uint32_t depth = unwind_signal_context(ucontext, ips, rt.config.max_depth, &flags);
   RecordHeader* h = t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),

@@ -93,7 +93,7 @@ void Drain::loop() {
 }
 
 ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns) {
-  void* storage = mmap(nullptr, options_.ring_bytes, PROT_READ | PROT_WRITE,
+  void* storage = mmap(nullptr, ThreadState::storage_bytes(options_.ring_bytes), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (storage == MAP_FAILED) return nullptr;
   auto* t = new ThreadState(storage, options_.ring_bytes);
@@ -190,7 +190,7 @@ void Drain::end_thread_locked(ThreadState* t) {
   void* storage = t->ring_storage;
   const size_t bytes = t->ring_bytes;
   delete t;
-  munmap(storage, bytes);
+  munmap(storage, ThreadState::storage_bytes(bytes));
 }
 
 void Drain::finish_locked(const raw::ProcessEnd& end) {

@@ -14,11 +14,23 @@
 
 namespace hybridprof {
 
+// Room for the unwinder's output in the signal handler: --max-depth plus the
+// handler's own frames. Kept per thread (the busy guard makes it exclusive)
+// instead of on the interrupted thread's stack, which may be small.
+inline constexpr size_t kUnwindScratchEntries = 512 + 16;
+
 struct ThreadState {
-  ThreadState(void* storage, size_t bytes)
-      : ring(storage, bytes), ring_storage(storage), ring_bytes(bytes) {}
+  // `storage` holds the ring (`ring_bytes`, a power of two) followed by the
+  // unwind scratch buffer; see storage_bytes().
+  ThreadState(void* storage, size_t ring_bytes)
+      : ring(storage, ring_bytes),
+        unwind_scratch(reinterpret_cast<uint64_t*>(static_cast<unsigned char*>(storage) + ring_bytes)),
+        ring_storage(storage),
+        ring_bytes(ring_bytes) {}
+  static size_t storage_bytes(size_t ring_bytes) { return ring_bytes + kUnwindScratchEntries * sizeof(uint64_t); }
 
   ThreadRing ring;
+  uint64_t* const unwind_scratch;
   void* const ring_storage;  // mapped by the drain, unmapped when it frees the state
   const size_t ring_bytes;
   uint32_t index = 0;  // dense per process, the thread's id in the raw stream
