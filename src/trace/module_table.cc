@@ -1,7 +1,11 @@
 #include "trace/module_table.h"
 
+#include <fcntl.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <unistd.h>
+
+#include <fstream>
 
 #include <algorithm>
 #include <climits>
@@ -15,6 +19,12 @@ struct Mapping {
   uint64_t bias, start, end;
 };
 
+struct Collected {
+  std::vector<Mapping> mappings;
+  uint64_t vdso_base = 0;
+  std::string vdso_path;
+};
+
 std::string executable_path() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -24,7 +34,8 @@ std::string executable_path() {
 }
 
 int collect(dl_phdr_info* info, size_t, void* data) {
-  auto* out = static_cast<std::vector<Mapping>*>(data);
+  auto* collected = static_cast<Collected*>(data);
+  auto* out = &collected->mappings;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto& ph = info->dlpi_phdr[i];
@@ -35,6 +46,7 @@ int collect(dl_phdr_info* info, size_t, void* data) {
   if (lo >= hi) return 0;
   std::string path = info->dlpi_name ? info->dlpi_name : "";
   if (path.empty()) path = out->empty() ? executable_path() : "[anonymous]";
+  if (!collected->vdso_path.empty() && lo == collected->vdso_base) path = collected->vdso_path;
   out->push_back({std::move(path), info->dlpi_addr, lo, hi});
   return 0;
 }
@@ -70,8 +82,11 @@ void ModuleTable::refresh(uint64_t now_ns, std::vector<raw::Record>* changes, bo
   loader_subs_ = counters.subs;
   const uint64_t load_ns = last_refresh_ns_;
   last_refresh_ns_ = now_ns;
-  std::vector<Mapping> now;
-  dl_iterate_phdr(collect, &now);
+  Collected collected;
+  collected.vdso_base = getauxval(AT_SYSINFO_EHDR);
+  collected.vdso_path = vdso_path_;
+  dl_iterate_phdr(collect, &collected);
+  std::vector<Mapping>& now = collected.mappings;
   for (auto& m : modules_) {
     if (m.unload_ns != UINT64_MAX) continue;
     const bool present = std::any_of(now.begin(), now.end(), [&](const Mapping& x) {
@@ -119,6 +134,32 @@ bool ModuleTable::find(uint64_t address, uint64_t timestamp_ns, ModuleInfo* out)
     }
   }
   return false;
+}
+
+bool ModuleTable::save_vdso_image(const std::string& path) {
+  const uint64_t base = getauxval(AT_SYSINFO_EHDR);
+  if (base == 0) return false;
+  // The mapping's extent, from /proc/self/maps ("start-end ... [vdso]").
+  std::ifstream maps("/proc/self/maps");
+  uint64_t start = 0, end = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("[vdso]") == std::string::npos) continue;
+    start = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    end = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+    break;
+  }
+  if (start != base || end <= start) return false;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, reinterpret_cast<const void*>(start), end - start) == ssize_t(end - start);
+  ::close(fd);
+  if (!ok) {
+    ::unlink(path.c_str());
+    return false;
+  }
+  std::lock_guard lock(mutex_);
+  vdso_path_ = path;
+  return true;
 }
 
 void ModuleTable::add(const ModuleInfo& module) {

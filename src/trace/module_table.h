@@ -39,6 +39,11 @@ class ModuleTable {
   // Returns false for an address in no module.
   bool find(uint64_t address, uint64_t timestamp_ns, ModuleInfo* out) const;
 
+  // The vDSO exists only in memory, so the symbolizer cannot open it after
+  // the run: writes its image to `path` and names the module by that file.
+  // Call before the first refresh. False (and nothing changed) on failure.
+  bool save_vdso_image(const std::string& path);
+
   // pthread_atfork hooks (see Drain).
   void prepare_fork() { mutex_.lock(); }
   void after_fork() { mutex_.unlock(); }
@@ -51,6 +56,7 @@ class ModuleTable {
   std::vector<ModuleInfo> modules_;  // sorted by start
   uint32_t next_id_ = 1;             // 0 is raw::kUnknownModule
   uint64_t last_refresh_ns_ = 0;
+  std::string vdso_path_;  // the saved vDSO image, "" if none
   unsigned long long loader_adds_ = 0, loader_subs_ = 0;
 };
 
