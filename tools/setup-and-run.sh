@@ -2,7 +2,8 @@
 # One command from a fresh Debian 12 machine (as root) to a working hybridprof:
 # installs the Debian packages that are missing, builds, then
 #   demo  profiles the bundled example job and prints the report and archive path
-#   test  runs the whole test suite (what CI runs)
+#   test  runs the whole test suite (what CI runs), then the unit tests
+#         again under AddressSanitizer + UBSan
 set -euo pipefail
 mode=${1:-demo}
 case "$mode" in demo|test) ;; *) echo "usage: $0 [demo|test]" >&2; exit 2 ;; esac
@@ -29,8 +30,14 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$(nproc)"
 
 if [ "$mode" = test ]; then
-  cd "$build"
-  ctest --output-on-failure --timeout 600
+  (cd "$build" && ctest --output-on-failure --timeout 600)
+  # The sanitizer tier: libraries, tools and unit tests again under
+  # AddressSanitizer + UBSan (HYBRIDPROF_SKIP_SANITIZE=1 skips it locally).
+  if [ "${HYBRIDPROF_SKIP_SANITIZE:-0}" != 1 ]; then
+    cmake -S . -B "$build-sanitize" -DCMAKE_BUILD_TYPE=Debug -DHYBRIDPROF_SANITIZE=ON >/dev/null
+    cmake --build "$build-sanitize" -j "$(nproc)"
+    (cd "$build-sanitize" && ctest --output-on-failure --timeout 600)
+  fi
   exit
 fi
 
