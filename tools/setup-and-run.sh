@@ -34,7 +34,7 @@ if [ "$mode" = test ]; then
   # The sanitizer tier: libraries, tools and unit tests again under
   # AddressSanitizer + UBSan (HYBRIDPROF_SKIP_SANITIZE=1 skips it locally).
   if [ "${HYBRIDPROF_SKIP_SANITIZE:-0}" != 1 ]; then
-    cmake -S . -B "$build-sanitize" -DCMAKE_BUILD_TYPE=Debug -DHYBRIDPROF_SANITIZE=ON >/dev/null
+    cmake -S . -B "$build-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYBRIDPROF_SANITIZE=ON >/dev/null
     cmake --build "$build-sanitize" -j "$(nproc)"
     (cd "$build-sanitize" && ctest --output-on-failure --timeout 600)
   fi
