@@ -150,7 +150,7 @@ void start_process(Runtime& rt) {
   begin.max_depth = rt.config.max_depth;
   begin.signal = uint64_t(rt.sample_signal);
 
-  // Saved once per process (a fork child maps the same vDSO as its parent).
+  // One copy per process image (a fork child writes its own, named by its pid).
   rt.modules.save_vdso_image(rt.raw_dir + "/" + host + "." + std::to_string(rt.pid) + ".vdso.so");
   std::vector<raw::Record> ignored;
   rt.modules.refresh(start_ns, &ignored, /*force=*/true);
