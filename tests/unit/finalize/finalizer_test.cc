@@ -1,0 +1,165 @@
+// The finalizer on hand-written raw streams: no program runs, so every
+// fact is known in advance.
+#include "finalize/finalizer.h"
+
+#include <gtest/gtest.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "otf2/archive_reader.h"
+#include "trace/raw_stream.h"
+
+extern "C" __attribute__((noinline)) void finalizer_test_leaf() { asm volatile(""); }
+extern "C" __attribute__((noinline)) void finalizer_test_caller() {
+  finalizer_test_leaf();
+  asm volatile("");
+}
+
+namespace hybridprof::finalize {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t load_bias() {
+  uint64_t bias = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        *static_cast<uint64_t*>(out) = info->dlpi_addr;
+        return 1;  // the first entry is the executable
+      },
+      &bias);
+  return bias;
+}
+
+uint64_t offset_of(void (*fn)()) { return reinterpret_cast<uint64_t>(fn) - load_bias(); }
+
+class Finalizer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("hybridprof-finalize-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "raw");
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // A process whose thread 0 ends cleanly and thread 1 does not (killed).
+  void write_stream(bool with_process_end) {
+    raw::StreamWriter w;
+    ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
+    raw::ProcessBegin b;
+    b.pid = 42;
+    b.hostname = "host";
+    b.executable = "/proc/self/exe";
+    b.args = {"./app", "--flag"};
+    b.event = "cpu-clock";
+    b.mechanism = "perf_event";
+    b.period = 1000;
+    b.frequency = true;
+    b.monotonic_ns = 1000;
+    w.append(b);
+    const std::string exe = fs::read_symlink("/proc/self/exe").string();
+    w.append(raw::ModuleLoad{1, 0, load_bias(), 0, UINT64_MAX, exe});
+    w.append(raw::ThreadBegin{0, 42, 1000, ""});
+    w.append(raw::ThreadBegin{1, 43, 1000, ""});
+    // caller -> leaf, complete; and a truncated stack ending in leaf.
+    w.append(raw::CctNode{3, raw::kRootComplete, 1, offset_of(finalizer_test_caller)});
+    w.append(raw::CctNode{4, 3, 1, offset_of(finalizer_test_leaf)});
+    w.append(raw::CctNode{5, raw::kRootTruncated, 1, offset_of(finalizer_test_leaf)});
+    w.append(raw::Sample{0, 2000, 4, 0, 1});
+    w.append(raw::Sample{0, 3000, 4, 0, 3});  // a timer sample standing for 3 periods
+    w.append(raw::Sample{1, 2500, 5, 1, 1});
+    w.append(raw::Sample{1, 2600, 99, 0, 1});  // its node was lost: skipped, not fatal
+    w.append(raw::ThreadEnd{0, 4000, {4, 1, 0, 0}, "worker"});
+    if (with_process_end) w.append(raw::ProcessEnd{5000, raw::EndReason::kExit, 0, 0});
+    w.close();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Finalizer, SymbolizesExpandsWeightsAndCounts) {
+  write_stream(true);
+  Options options;
+  options.directory = dir_.string();
+  Result result;
+  std::string error;
+  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  EXPECT_EQ(result.processes, 1u);
+  EXPECT_EQ(result.threads, 2u);
+  EXPECT_EQ(result.samples, 6u) << "4 weighted samples on thread 0, 2 seen on thread 1";
+
+  otf2::ArchiveReader reader(dir_.string());
+  const otf2::Archive& a = reader.archive();
+  std::map<std::string, uint64_t> by_leaf;
+  std::map<std::string, std::string> root_of_leaf_sample;
+  reader.read_events([&](const otf2::SampleEvent& s) {
+    const auto path = a.context_path(s.context);
+    ASSERT_FALSE(path.empty());
+    const std::string leaf = a.regions.at(a.contexts.at(path.back()).region).name;
+    ++by_leaf[leaf];
+    root_of_leaf_sample[leaf + "@" + std::to_string(s.location)] = a.regions.at(a.contexts.at(path.front()).region).name;
+  });
+  EXPECT_EQ(by_leaf["finalizer_test_leaf"], 5u) << "weight 1 + weight 3 on thread 0, 1 truncated on thread 1";
+  for (const auto& [key, root] : root_of_leaf_sample) {
+    const bool first_thread = key.find("@0") != std::string::npos;
+    EXPECT_EQ(root, first_thread ? "finalizer_test_caller" : "[truncated stack]") << key;
+  }
+  // Regions carry their module and source file.
+  bool found = false;
+  for (const auto& [ref, r] : a.regions) {
+    if (r.name != "finalizer_test_leaf") continue;
+    found = true;
+    EXPECT_NE(r.file.find("finalizer_test.cc"), std::string::npos) << r.file;
+    EXPECT_NE(r.module.find("finalize_test"), std::string::npos) << r.module;
+  }
+  EXPECT_TRUE(found);
+  // Thread 0's own counters win; thread 1 had no end record.
+  std::map<uint64_t, otf2::ThreadInfo> threads(a.threads.begin(), a.threads.end());
+  ASSERT_EQ(threads.size(), 2u);
+  const auto& t0 = threads.begin()->second;
+  EXPECT_EQ(t0.properties.at("SAMPLES"), 4u);
+  EXPECT_EQ(t0.properties.at("DROPPED"), 1u);
+  EXPECT_EQ(t0.properties.at("TID"), 42u);
+  EXPECT_NE(t0.name.find("worker"), std::string::npos) << t0.name;
+  EXPECT_EQ(a.properties.at("HYBRIDPROF::PROGRAM"), "./app --flag");
+  EXPECT_EQ(a.properties.at("HYBRIDPROF::PERIOD"), "1000 Hz");
+}
+
+TEST_F(Finalizer, KilledProcessStillGivesAnArchiveAndSaysWhatIsMissing) {
+  write_stream(false);
+  Options options;
+  options.directory = dir_.string();
+  Result result;
+  std::string error;
+  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  ASSERT_FALSE(result.warnings.empty());
+  EXPECT_NE(result.warnings.front().find("without a final flush"), std::string::npos) << result.warnings.front();
+  otf2::ArchiveReader reader(dir_.string());
+  uint64_t samples = 0;
+  reader.read_events([&](const otf2::SampleEvent&) { ++samples; });
+  EXPECT_EQ(samples, 5u);
+}
+
+TEST_F(Finalizer, RefusesEmptyDirectoriesAndExistingArchives) {
+  Options options;
+  options.directory = dir_.string();
+  Result result;
+  std::string error;
+  EXPECT_FALSE(finalize(options, &result, &error));
+  EXPECT_NE(error.find("no raw data"), std::string::npos) << error;
+  write_stream(true);
+  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  Result again;
+  EXPECT_FALSE(finalize(options, &again, &error)) << "an archive is never overwritten";
+  EXPECT_NE(error.find("traces"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace hybridprof::finalize
