@@ -55,19 +55,28 @@ bool program_handles(int signal) {
 
 void mark_runtime_handler(int signal) { g_runtime_handles[signal] = true; }
 
-// SIGNAL PATH: calls the program's handler as the kernel would have.
+// SIGNAL PATH: calls the program's handler as the kernel would have: with
+// its sa_mask blocked for the call, and reset to the default first when it
+// asked for SA_RESETHAND.
 void forward_to_program(int signal, siginfo_t* info, void* ucontext) {
-  const struct sigaction& a = g_program_actions[signal];
-  if (a.sa_flags & SA_SIGINFO) {
-    if (a.sa_sigaction) a.sa_sigaction(signal, info, ucontext);
-    return;
-  }
-  if (a.sa_handler == SIG_IGN) return;
-  if (a.sa_handler == SIG_DFL) {
+  const struct sigaction a = g_program_actions[signal];
+  if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN) return;
+  if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_DFL) {
     signal_default_and_raise(signal);
     return;
   }
-  a.sa_handler(signal);
+  if (a.sa_flags & SA_RESETHAND) {
+    g_program_actions[signal].sa_handler = SIG_DFL;
+    g_program_actions[signal].sa_flags &= ~SA_SIGINFO;
+  }
+  sigset_t old;
+  real().pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+  if (a.sa_flags & SA_SIGINFO) {
+    if (a.sa_sigaction) a.sa_sigaction(signal, info, ucontext);
+  } else {
+    a.sa_handler(signal);
+  }
+  real().pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 // SIGNAL PATH: sigaction, sigprocmask and raise are async-signal-safe.
