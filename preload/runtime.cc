@@ -160,6 +160,12 @@ void start_process(Runtime& rt) {
   options.ring_bytes = size_t{rt.config.ring_kib} * 1024;
   options.create_thread = real().pthread_create;
   options.on_terminated = on_terminated;
+  // The runtime's own code: its frames (wrappers aside) are not the program's.
+  ModuleInfo self;
+  if (rt.modules.find(reinterpret_cast<uint64_t>(&start_process), start_ns, &self)) {
+    options.own_code_start = self.start;
+    options.own_code_end = self.end;
+  }
   std::string error;
   if (!rt.drain.start(options, begin, &error)) {
     say(error + "; profiling is off for this process");

@@ -60,6 +60,10 @@ struct RawDefinitions {
   struct Property { uint64_t owner; uint32_t name; OTF2_Type type; OTF2_AttributeValue value; };
   std::vector<Property> process_properties, thread_properties;
   std::map<uint32_t, uint32_t> interrupt_generators;  // ref -> name
+  struct Group { OTF2_GroupType type; OTF2_Paradigm paradigm; std::vector<uint64_t> members; };
+  std::map<uint32_t, Group> groups;
+  struct Comm { uint32_t name, group, parent; };
+  std::map<uint32_t, Comm> comms;
   ClockInfo clock;
 
   std::string text(uint32_t ref) const {
@@ -142,7 +146,27 @@ OTF2_CallbackCode on_thread_property(void* u, OTF2_LocationRef location, OTF2_St
   return guarded([&] { raw(u).thread_properties.push_back({location, name, type, value}); });
 }
 
+OTF2_CallbackCode on_group(void* u, OTF2_GroupRef self, OTF2_StringRef, OTF2_GroupType type, OTF2_Paradigm paradigm,
+                           OTF2_GroupFlag, uint32_t n, const uint64_t* members) {
+  return guarded([&] { raw(u).groups[self] = {type, paradigm, std::vector<uint64_t>(members, members + n)}; });
+}
+OTF2_CallbackCode on_comm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group, OTF2_CommRef parent,
+                          OTF2_CommFlag) {
+  return guarded([&] { raw(u).comms[self] = {name, group, parent}; });
+}
+
 void resolve(const RawDefinitions& r, Archive& a) {
+  for (const auto& [ref, g] : r.groups)
+    if (g.type == OTF2_GROUP_TYPE_COMM_LOCATIONS && g.paradigm == OTF2_PARADIGM_MPI) a.mpi_world_locations = g.members;
+  for (const auto& [ref, c] : r.comms) {
+    CommInfo& info = a.comms[ref];
+    info.name = r.text(c.name);
+    info.parent = c.parent;
+    if (auto g = r.groups.find(c.group); g != r.groups.end()) {
+      info.self = g->second.type == OTF2_GROUP_TYPE_COMM_SELF;
+      for (uint64_t m : g->second.members) info.world_ranks.push_back(uint32_t(m));
+    }
+  }
   a.clock = r.clock;
   for (const auto& [ref, region] : r.regions) {
     const std::string description = r.text(region.description);
@@ -183,6 +207,8 @@ void resolve(const RawDefinitions& r, Archive& a) {
 struct EventSink {
   const std::function<void(const SampleEvent&)>* on_sample;
   const std::function<void(const RegionEvent&)>* on_region;
+  const std::function<void(const MpiEvent&)>* on_mpi;
+  const Archive* archive;
   std::exception_ptr error;  // rethrown once OTF2 has returned
 
   template <class F>
@@ -218,6 +244,91 @@ OTF2_CallbackCode on_leave_event(OTF2_LocationRef location, OTF2_TimeStamp time,
   return sink->deliver([&] {
     if (*sink->on_region) (*sink->on_region)(RegionEvent{location, time, region, false});
   });
+}
+
+OTF2_CallbackCode on_context_enter_event(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t, void* u,
+                                         OTF2_AttributeList*, OTF2_CallingContextRef context, uint32_t) {
+  auto* sink = static_cast<EventSink*>(u);
+  return sink->deliver([&] {
+    if (!*sink->on_region) return;
+    auto it = sink->archive->contexts.find(context);
+    (*sink->on_region)(RegionEvent{location, time, it == sink->archive->contexts.end() ? kUndefined : it->second.region,
+                                   true, context});
+  });
+}
+OTF2_CallbackCode on_context_leave_event(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t, void* u,
+                                         OTF2_AttributeList*, OTF2_CallingContextRef context) {
+  auto* sink = static_cast<EventSink*>(u);
+  return sink->deliver([&] {
+    if (!*sink->on_region) return;
+    auto it = sink->archive->contexts.find(context);
+    (*sink->on_region)(RegionEvent{location, time, it == sink->archive->contexts.end() ? kUndefined : it->second.region,
+                                   false, context});
+  });
+}
+
+OTF2_CallbackCode deliver_mpi(void* u, const MpiEvent& e) {
+  auto* sink = static_cast<EventSink*>(u);
+  return sink->deliver([&] {
+    if (*sink->on_mpi) (*sink->on_mpi)(e);
+  });
+}
+MpiEvent mpi_event(OTF2_LocationRef location, OTF2_TimeStamp time, MpiEventKind kind) {
+  MpiEvent e;
+  e.location = location;
+  e.timestamp = time;
+  e.kind = kind;
+  return e;
+}
+OTF2_CallbackCode on_mpi_send(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                              uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t length) {
+  MpiEvent e = mpi_event(l, t, MpiEventKind::kSend);
+  e.peer = receiver, e.comm = comm, e.tag = tag, e.bytes = length;
+  return deliver_mpi(u, e);
+}
+OTF2_CallbackCode on_mpi_recv(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                              uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t length) {
+  MpiEvent e = mpi_event(l, t, MpiEventKind::kRecv);
+  e.peer = sender, e.comm = comm, e.tag = tag, e.bytes = length;
+  return deliver_mpi(u, e);
+}
+OTF2_CallbackCode on_mpi_isend(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                               uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t length, uint64_t request) {
+  MpiEvent e = mpi_event(l, t, MpiEventKind::kIsend);
+  e.peer = receiver, e.comm = comm, e.tag = tag, e.bytes = length, e.request = request;
+  return deliver_mpi(u, e);
+}
+OTF2_CallbackCode on_mpi_irecv(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                               uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t length, uint64_t request) {
+  MpiEvent e = mpi_event(l, t, MpiEventKind::kIrecv);
+  e.peer = sender, e.comm = comm, e.tag = tag, e.bytes = length, e.request = request;
+  return deliver_mpi(u, e);
+}
+template <MpiEventKind K>
+OTF2_CallbackCode on_mpi_request(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                                 uint64_t request) {
+  MpiEvent e = mpi_event(l, t, K);
+  e.request = request;
+  return deliver_mpi(u, e);
+}
+OTF2_CallbackCode on_mpi_collective_begin(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u,
+                                          OTF2_AttributeList*) {
+  return deliver_mpi(u, mpi_event(l, t, MpiEventKind::kCollectiveBegin));
+}
+OTF2_CallbackCode on_mpi_collective_end(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                                        OTF2_CollectiveOp op, OTF2_CommRef comm, uint32_t root, uint64_t sent,
+                                        uint64_t received) {
+  MpiEvent e = mpi_event(l, t, MpiEventKind::kCollectiveEnd);
+  e.op = static_cast<CollectiveOp>(op), e.comm = comm, e.peer = root, e.sent = sent, e.received = received;
+  return deliver_mpi(u, e);
+}
+OTF2_CallbackCode on_nbc_complete(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                                  OTF2_CollectiveOp op, OTF2_CommRef comm, uint32_t root, uint64_t sent,
+                                  uint64_t received, uint64_t request) {
+  MpiEvent e = mpi_event(l, t, MpiEventKind::kNonBlockingCollectiveComplete);
+  e.op = static_cast<CollectiveOp>(op), e.comm = comm, e.peer = root, e.sent = sent, e.received = received;
+  e.request = request;
+  return deliver_mpi(u, e);
 }
 
 }  // namespace
@@ -294,6 +405,8 @@ ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique
   OTF2_GlobalDefReaderCallbacks_SetInterruptGeneratorCallback(callbacks, on_interrupt_generator);
   OTF2_GlobalDefReaderCallbacks_SetLocationGroupPropertyCallback(callbacks, on_process_property);
   OTF2_GlobalDefReaderCallbacks_SetLocationPropertyCallback(callbacks, on_thread_property);
+  OTF2_GlobalDefReaderCallbacks_SetGroupCallback(callbacks, on_group);
+  OTF2_GlobalDefReaderCallbacks_SetCommCallback(callbacks, on_comm);
   RawDefinitions raw_definitions;
   OTF2_ErrorCode status = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, callbacks, &raw_definitions);
   OTF2_GlobalDefReaderCallbacks_Delete(callbacks);
@@ -309,13 +422,17 @@ ArchiveReader::~ArchiveReader() = default;
 const Archive& ArchiveReader::archive() const { return archive_; }
 
 void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& on_sample,
-                                const std::function<void(const RegionEvent&)>& on_region) {
+                                const std::function<void(const RegionEvent&)>& on_region,
+                                const std::function<void(const MpiEvent&)>& on_mpi) {
   OTF2_Reader* reader = handle_->reader;
   for (const auto& [location, thread] : archive_.threads) {
     check_read(OTF2_Reader_SelectLocation(reader, location), "selecting location " + std::to_string(location));
   }
-  // Local definition files are optional in OTF2; they only matter when they
-  // hold mapping tables (not ours; other writers' archives may have them).
+  // Local definition files are optional in OTF2. They hold mapping tables
+  // (not ours; other writers' archives may have them) and clock offsets:
+  // reading a location's local definitions before its events is what makes
+  // OTF2's event reader correct that location's timestamps (it does by
+  // default; see ArchiveWriter::add_clock_offset for how).
   const bool have_local_defs = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
   check_read(OTF2_Reader_OpenEvtFiles(reader), "opening event files");
 
@@ -323,7 +440,22 @@ void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& o
   OTF2_EvtReaderCallbacks_SetCallingContextSampleCallback(callbacks, on_sample_event);
   OTF2_EvtReaderCallbacks_SetEnterCallback(callbacks, on_enter_event);
   OTF2_EvtReaderCallbacks_SetLeaveCallback(callbacks, on_leave_event);
-  EventSink sink{&on_sample, &on_region, nullptr};
+  OTF2_EvtReaderCallbacks_SetCallingContextEnterCallback(callbacks, on_context_enter_event);
+  OTF2_EvtReaderCallbacks_SetCallingContextLeaveCallback(callbacks, on_context_leave_event);
+  OTF2_EvtReaderCallbacks_SetMpiSendCallback(callbacks, on_mpi_send);
+  OTF2_EvtReaderCallbacks_SetMpiRecvCallback(callbacks, on_mpi_recv);
+  OTF2_EvtReaderCallbacks_SetMpiIsendCallback(callbacks, on_mpi_isend);
+  OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(callbacks, on_mpi_irecv);
+  OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(callbacks, on_mpi_request<MpiEventKind::kIsendComplete>);
+  OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(callbacks, on_mpi_request<MpiEventKind::kIrecvRequest>);
+  OTF2_EvtReaderCallbacks_SetMpiRequestTestCallback(callbacks, on_mpi_request<MpiEventKind::kRequestTest>);
+  OTF2_EvtReaderCallbacks_SetMpiRequestCancelledCallback(callbacks, on_mpi_request<MpiEventKind::kRequestCancelled>);
+  OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(callbacks, on_mpi_collective_begin);
+  OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(callbacks, on_mpi_collective_end);
+  OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(
+      callbacks, on_mpi_request<MpiEventKind::kNonBlockingCollectiveRequest>);
+  OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(callbacks, on_nbc_complete);
+  EventSink sink{&on_sample, &on_region, &on_mpi, &archive_, nullptr};
 
   std::string failure;
   OTF2_ErrorCode failure_status = OTF2_SUCCESS;

@@ -47,6 +47,13 @@ struct SystemTreeNodeInfo {
   uint32_t parent;  // kUndefined = root
 };
 
+struct CommInfo {
+  std::string name;
+  std::vector<uint32_t> world_ranks;  // members in communicator rank order (empty for MPI_COMM_SELF)
+  uint32_t parent = kUndefined;
+  bool self = false;                  // MPI_COMM_SELF: each rank alone
+};
+
 struct Archive {  // everything but events
   std::string anchor;                             // path of the .otf2 file read
   std::map<std::string, std::string> properties;  // archive properties
@@ -58,6 +65,8 @@ struct Archive {  // everything but events
   std::map<uint32_t, ProcessInfo> processes;
   std::map<uint32_t, SystemTreeNodeInfo> system_tree_nodes;
   std::map<uint32_t, std::string> interrupt_generators;
+  std::map<uint32_t, CommInfo> comms;
+  std::vector<uint64_t> mpi_world_locations;  // the location of each MPI world rank
 
   // Root-first list of contexts ending with `context`. Stops at an unknown
   // parent or a cycle (a corrupt archive), so it always terminates.
@@ -68,10 +77,28 @@ struct SampleEvent {
   uint64_t location, timestamp;
   uint32_t context;
 };
+// Enter/Leave, and CallingContextEnter/Leave (then `context` is set).
 struct RegionEvent {
   uint64_t location, timestamp;
   uint32_t region;
   bool enter;
+  uint32_t context = kUndefined;
+};
+
+enum class MpiEventKind {
+  kSend, kRecv, kIsend, kIsendComplete, kIrecvRequest, kIrecv, kRequestTest, kRequestCancelled,
+  kCollectiveBegin, kCollectiveEnd, kNonBlockingCollectiveRequest, kNonBlockingCollectiveComplete
+};
+struct MpiEvent {
+  uint64_t location = 0, timestamp = 0;
+  MpiEventKind kind = MpiEventKind::kSend;
+  uint32_t peer = 0;   // receiver, sender, or a collective's root (kRootNone)
+  uint32_t comm = kUndefined;
+  uint32_t tag = 0;
+  uint64_t bytes = 0;  // message length
+  uint64_t sent = 0, received = 0;  // collectives
+  CollectiveOp op = CollectiveOp::kBarrier;
+  uint64_t request = 0;
 };
 
 class ArchiveReader {
@@ -88,10 +115,14 @@ class ArchiveReader {
 
   // Streams all events of all locations, location by location (each in time
   // order), so only one event file is open at a time whatever the number of
-  // threads. Exceptions from the callbacks stop the reading and propagate.
+  // threads. Timestamps are global ones: OTF2 applies the location's clock
+  // offsets (see ArchiveWriter::add_clock_offset), as other OTF2 readers do.
+  // on_region gets Enter/Leave and CallingContextEnter/Leave; on_mpi the MPI
+  // records. Exceptions from the callbacks stop the reading and propagate.
   // Throws std::runtime_error("corrupt archive: ...") on unreadable events.
   void read_events(const std::function<void(const SampleEvent&)>& on_sample,
-                   const std::function<void(const RegionEvent&)>& on_region = {});
+                   const std::function<void(const RegionEvent&)>& on_region = {},
+                   const std::function<void(const MpiEvent&)>& on_mpi = {});
 
  private:
   struct Handle;

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <stdexcept>
 
 #include "otf2/chunk_budget.h"
@@ -81,9 +83,9 @@ struct ArchiveWriter::Thread {
   OTF2_EvtWriter* writer = nullptr;  // created at the first event
   bool ended = false;
   uint64_t events = 0;
+  uint64_t first_timestamp = UINT64_MAX;  // UINT64_MAX: no event yet
   uint64_t last_timestamp = 0;
-  RegionStack sampled;               // enter_leave mode: regions open from samples
-  std::vector<uint32_t> traced;      // enter_leave mode: write_enter regions, innermost last
+  RegionStack sampled;               // enter_leave mode: the regions open now
 };
 
 struct ArchiveWriter::Archive {
@@ -280,6 +282,7 @@ ArchiveWriter::Thread& ArchiveWriter::thread_for_event(uint64_t location, uint64
     timestamp = thread.last_timestamp;
   }
   thread.last_timestamp = timestamp;
+  if (thread.first_timestamp == UINT64_MAX) thread.first_timestamp = timestamp;
   if (timestamp < first_timestamp_) first_timestamp_ = timestamp;
   if (timestamp > last_timestamp_) last_timestamp_ = timestamp;
   return thread;
@@ -291,7 +294,7 @@ void ArchiveWriter::write_sample(uint64_t location, uint64_t timestamp, uint32_t
   check_optional_ref(interrupt_generator, interrupt_generators_.size(), "interrupt generator");
   Thread& thread = thread_for_event(location, timestamp);
   if (options_.enter_leave) {
-    write_sample_as_enter_leave(thread, location, timestamp, calling_context);
+    move_to_context(thread, location, timestamp, calling_context);
     return;
   }
   check(OTF2_EvtWriter_CallingContextSample(thread.writer, nullptr, timestamp, calling_context, unwind_distance,
@@ -301,11 +304,8 @@ void ArchiveWriter::write_sample(uint64_t location, uint64_t timestamp, uint32_t
   ++events_;
 }
 
-void ArchiveWriter::write_sample_as_enter_leave(Thread& thread, uint64_t location, uint64_t timestamp,
-                                                uint32_t calling_context) {
-  // Inside a traced region the sampled frames cannot change without
-  // leaving that region first, which the traced events own.
-  if (!thread.traced.empty()) return;
+void ArchiveWriter::move_to_context(Thread& thread, uint64_t location, uint64_t timestamp,
+                                    uint32_t calling_context) {
   path_scratch_.clear();
   for (uint32_t c = calling_context; c != kUndefined; c = contexts_[c].parent) {
     path_scratch_.push_back(contexts_[c].region);
@@ -320,31 +320,193 @@ void ArchiveWriter::write_sample_as_enter_leave(Thread& thread, uint64_t locatio
   });
 }
 
-void ArchiveWriter::write_enter(uint64_t location, uint64_t timestamp, uint32_t region) {
-  check_ref(region, regions_.size(), "region");
+void ArchiveWriter::write_context_enter(uint64_t location, uint64_t timestamp, uint32_t calling_context,
+                                        uint32_t unwind_distance) {
+  check_ref(calling_context, contexts_.size(), "calling context");
   Thread& thread = thread_for_event(location, timestamp);
-  check(OTF2_EvtWriter_Enter(thread.writer, nullptr, timestamp, region), "OTF2_EvtWriter_Enter for " + location_text(location));
-  if (options_.enter_leave) thread.traced.push_back(region);
+  if (options_.enter_leave) {
+    move_to_context(thread, location, timestamp, calling_context);
+    return;
+  }
+  check(OTF2_EvtWriter_CallingContextEnter(thread.writer, nullptr, timestamp, calling_context, unwind_distance),
+        "OTF2_EvtWriter_CallingContextEnter for " + location_text(location));
   ++thread.events;
   ++events_;
 }
 
-void ArchiveWriter::write_leave(uint64_t location, uint64_t timestamp, uint32_t region) {
-  check_ref(region, regions_.size(), "region");
-  if (options_.enter_leave) {
-    // A mismatched leave would corrupt every viewer's nesting: refuse it.
-    check_ref(location, threads_.size(), "location");
-    const auto& traced = threads_[location].traced;
-    if (traced.empty() || traced.back() != region) {
-      throw std::invalid_argument("ArchiveWriter: leave of region " + std::to_string(region) + " on " +
-                                  location_text(location) + " does not match the innermost traced enter");
-    }
-  }
+void ArchiveWriter::write_context_leave(uint64_t location, uint64_t timestamp, uint32_t calling_context) {
+  check_ref(calling_context, contexts_.size(), "calling context");
   Thread& thread = thread_for_event(location, timestamp);
-  check(OTF2_EvtWriter_Leave(thread.writer, nullptr, timestamp, region), "OTF2_EvtWriter_Leave for " + location_text(location));
-  if (options_.enter_leave) thread.traced.pop_back();
+  if (options_.enter_leave) {
+    move_to_context(thread, location, timestamp, contexts_[calling_context].parent);
+    return;
+  }
+  check(OTF2_EvtWriter_CallingContextLeave(thread.writer, nullptr, timestamp, calling_context),
+        "OTF2_EvtWriter_CallingContextLeave for " + location_text(location));
   ++thread.events;
   ++events_;
+}
+
+template <typename Write>
+void ArchiveWriter::write_event(uint64_t location, uint64_t timestamp, const char* what, Write&& write) {
+  Thread& thread = thread_for_event(location, timestamp);
+  check(write(thread.writer, timestamp), std::string(what) + " for " + location_text(location));
+  ++thread.events;
+  ++events_;
+}
+
+void ArchiveWriter::check_comm(uint32_t comm) const { check_ref(comm, comms_.size(), "communicator"); }
+
+void ArchiveWriter::write_mpi_send(uint64_t location, uint64_t timestamp, uint32_t receiver, uint32_t comm,
+                                   uint32_t tag, uint64_t bytes) {
+  check_comm(comm);
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiSend", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiSend(w, nullptr, t, receiver, comm, tag, bytes);
+  });
+}
+
+void ArchiveWriter::write_mpi_recv(uint64_t location, uint64_t timestamp, uint32_t sender, uint32_t comm,
+                                   uint32_t tag, uint64_t bytes) {
+  check_comm(comm);
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiRecv", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiRecv(w, nullptr, t, sender, comm, tag, bytes);
+  });
+}
+
+void ArchiveWriter::write_mpi_isend(uint64_t location, uint64_t timestamp, uint32_t receiver, uint32_t comm,
+                                    uint32_t tag, uint64_t bytes, uint64_t request) {
+  check_comm(comm);
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiIsend", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiIsend(w, nullptr, t, receiver, comm, tag, bytes, request);
+  });
+}
+
+void ArchiveWriter::write_mpi_isend_complete(uint64_t location, uint64_t timestamp, uint64_t request) {
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiIsendComplete", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiIsendComplete(w, nullptr, t, request);
+  });
+}
+
+void ArchiveWriter::write_mpi_irecv_request(uint64_t location, uint64_t timestamp, uint64_t request) {
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiIrecvRequest", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiIrecvRequest(w, nullptr, t, request);
+  });
+}
+
+void ArchiveWriter::write_mpi_irecv(uint64_t location, uint64_t timestamp, uint32_t sender, uint32_t comm,
+                                    uint32_t tag, uint64_t bytes, uint64_t request) {
+  check_comm(comm);
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiIrecv", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiIrecv(w, nullptr, t, sender, comm, tag, bytes, request);
+  });
+}
+
+void ArchiveWriter::write_mpi_request_test(uint64_t location, uint64_t timestamp, uint64_t request) {
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiRequestTest", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiRequestTest(w, nullptr, t, request);
+  });
+}
+
+void ArchiveWriter::write_mpi_request_cancelled(uint64_t location, uint64_t timestamp, uint64_t request) {
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiRequestCancelled", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiRequestCancelled(w, nullptr, t, request);
+  });
+}
+
+void ArchiveWriter::write_mpi_collective_begin(uint64_t location, uint64_t timestamp) {
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiCollectiveBegin", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiCollectiveBegin(w, nullptr, t);
+  });
+}
+
+void ArchiveWriter::write_mpi_collective_end(uint64_t location, uint64_t timestamp, CollectiveOp op, uint32_t comm,
+                                             uint32_t root, uint64_t sent, uint64_t received) {
+  check_comm(comm);
+  write_event(location, timestamp, "OTF2_EvtWriter_MpiCollectiveEnd", [&](OTF2_EvtWriter* w, uint64_t t) {
+    return OTF2_EvtWriter_MpiCollectiveEnd(w, nullptr, t, static_cast<OTF2_CollectiveOp>(op), comm, root, sent,
+                                           received);
+  });
+}
+
+void ArchiveWriter::write_nonblocking_collective_request(uint64_t location, uint64_t timestamp, uint64_t request) {
+  write_event(location, timestamp, "OTF2_EvtWriter_NonBlockingCollectiveRequest",
+              [&](OTF2_EvtWriter* w, uint64_t t) {
+                return OTF2_EvtWriter_NonBlockingCollectiveRequest(w, nullptr, t, request);
+              });
+}
+
+void ArchiveWriter::write_nonblocking_collective_complete(uint64_t location, uint64_t timestamp, CollectiveOp op,
+                                                          uint32_t comm, uint32_t root, uint64_t sent,
+                                                          uint64_t received, uint64_t request) {
+  check_comm(comm);
+  write_event(location, timestamp, "OTF2_EvtWriter_NonBlockingCollectiveComplete",
+              [&](OTF2_EvtWriter* w, uint64_t t) {
+                return OTF2_EvtWriter_NonBlockingCollectiveComplete(
+                    w, nullptr, t, static_cast<OTF2_CollectiveOp>(op), comm, root, sent, received, request);
+              });
+}
+
+void ArchiveWriter::define_mpi_world(const std::vector<uint64_t>& rank_locations) {
+  require_open("define_mpi_world");
+  if (have_world_) throw std::logic_error("ArchiveWriter: define_mpi_world called twice");
+  for (uint64_t location : rank_locations) check_ref(location, threads_.size(), "location");
+  groups_.push_back({GroupType::kWorldLocations, rank_locations});
+  world_size_ = rank_locations.size();
+  have_world_ = true;
+}
+
+uint32_t ArchiveWriter::define_comm(const std::string& name, const std::vector<uint32_t>& world_ranks,
+                                    uint32_t parent) {
+  require_open("define_comm");
+  if (!have_world_) throw std::logic_error("ArchiveWriter: define_comm before define_mpi_world");
+  check_optional_ref(parent, comms_.size(), "communicator");
+  std::vector<uint64_t> members;
+  for (uint32_t rank : world_ranks) {
+    check_ref(rank, world_size_, "world rank");
+    members.push_back(rank);
+  }
+  auto [it, added] = member_group_refs_.emplace(members, uint32_t(groups_.size()));
+  if (added) groups_.push_back({GroupType::kCommMembers, std::move(members)});
+  comms_.push_back({define_string(name), it->second, parent});
+  return uint32_t(comms_.size() - 1);
+}
+
+uint32_t ArchiveWriter::define_comm_self() {
+  require_open("define_comm_self");
+  if (comm_self_ != kUndefined) return comm_self_;
+  groups_.push_back({GroupType::kSelf, {}});
+  comms_.push_back({define_string("MPI_COMM_SELF"), uint32_t(groups_.size() - 1), kUndefined});
+  comm_self_ = uint32_t(comms_.size() - 1);
+  return comm_self_;
+}
+
+void ArchiveWriter::add_clock_offset(uint64_t location, uint64_t time, int64_t offset, double stddev) {
+  require_open("add_clock_offset");
+  check_ref(location, threads_.size(), "location");
+  std::vector<ClockOffset>& offsets = clock_offsets_[location];
+  // OTF2's reader fails on two offsets at one time and interpolates as if
+  // they were in time order.
+  if (!offsets.empty() && time <= offsets.back().time) {
+    throw std::invalid_argument("ArchiveWriter: clock offset at time " + std::to_string(time) + " of " +
+                                location_text(location) + " is not after the previous one at " +
+                                std::to_string(offsets.back().time));
+  }
+  offsets.push_back({time, offset, stddev});
+}
+
+// OTF2 3.0's otf2_evt_reader_apply_clock_correction, for the default clock
+// range: offsets i, i+1 bound interval i, over which the offset is linear; a
+// time goes to the first interval whose end is not before it, else the last.
+// One offset makes no interval, and no correction.
+uint64_t ArchiveWriter::corrected_time(const std::vector<ClockOffset>& offsets, uint64_t time) {
+  if (offsets.size() < 2) return time;
+  size_t i = 0;
+  while (i + 2 < offsets.size() && time > offsets[i + 1].time) ++i;
+  const ClockOffset& begin = offsets[i];
+  const ClockOffset& end = offsets[i + 1];
+  const double slope = double(end.offset - begin.offset) / double(end.time - begin.time);
+  const double diff = time >= begin.time ? double(time - begin.time) : -double(begin.time - time);
+  return time + uint64_t(begin.offset + int64_t(std::rint(slope * diff)));
 }
 
 void ArchiveWriter::end_thread(uint64_t location, uint64_t timestamp) {
@@ -353,19 +515,9 @@ void ArchiveWriter::end_thread(uint64_t location, uint64_t timestamp) {
   Thread& thread = threads_[location];
   if (thread.ended) return;
   open_writer(thread, location);  // every location gets an event file, readers expect one
-  if (options_.enter_leave && (!thread.traced.empty() || !thread.sampled.open().empty())) {
+  if (options_.enter_leave && !thread.sampled.open().empty()) {
     thread_for_event(location, timestamp);  // the leaves are events: same time rules
-    auto leave = [&](uint32_t region) {
-      check(OTF2_EvtWriter_Leave(thread.writer, nullptr, timestamp, region),
-            "OTF2_EvtWriter_Leave for " + location_text(location));
-      ++thread.events;
-      ++events_;
-    };
-    while (!thread.traced.empty()) {
-      leave(thread.traced.back());
-      thread.traced.pop_back();
-    }
-    thread.sampled.leave_all([&](uint32_t region, bool) { leave(region); });
+    move_to_context(thread, location, timestamp, kUndefined);
   }
   close_thread_writer(thread);
 }
@@ -375,7 +527,6 @@ void ArchiveWriter::close_thread_writer(Thread& thread) {
   OTF2_EvtWriter* writer = thread.writer;
   thread.writer = nullptr;
   thread.sampled = RegionStack();
-  thread.traced = {};
   --open_threads_;
   check(OTF2_Archive_CloseEvtWriter(archive_->handle, writer), "OTF2_Archive_CloseEvtWriter");
 }
@@ -390,7 +541,7 @@ void ArchiveWriter::close(const ClockInfo& clock_in) {
     }
     OTF2_Archive* a = archive_->handle;
     check(OTF2_Archive_CloseEvtFiles(a), "OTF2_Archive_CloseEvtFiles");
-    write_empty_local_definitions();
+    write_local_definitions();
     write_global_definitions(clock_in);
     for (const auto& [name, value] : archive_properties_) {
       check(OTF2_Archive_SetProperty(a, name.c_str(), value.c_str(), true), "OTF2_Archive_SetProperty " + name);
@@ -405,9 +556,9 @@ void ArchiveWriter::close(const ClockInfo& clock_in) {
   check(status, "OTF2_Archive_Close " + anchor_path_);
 }
 
-// Readers (otf2-print, ViTE) open <location>.def for every location; an empty
-// one says "no local definitions, no mappings".
-void ArchiveWriter::write_empty_local_definitions() {
+// Readers (otf2-print, ViTE) open <location>.def for every location: it
+// holds the location's clock offsets, if any (no mappings: refs are global).
+void ArchiveWriter::write_local_definitions() {
   OTF2_Archive* a = archive_->handle;
   check(OTF2_Archive_OpenDefFiles(a), "OTF2_Archive_OpenDefFiles");
   for (uint64_t location = 0; location < threads_.size(); ++location) {
@@ -416,17 +567,37 @@ void ArchiveWriter::write_empty_local_definitions() {
       throw std::runtime_error("ArchiveWriter: cannot create the local definition writer of " +
                                location_text(location) + ": " + detail::take_last_otf2_message());
     }
+    if (auto it = clock_offsets_.find(location); it != clock_offsets_.end()) {
+      for (const ClockOffset& c : it->second)
+        check(OTF2_DefWriter_WriteClockOffset(writer, c.time, c.offset, c.stddev), "OTF2_DefWriter_WriteClockOffset");
+    }
     check(OTF2_Archive_CloseDefWriter(a, writer), "OTF2_Archive_CloseDefWriter");
   }
   check(OTF2_Archive_CloseDefFiles(a), "OTF2_Archive_CloseDefFiles");
 }
 
 void ArchiveWriter::write_global_definitions(const ClockInfo& clock_in) {
+  // Groups have names; ours are unnamed (defined before the string table is written).
+  const uint32_t empty_name = groups_.empty() ? kUndefined : define_string("");
+  // The default range covers the times readers will see: after clock offsets.
+  uint64_t first = first_timestamp_, last = last_timestamp_;
+  if (!clock_offsets_.empty()) {
+    first = UINT64_MAX, last = 0;
+    for (uint64_t location = 0; location < threads_.size(); ++location) {
+      const Thread& t = threads_[location];
+      if (t.first_timestamp == UINT64_MAX) continue;
+      auto it = clock_offsets_.find(location);
+      const uint64_t a = it == clock_offsets_.end() ? t.first_timestamp : corrected_time(it->second, t.first_timestamp);
+      const uint64_t b = it == clock_offsets_.end() ? t.last_timestamp : corrected_time(it->second, t.last_timestamp);
+      first = std::min({first, a, b});
+      last = std::max({last, a, b});
+    }
+  }
   ClockInfo clock = clock_in;
-  const bool have_events = first_timestamp_ <= last_timestamp_;
-  if (clock.global_offset == 0 && have_events) clock.global_offset = first_timestamp_;
-  if (clock.trace_length == 0 && have_events && last_timestamp_ > clock.global_offset) {
-    clock.trace_length = last_timestamp_ - clock.global_offset;
+  const bool have_events = first <= last;
+  if (clock.global_offset == 0 && have_events) clock.global_offset = first;
+  if (clock.trace_length == 0 && have_events && last > clock.global_offset) {
+    clock.trace_length = last - clock.global_offset;
   }
 
   OTF2_GlobalDefWriter* w = OTF2_Archive_GetGlobalDefWriter(archive_->handle);
@@ -483,6 +654,19 @@ void ArchiveWriter::write_global_definitions(const ClockInfo& clock_in) {
               OTF2_BASE_DECIMAL, g.time_based ? -9 : 0, g.period),
           what);
   }
+  for (uint32_t ref = 0; ref < groups_.size(); ++ref) {
+    const Group& g = groups_[ref];
+    const OTF2_GroupType type = g.type == GroupType::kWorldLocations ? OTF2_GROUP_TYPE_COMM_LOCATIONS
+                                : g.type == GroupType::kCommMembers  ? OTF2_GROUP_TYPE_COMM_GROUP
+                                                                     : OTF2_GROUP_TYPE_COMM_SELF;
+    check(OTF2_GlobalDefWriter_WriteGroup(w, ref, empty_name, type, OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+                                          uint32_t(g.members.size()), g.members.data()),
+          what);
+  }
+  for (uint32_t ref = 0; ref < comms_.size(); ++ref) {
+    const Comm& c = comms_[ref];
+    check(OTF2_GlobalDefWriter_WriteComm(w, ref, c.name, c.group, c.parent, OTF2_COMM_FLAG_NONE), what);
+  }
   for (const auto& [key, value] : process_properties_) {
     OTF2_AttributeValue v;
     v.stringRef = value;
@@ -505,6 +689,59 @@ ArchiveWriter::Stats ArchiveWriter::stats() const {
   s.peak_chunk_bytes = archive_->budget.peak_bytes;
   s.open_threads = open_threads_;
   return s;
+}
+
+namespace {
+struct CollectiveOpName {
+  CollectiveOp op;
+  OTF2_CollectiveOp otf2;
+  const char* name;
+};
+constexpr CollectiveOpName kCollectiveOps[] = {
+    {CollectiveOp::kBarrier, OTF2_COLLECTIVE_OP_BARRIER, "barrier"},
+    {CollectiveOp::kBcast, OTF2_COLLECTIVE_OP_BCAST, "bcast"},
+    {CollectiveOp::kGather, OTF2_COLLECTIVE_OP_GATHER, "gather"},
+    {CollectiveOp::kGatherv, OTF2_COLLECTIVE_OP_GATHERV, "gatherv"},
+    {CollectiveOp::kScatter, OTF2_COLLECTIVE_OP_SCATTER, "scatter"},
+    {CollectiveOp::kScatterv, OTF2_COLLECTIVE_OP_SCATTERV, "scatterv"},
+    {CollectiveOp::kAllgather, OTF2_COLLECTIVE_OP_ALLGATHER, "allgather"},
+    {CollectiveOp::kAllgatherv, OTF2_COLLECTIVE_OP_ALLGATHERV, "allgatherv"},
+    {CollectiveOp::kAlltoall, OTF2_COLLECTIVE_OP_ALLTOALL, "alltoall"},
+    {CollectiveOp::kAlltoallv, OTF2_COLLECTIVE_OP_ALLTOALLV, "alltoallv"},
+    {CollectiveOp::kAlltoallw, OTF2_COLLECTIVE_OP_ALLTOALLW, "alltoallw"},
+    {CollectiveOp::kAllreduce, OTF2_COLLECTIVE_OP_ALLREDUCE, "allreduce"},
+    {CollectiveOp::kReduce, OTF2_COLLECTIVE_OP_REDUCE, "reduce"},
+    {CollectiveOp::kReduceScatter, OTF2_COLLECTIVE_OP_REDUCE_SCATTER, "reduce_scatter"},
+    {CollectiveOp::kScan, OTF2_COLLECTIVE_OP_SCAN, "scan"},
+    {CollectiveOp::kExscan, OTF2_COLLECTIVE_OP_EXSCAN, "exscan"},
+    {CollectiveOp::kReduceScatterBlock, OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK, "reduce_scatter_block"},
+    {CollectiveOp::kCreateHandle, OTF2_COLLECTIVE_OP_CREATE_HANDLE, "create_handle"},
+    {CollectiveOp::kDestroyHandle, OTF2_COLLECTIVE_OP_DESTROY_HANDLE, "destroy_handle"},
+    {CollectiveOp::kAllocate, OTF2_COLLECTIVE_OP_ALLOCATE, "allocate"},
+    {CollectiveOp::kDeallocate, OTF2_COLLECTIVE_OP_DEALLOCATE, "deallocate"},
+    {CollectiveOp::kCreateHandleAndAllocate, OTF2_COLLECTIVE_OP_CREATE_HANDLE_AND_ALLOCATE,
+     "create_handle_and_allocate"},
+    {CollectiveOp::kDestroyHandleAndDeallocate, OTF2_COLLECTIVE_OP_DESTROY_HANDLE_AND_DEALLOCATE,
+     "destroy_handle_and_deallocate"},
+};
+// Writer and reader convert with static_cast: every value must be OTF2's,
+// and the table dense and in order so that collective_op_name can index it.
+constexpr bool collective_ops_match_otf2() {
+  for (size_t i = 0; i < std::size(kCollectiveOps); ++i) {
+    if (static_cast<size_t>(kCollectiveOps[i].op) != i) return false;
+    if (static_cast<uint32_t>(kCollectiveOps[i].op) != static_cast<uint32_t>(kCollectiveOps[i].otf2)) return false;
+  }
+  return true;
+}
+static_assert(collective_ops_match_otf2(), "CollectiveOp must number its values as OTF2_CollectiveOp");
+static_assert(std::size(kCollectiveOps) == size_t(CollectiveOp::kDestroyHandleAndDeallocate) + 1);
+static_assert(kRootNone == OTF2_COLLECTIVE_ROOT_NONE);
+static_assert(kUndefined == OTF2_UNDEFINED_COMM);
+}  // namespace
+
+const char* collective_op_name(CollectiveOp op) {
+  const auto i = static_cast<size_t>(op);
+  return i < std::size(kCollectiveOps) ? kCollectiveOps[i].name : "unknown";
 }
 
 }  // namespace hybridprof::otf2

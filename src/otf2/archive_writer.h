@@ -4,7 +4,8 @@
 // Layout on disk (OTF2, POSIX substrate, no compression):
 //   <directory>/<name>.otf2   anchor (archive properties live here)
 //   <directory>/<name>.def    global definitions
-//   <directory>/<name>/N.evt  events of location N (and N.def, empty)
+//   <directory>/<name>/N.evt  events of location N
+//   <directory>/<name>/N.def  local definitions of location N: its clock offsets, if any
 //
 // Rules this class keeps:
 //  1. Memory stays bounded: each open location owns at most
@@ -14,8 +15,10 @@
 //  2. Events of a location are written in non-decreasing time; a timestamp
 //     that goes backwards is clamped to the previous one and counted
 //     (stats().clamped_timestamps), never dropped.
-//  3. Definitions are deduplicated and get dense refs in definition order,
-//     so parents (calling contexts, system tree nodes) always precede children.
+//  3. Definitions are deduplicated (but for processes, threads and MPI
+//     communicators) and get dense refs in definition order, so parents
+//     (calling contexts, system tree nodes, communicators) always precede
+//     children.
 //  4. Errors throw std::runtime_error (OTF2/IO failures) or
 //     std::invalid_argument / std::logic_error (caller bugs: unknown refs,
 //     events after end_thread or close). Nothing throws through OTF2's C code.
@@ -94,11 +97,62 @@ class ArchiveWriter {
 
   void write_sample(uint64_t location, uint64_t timestamp, uint32_t calling_context, uint32_t unwind_distance,
                     uint32_t interrupt_generator);
-  // Traced regions (MPI calls, user ranges...). In enter_leave mode they nest
-  // inside the sampled stack, and samples taken while one is open do not
-  // change the open regions (that would break the nesting).
-  void write_enter(uint64_t location, uint64_t timestamp, uint32_t region);
-  void write_leave(uint64_t location, uint64_t timestamp, uint32_t region);
+  // Traced regions (MPI calls, user ranges...) as calling contexts
+  // (CallingContextEnter/Leave): the context's region is the traced one, its
+  // parents the caller's sampled frames, and samples taken inside descend
+  // from it (OTF2 forbids mixing plain Enter/Leave with calling-context
+  // samples in one location). In enter_leave mode an enter moves the open
+  // regions to the context's path like a sample does, and a leave moves them
+  // to its parent's path; so nesting stays proper whatever the caller does.
+  void write_context_enter(uint64_t location, uint64_t timestamp, uint32_t calling_context, uint32_t unwind_distance);
+  void write_context_leave(uint64_t location, uint64_t timestamp, uint32_t calling_context);
+
+  // MPI records, written as they are in both modes. `comm` is a define_comm /
+  // define_comm_self ref (unknown: std::invalid_argument); peers and roots are
+  // ranks in that communicator (kRootNone: a collective without root);
+  // requests are the caller's ids, matching a completion to its start.
+  void write_mpi_send(uint64_t location, uint64_t timestamp, uint32_t receiver, uint32_t comm, uint32_t tag, uint64_t bytes);
+  void write_mpi_recv(uint64_t location, uint64_t timestamp, uint32_t sender, uint32_t comm, uint32_t tag, uint64_t bytes);
+  void write_mpi_isend(uint64_t location, uint64_t timestamp, uint32_t receiver, uint32_t comm, uint32_t tag,
+                       uint64_t bytes, uint64_t request);
+  void write_mpi_isend_complete(uint64_t location, uint64_t timestamp, uint64_t request);
+  void write_mpi_irecv_request(uint64_t location, uint64_t timestamp, uint64_t request);
+  void write_mpi_irecv(uint64_t location, uint64_t timestamp, uint32_t sender, uint32_t comm, uint32_t tag,
+                       uint64_t bytes, uint64_t request);
+  void write_mpi_request_test(uint64_t location, uint64_t timestamp, uint64_t request);
+  void write_mpi_request_cancelled(uint64_t location, uint64_t timestamp, uint64_t request);
+  void write_mpi_collective_begin(uint64_t location, uint64_t timestamp);
+  void write_mpi_collective_end(uint64_t location, uint64_t timestamp, CollectiveOp op, uint32_t comm, uint32_t root,
+                                uint64_t sent, uint64_t received);
+  void write_nonblocking_collective_request(uint64_t location, uint64_t timestamp, uint64_t request);
+  void write_nonblocking_collective_complete(uint64_t location, uint64_t timestamp, CollectiveOp op, uint32_t comm,
+                                             uint32_t root, uint64_t sent, uint64_t received, uint64_t request);
+
+  // The MPI world: the location of each world rank (index = rank), an OTF2
+  // COMM_LOCATIONS group. Once (again: std::logic_error), before define_comm.
+  void define_mpi_world(const std::vector<uint64_t>& rank_locations);
+  // A new communicator whose members are world ranks in communicator rank
+  // order (a COMM_GROUP group, shared by communicators with equal member
+  // lists, and a Comm). Never deduplicated: two with the same members are two.
+  // parent is an earlier comm or kUndefined. Returns the comm ref.
+  uint32_t define_comm(const std::string& name, const std::vector<uint32_t>& world_ranks, uint32_t parent /*or kUndefined*/);
+  // MPI_COMM_SELF, one comm for all ranks (a COMM_SELF group of no members);
+  // idempotent. Needs no define_mpi_world.
+  uint32_t define_comm_self();
+  // A clock offset of a location (OTF2 ClockOffset, in its local definitions):
+  // at local time `time`, global time = local time + `offset`. Times must
+  // increase strictly per location (std::invalid_argument otherwise); they
+  // may come at any time before close(), also after end_thread().
+  //
+  // What readers do with them (OTF2 3.0 OTF2_EvtReader, on by default, so
+  // ArchiveReader, otf2-print and ViTE see corrected times): with two or more
+  // offsets, each event time T becomes T + the offset interpolated linearly
+  // between the surrounding offsets (extrapolated from the first / last pair
+  // outside them). A location with ONE offset is not corrected at all: OTF2
+  // builds intervals between offsets and the last one only closes an interval.
+  // So give each location at least two (e.g. at its start and its end), as
+  // Score-P does. The default ClockInfo range (see close) is corrected likewise.
+  void add_clock_offset(uint64_t location, uint64_t time, int64_t offset, double stddev);
   // No more events for this location: closes its event writer to free its
   // memory (in enter_leave mode first leaves all open regions at `timestamp`).
   // Calling it again is a no-op; events after it are a std::logic_error.
@@ -106,7 +160,8 @@ class ArchiveWriter {
 
   // Ends all threads, writes clock properties, global definitions (with per
   // location event counts) and properties, and closes the archive. A
-  // ClockInfo global_offset / trace_length left at 0 is taken from the events.
+  // ClockInfo global_offset / trace_length left at 0 is taken from the events
+  // (their times as readers will see them, i.e. after clock offsets).
   void close(const ClockInfo&);
 
   const std::string& anchor_path() const { return anchor_path_; }
@@ -134,9 +189,13 @@ class ArchiveWriter {
   void open_writer(Thread&, uint64_t location);
   Thread& thread_for_event(uint64_t location, uint64_t& timestamp);
   void close_thread_writer(Thread&);
-  void write_sample_as_enter_leave(Thread&, uint64_t location, uint64_t timestamp, uint32_t calling_context);
+  // enter_leave mode: makes the open regions the path of `calling_context` (kUndefined: none).
+  void move_to_context(Thread&, uint64_t location, uint64_t timestamp, uint32_t calling_context);
+  template <typename Write>
+  void write_event(uint64_t location, uint64_t timestamp, const char* what, Write&& write);
+  void check_comm(uint32_t comm) const;
   void write_global_definitions(const ClockInfo&);
-  void write_empty_local_definitions();
+  void write_local_definitions();
   void require_open(const char* what) const;
 
   Options options_;
@@ -167,6 +226,21 @@ class ArchiveWriter {
   uint64_t first_timestamp_ = UINT64_MAX;  // over all events, for the default ClockInfo
   uint64_t last_timestamp_ = 0;
   std::vector<uint32_t> path_scratch_;     // enter_leave mode: a sample's region path
+  // MPI groups: the world's locations (COMM_LOCATIONS), communicator
+  // members as world ranks (COMM_GROUP, shared by equal member lists), and
+  // the self group (COMM_SELF).
+  enum class GroupType : uint8_t { kWorldLocations, kCommMembers, kSelf };
+  struct Group { GroupType type; std::vector<uint64_t> members; };
+  struct Comm { uint32_t name, group, parent; };
+  std::vector<Group> groups_;
+  std::map<std::vector<uint64_t>, uint32_t> member_group_refs_;
+  std::vector<Comm> comms_;
+  uint32_t comm_self_ = kUndefined;
+  bool have_world_ = false;
+  uint64_t world_size_ = 0;
+  struct ClockOffset { uint64_t time; int64_t offset; double stddev; };
+  std::map<uint64_t, std::vector<ClockOffset>> clock_offsets_;  // location -> offsets, in time order
+  static uint64_t corrected_time(const std::vector<ClockOffset>&, uint64_t time);
 };
 
 }  // namespace hybridprof::otf2

@@ -14,6 +14,21 @@ inline constexpr uint32_t kUndefined = 0xffffffffu;
 // kUnknown is what the reader reports for paradigms it has no name for.
 enum class Paradigm { kSampling, kCompiler, kUser, kMpi, kOpenMp, kCuda, kPython, kUnknown };
 
+// MPI collective operations, numbered as OTF2_CollectiveOp (static_asserts
+// in archive_writer.cc). The last six are OTF2's one-sided / handle
+// operations (e.g. MPI_Win_create as kCreateHandle).
+enum class CollectiveOp : uint8_t {
+  kBarrier = 0, kBcast, kGather, kGatherv, kScatter, kScatterv, kAllgather, kAllgatherv,
+  kAlltoall, kAlltoallv, kAlltoallw, kAllreduce, kReduce, kReduceScatter, kScan, kExscan,
+  kReduceScatterBlock, kCreateHandle, kDestroyHandle, kAllocate, kDeallocate, kCreateHandleAndAllocate,
+  kDestroyHandleAndDeallocate,
+};
+// "barrier", "bcast", ..., "destroy_handle_and_deallocate"; "unknown" for a
+// value outside the enum (an archive from a newer OTF2).
+const char* collective_op_name(CollectiveOp);
+// Root of a collective that has none (OTF2_COLLECTIVE_ROOT_NONE).
+inline constexpr uint32_t kRootNone = 0xffffffffu;
+
 // The archive's ClockProperties. Timestamps are in ticks of `resolution` per
 // second (ns by default). The writer fills global_offset / trace_length from
 // the events it wrote when they are left at 0.

@@ -145,38 +145,93 @@ void Drain::drain_rings_locked() {
   }
 }
 
+void Drain::add_traced_code(const std::vector<TracedCode>& code) {
+  std::lock_guard lock(mutex_);
+  traced_code_.insert(traced_code_.end(), code.begin(), code.end());
+  std::sort(traced_code_.begin(), traced_code_.end(),
+            [](const TracedCode& a, const TracedCode& b) { return a.start < b.start; });
+}
+
+const Drain::TracedCode* Drain::traced_code_at(uint64_t address) const {
+  auto it = std::upper_bound(traced_code_.begin(), traced_code_.end(), address,
+                             [](uint64_t a, const TracedCode& c) { return a < c.start; });
+  if (it == traced_code_.begin()) return nullptr;
+  --it;
+  return address < it->end ? &*it : nullptr;
+}
+
+uint32_t Drain::intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
+                                    uint64_t timestamp_ns, uint32_t* innermost_region) {
+  ModuleInfo module;
+  if (innermost_region) *innermost_region = kNoRegion;
+  bool have_module = false;
+  for (uint32_t i = depth; i-- > 0;) {
+    // Return addresses point after the call: step back into it so the
+    // call's own line is what gets symbolized.
+    const uint64_t address = (i == 0 && !all_return_addresses) ? ips[0] : ips[i] - 1;
+    if (address >= options_.own_code_start && address < options_.own_code_end) {
+      if (const TracedCode* code = traced_code_at(address)) {
+        node = cct_.child(node, raw::kTracedRegionModule, code->region, &new_nodes_);
+        if (innermost_region) *innermost_region = code->region;
+      }
+      continue;  // the profiler's own frames are not the program's
+    }
+    if (!have_module || address < module.start || address >= module.end)
+      have_module = modules_.find(address, timestamp_ns, &module);
+    node = have_module ? cct_.child(node, module.id, address - module.bias, &new_nodes_)
+                       : cct_.child(node, raw::kUnknownModule, address, &new_nodes_);
+    if (innermost_region) *innermost_region = kNoRegion;
+  }
+  return node;
+}
+
+namespace {
+
+uint32_t root_for(uint32_t flags) {
+  return (flags & kSampleTruncated)      ? raw::kRootTruncated
+         : (flags & kSampleUnwindFailed) ? raw::kRootUnwindFailed
+                                         : raw::kRootComplete;
+}
+
+}  // namespace
+
 void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
+  new_nodes_.clear();
   switch (static_cast<RecordType>(h.type)) {
     case RecordType::kSample: {
       const auto& s = reinterpret_cast<const SampleRecord&>(h);
-      const uint32_t depth = h.aux;
-      uint32_t node = (s.flags & kSampleTruncated)      ? raw::kRootTruncated
-                      : (s.flags & kSampleUnwindFailed) ? raw::kRootUnwindFailed
-                                                        : raw::kRootComplete;
-      new_nodes_.clear();
-      ModuleInfo module;
-      bool have_module = false;
-      for (uint32_t i = depth; i-- > 0;) {
-        // Return addresses point after the call: step back into it so the
-        // call's own line is what gets symbolized.
-        const uint64_t address = i == 0 ? s.ips()[0] : s.ips()[i] - 1;
-        if (!have_module || address < module.start || address >= module.end)
-          have_module = modules_.find(address, s.timestamp_ns, &module);
-        node = have_module ? cct_.child(node, module.id, address - module.bias, &new_nodes_)
-                           : cct_.child(node, raw::kUnknownModule, address, &new_nodes_);
-      }
+      const uint32_t node = intern_stack_locked(root_for(s.flags), s.ips(), h.aux, false, s.timestamp_ns, nullptr);
       for (const auto& n : new_nodes_) writer_.append(n);
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, s.flags, s.weight ? s.weight : 1});
       break;
     }
-    case RecordType::kRegionEnter:
+    case RecordType::kRegionEnter: {
+      const auto& r = reinterpret_cast<const RegionRecord&>(h);
+      uint32_t innermost = kNoRegion;
+      uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), h.aux, true, r.timestamp_ns, &innermost);
+      // The enter's own frame is the region's (its wrapper is traced code);
+      // when the unwind did not show it, the region still ends the path.
+      if (innermost != r.region) node = cct_.child(node, raw::kTracedRegionModule, r.region, &new_nodes_);
+      for (const auto& n : new_nodes_) writer_.append(n);
+      t.open_regions.push_back(node);
+      writer_.append(raw::Enter{{t.index, r.timestamp_ns, r.region, node}});
+      break;
+    }
     case RecordType::kRegionLeave: {
       const auto& r = reinterpret_cast<const RegionRecord&>(h);
-      const raw::RegionEvent e{t.index, r.timestamp_ns, r.region, raw::kRootComplete};
-      if (h.type == static_cast<uint16_t>(RecordType::kRegionEnter))
-        writer_.append(raw::Enter{e});
-      else
-        writer_.append(raw::Leave{e});
+      uint32_t node = raw::kRootComplete;
+      if (!t.open_regions.empty()) {
+        node = t.open_regions.back();
+        t.open_regions.pop_back();
+      }
+      writer_.append(raw::Leave{{t.index, r.timestamp_ns, r.region, node}});
+      break;
+    }
+    case RecordType::kMpiEvent: {
+      const auto& m = reinterpret_cast<const MpiEventRecord&>(h);
+      if (h.aux >= static_cast<uint16_t>(raw::MpiEventKind::kCount)) break;
+      writer_.append(raw::MpiEvent{t.index, m.timestamp_ns, static_cast<raw::MpiEventKind>(h.aux), m.comm, m.peer,
+                                   m.tag, m.op, m.sent, m.received, m.request});
       break;
     }
     default:

@@ -32,6 +32,16 @@ class Drain {
     // Runs on the drain thread after a terminate request (from a signal
     // handler) was fully flushed; typically re-raises the signal.
     std::function<void(int signal)> on_terminated;
+    // The runtime's own code [start, end): frames there are profiler
+    // internals, dropped from stacks unless they lie in traced code.
+    uint64_t own_code_start = 0, own_code_end = 0;
+  };
+  // Code of the runtime that stands for a traced region (an MPI wrapper):
+  // a frame there becomes the region's node, so samples taken inside the
+  // call hang under the same context as the call's enter.
+  struct TracedCode {
+    uint64_t start = 0, end = 0;
+    uint32_t region = 0;
   };
 
   Drain(ModuleTable& modules) : modules_(modules) {}
@@ -54,6 +64,9 @@ class Drain {
   // Synchronously empties all rings and writes to disk (exec, tests).
   void flush_now();
 
+  // Adds ranges of traced code (see TracedCode). Thread-safe.
+  void add_traced_code(const std::vector<TracedCode>& code);
+
   // Final drain: ends every thread, writes `end`, closes the stream, joins.
   void stop(const raw::ProcessEnd& end);
 
@@ -75,6 +88,13 @@ class Drain {
   void loop();
   void drain_rings_locked();
   void convert_locked(ThreadState& t, const RecordHeader& h);
+  // Interns a stack (innermost first) under `node`; `all_return_addresses`
+  // when ips[0] is a return address too (not an interrupted instruction).
+  // *innermost_region: the traced region of the innermost frame kept, or kNoRegion.
+  static constexpr uint32_t kNoRegion = 0xffffffffu;
+  uint32_t intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
+                               uint64_t timestamp_ns, uint32_t* innermost_region);
+  const TracedCode* traced_code_at(uint64_t address) const;
   void end_thread_locked(ThreadState* t);
   void finish_locked(const raw::ProcessEnd& end);
 
@@ -85,6 +105,7 @@ class Drain {
   CallingContextTree cct_;
   std::vector<ThreadState*> threads_;
   std::vector<raw::CctNode> new_nodes_;
+  std::vector<TracedCode> traced_code_;  // sorted by start
   uint32_t next_thread_index_ = 0;
   bool finished_ = false;
 

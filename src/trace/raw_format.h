@@ -25,7 +25,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '2'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '3'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -44,6 +44,10 @@ enum class Tag : uint32_t {
   kLeave = 10,
   kProcessEnd = 11,
   kNotice = 12,
+  kMpiEvent = 13,
+  kCommDef = 14,
+  kMpiWorld = 15,
+  kClockOffset = 16,
 };
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under
@@ -53,6 +57,11 @@ inline constexpr uint32_t kRootComplete = 0;
 inline constexpr uint32_t kRootTruncated = 1;
 inline constexpr uint32_t kRootUnwindFailed = 2;
 inline constexpr uint32_t kFirstCctNode = 3;
+// A CCT node whose module is kTracedRegionModule is a traced region (an MPI
+// call...): its offset is the RegionDef id. Traced-region enters hang their
+// region under the caller's native frames, and samples taken inside the call
+// continue below it.
+inline constexpr uint32_t kTracedRegionModule = 0xfffffffeu;
 // Module id 0 means "address in no known module"; offset is then absolute.
 inline constexpr uint32_t kUnknownModule = 0;
 
@@ -83,6 +92,7 @@ struct ThreadCounters {
   uint64_t dropped = 0;         // samples lost: ring full or profiler busy
   uint64_t unwind_failed = 0;   // unwinds that stopped with an error
   uint64_t truncated = 0;       // unwinds cut at --max-depth
+  uint64_t dropped_events = 0;  // traced events (MPI...) lost: ring full
 };
 struct ThreadEnd {
   uint32_t thread = 0;
@@ -111,7 +121,56 @@ struct ProcessEnd {
 };
 struct Notice { std::string text; };
 
+// MPI events (OTF2's MPI records). `comm` is a CommDef id of this process.
+enum class MpiEventKind : uint32_t {
+  kSend, kRecv,                       // blocking: peer, comm, tag, bytes (sent / received)
+  kIsend, kIsendComplete,             // + request
+  kIrecvRequest, kIrecv,              // request; then peer, comm, tag, received, request
+  kRequestTest, kRequestCancelled,    // request
+  kCollectiveBegin, kCollectiveEnd,   // end: op, comm, peer = root, sent, received
+  kNonBlockingCollectiveRequest,      // request
+  kNonBlockingCollectiveComplete,     // op, comm, peer = root, sent, received, request
+  kCount
+};
+// MpiEvent::op: OTF2_CollectiveOp's numbering (the finalizer checks it).
+enum class CollectiveOp : uint32_t {
+  kBarrier = 0, kBcast, kGather, kGatherv, kScatter, kScatterv, kAllgather, kAllgatherv,
+  kAlltoall, kAlltoallv, kAlltoallw, kAllreduce, kReduce, kReduceScatter, kScan, kExscan,
+  kReduceScatterBlock = 16,
+};
+// `peer` of a collective without a root.
+inline constexpr uint32_t kNoRoot = 0xffffffffu;
+struct MpiEvent {
+  uint32_t thread = 0;
+  uint64_t timestamp_ns = 0;
+  MpiEventKind kind = MpiEventKind::kSend;
+  uint32_t comm = 0, peer = 0, tag = 0;
+  uint32_t op = 0;  // collective operation, OTF2_CollectiveOp numbering
+  uint64_t sent = 0, received = 0;
+  uint64_t request = 0;
+};
+// A communicator as this process knows it. `key` names it across the job
+// (all members record the same key for the same communicator); `members`
+// are its ranks in MPI_COMM_WORLD, in communicator rank order.
+struct CommDef {
+  uint32_t id = 0;
+  uint64_t key = 0;
+  uint32_t parent = 0;  // CommDef id, or kNoParentComm
+  std::string name;
+  std::vector<uint32_t> members;
+};
+inline constexpr uint32_t kNoParentComm = 0xffffffffu;
+// Keys of the predefined communicators (created keys have a rank in the
+// upper half, so they never collide with these).
+inline constexpr uint64_t kCommWorldKey = 1, kCommSelfKey = 2;
+// This process is rank `rank` of an MPI_COMM_WORLD of `size` ranks.
+struct MpiWorld { uint32_t rank = 0, size = 0; };
+// At local CLOCK_MONOTONIC `timestamp_ns`, rank 0's clock read
+// `timestamp_ns + offset_ns` (measured at MPI init and finalize).
+struct ClockOffset { uint64_t timestamp_ns = 0; int64_t offset_ns = 0; uint64_t stddev_ns = 0; };
+
 using Record = std::variant<ProcessBegin, ModuleLoad, ModuleUnload, ThreadBegin, ThreadEnd,
-                            CctNode, Sample, RegionDef, Enter, Leave, ProcessEnd, Notice>;
+                            CctNode, Sample, RegionDef, Enter, Leave, ProcessEnd, Notice,
+                            MpiEvent, CommDef, MpiWorld, ClockOffset>;
 
 }  // namespace hybridprof::raw

@@ -120,6 +120,7 @@ class Decoder {
         r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
         r.counters.samples = varint(); r.counters.dropped = varint();
         r.counters.unwind_failed = varint(); r.counters.truncated = varint();
+        r.counters.dropped_events = varint();
         r.name = string();
         out = std::move(r);
         break;
@@ -160,6 +161,39 @@ class Decoder {
       case Tag::kNotice:
         out = Notice{string()};
         break;
+      case Tag::kMpiEvent: {
+        MpiEvent r;
+        r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
+        const uint32_t kind = u32();
+        if (kind >= static_cast<uint32_t>(MpiEventKind::kCount)) return fail() != 0;
+        r.kind = static_cast<MpiEventKind>(kind);
+        r.comm = u32(); r.peer = u32(); r.tag = u32(); r.op = u32();
+        r.sent = varint(); r.received = varint(); r.request = varint();
+        out = r;
+        break;
+      }
+      case Tag::kCommDef: {
+        CommDef r;
+        r.id = u32(); r.key = varint(); r.parent = u32(); r.name = string();
+        const uint64_t n = varint();
+        if (n > static_cast<uint64_t>(end_ - p_)) return fail() != 0;  // one byte per member at least
+        r.members.reserve(n);
+        for (uint64_t i = 0; i < n && ok_; ++i) r.members.push_back(u32());
+        out = std::move(r);
+        break;
+      }
+      case Tag::kMpiWorld: {
+        MpiWorld r;
+        r.rank = u32(); r.size = u32();
+        out = r;
+        break;
+      }
+      case Tag::kClockOffset: {
+        ClockOffset r;
+        r.timestamp_ns = varint(); r.offset_ns = signed_varint(); r.stddev_ns = varint();
+        out = r;
+        break;
+      }
       default:
         return fail() != 0;
     }
@@ -265,6 +299,7 @@ void StreamWriter::append(const Record& record) {
           put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
           put_varint(r.counters.samples); put_varint(r.counters.dropped);
           put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
+          put_varint(r.counters.dropped_events);
           put_string(r.name);
         } else if constexpr (std::is_same_v<T, CctNode>) {
           tag(Tag::kCctNode);
@@ -287,6 +322,25 @@ void StreamWriter::append(const Record& record) {
         } else if constexpr (std::is_same_v<T, Notice>) {
           tag(Tag::kNotice);
           put_string(r.text);
+        } else if constexpr (std::is_same_v<T, MpiEvent>) {
+          tag(Tag::kMpiEvent);
+          put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+          put_varint(static_cast<uint32_t>(r.kind));
+          put_varint(r.comm); put_varint(r.peer); put_varint(r.tag); put_varint(r.op);
+          put_varint(r.sent); put_varint(r.received); put_varint(r.request);
+        } else if constexpr (std::is_same_v<T, CommDef>) {
+          tag(Tag::kCommDef);
+          put_varint(r.id); put_varint(r.key); put_varint(r.parent); put_string(r.name);
+          put_varint(r.members.size());
+          for (uint32_t m : r.members) put_varint(m);
+        } else if constexpr (std::is_same_v<T, MpiWorld>) {
+          tag(Tag::kMpiWorld);
+          put_varint(r.rank); put_varint(r.size);
+        } else if constexpr (std::is_same_v<T, ClockOffset>) {
+          tag(Tag::kClockOffset);
+          put_varint(r.timestamp_ns); put_signed(r.offset_ns); put_varint(r.stddev_ns);
+        } else {
+          static_assert(sizeof(T) == 0, "every raw record needs an encoding");
         }
       },
       record);

@@ -12,8 +12,9 @@ namespace hybridprof {
 enum class RecordType : uint16_t {
   kPadding = kPaddingRecord,
   kSample = 1,        // SampleRecord
-  kRegionEnter = 2,   // RegionRecord (traced events, later adapters)
+  kRegionEnter = 2,   // RegionRecord + the caller's stack
   kRegionLeave = 3,   // RegionRecord
+  kMpiEvent = 4,      // MpiEventRecord
 };
 
 // Bits of SampleRecord::flags.
@@ -40,12 +41,27 @@ constexpr uint32_t sample_record_bytes(uint32_t depth) {
 }
 
 // Enter/leave of a traced region (MPI call, OpenMP construct, NVTX range...).
+// An enter is followed by header.aux return addresses: the stack the region
+// was entered from, innermost first (frames of the runtime itself included;
+// the drain maps or drops them). A leave has none.
 struct RegionRecord {
   RecordHeader header;
   uint64_t timestamp_ns;
-  uint32_t region;  // id from the adapter's region table
-  uint32_t reserved;
+  uint32_t region;  // RegionDef id
+  uint32_t flags;   // SampleFlags of the enter's unwind
+  const uint64_t* ips() const { return reinterpret_cast<const uint64_t*>(this + 1); }
+  uint64_t* ips() { return reinterpret_cast<uint64_t*>(this + 1); }
 };
 static_assert(sizeof(RegionRecord) == 24);
+
+// An MPI event; header.aux = raw::MpiEventKind. Fields as in raw::MpiEvent.
+struct MpiEventRecord {
+  RecordHeader header;
+  uint64_t timestamp_ns;
+  uint32_t comm, peer, tag, op;
+  uint64_t sent, received;
+  uint64_t request;
+};
+static_assert(sizeof(MpiEventRecord) == 56);
 
 }  // namespace hybridprof

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "sigsafe/thread_ring.h"
 #include "trace/raw_format.h"
@@ -39,6 +40,9 @@ struct ThreadState {
 
   // Written by the signal path (same thread), read by the drain.
   std::atomic<uint64_t> samples{0}, dropped{0}, unwind_failed{0}, truncated{0};
+  // Written by traced-event producers (MPI wrappers) on this thread: events
+  // lost because the ring was full.
+  std::atomic<uint64_t> dropped_events{0};
   // Reentrancy guard: nonzero while profiler code (or a loader call that the
   // unwinder must not race) runs on this thread; a sample then drops.
   std::atomic<int> busy{0};
@@ -48,9 +52,14 @@ struct ThreadState {
   uint64_t end_ns = 0;
   char name[16] = {};
 
+  // Drain only: CCT nodes of the traced regions this thread is inside, so a
+  // leave names the context its enter had.
+  std::vector<uint32_t> open_regions;
+
   raw::ThreadCounters counters() const {
     return {samples.load(std::memory_order_relaxed), dropped.load(std::memory_order_relaxed),
-            unwind_failed.load(std::memory_order_relaxed), truncated.load(std::memory_order_relaxed)};
+            unwind_failed.load(std::memory_order_relaxed), truncated.load(std::memory_order_relaxed),
+            dropped_events.load(std::memory_order_relaxed)};
   }
 };
 

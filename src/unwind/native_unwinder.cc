@@ -77,4 +77,24 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
   return depth;
 }
 
+uint32_t unwind_from_caller(uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
+  void** raw = reinterpret_cast<void**>(ips);
+  // One more than asked: the first entry is this function's caller... and
+  // one more to tell a stack of exactly max_depth from a longer one.
+  const int n = unw_backtrace(raw, static_cast<int>(max_depth + 1));
+  if (n <= 0) {
+    *flags |= kSampleUnwindFailed;
+    return 0;
+  }
+  uint32_t depth = static_cast<uint32_t>(n);
+  if (depth > max_depth) {
+    depth = max_depth;
+    *flags |= kSampleTruncated;
+    return depth;
+  }
+  const uint64_t last = ips[depth - 1];
+  if (last != tls_root_ip && !in_program_entry(last)) *flags |= kSampleUnwindFailed;
+  return depth;
+}
+
 }  // namespace hybridprof

@@ -22,4 +22,10 @@ inline constexpr uint32_t kUnwindScratchFrames = 8;
 uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth,
                                uint32_t* flags);
 
+// Outside signal handlers (traced-region enters): unwinds the calling
+// thread from this function's caller outwards into ips[0..max_depth); every
+// entry is a return address. Same flags as above. `ips` needs max_depth + 1
+// entries.
+uint32_t unwind_from_caller(uint64_t* ips, uint32_t max_depth, uint32_t* flags);
+
 }  // namespace hybridprof

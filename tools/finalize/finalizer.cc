@@ -21,17 +21,35 @@ namespace {
 using otf2::ArchiveWriter;
 using otf2::kUndefined;
 using otf2::Paradigm;
+constexpr uint64_t kNoLocation = UINT64_MAX;
 
-std::vector<std::string> raw_files(const std::string& raw_dir) {
-  std::vector<std::string> files;
-  if (DIR* d = opendir(raw_dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".hpr") == 0) files.push_back(raw_dir + "/" + name);
-    }
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) names.push_back(e->d_name);
     closedir(d);
   }
-  std::sort(files.begin(), files.end());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A run's raw directories: DIR/raw, and for an MPI job DIR/rank-N/raw.
+std::vector<std::string> raw_directories(const std::string& dir) {
+  std::vector<std::string> dirs{dir + "/raw"};
+  for (const auto& name : entries(dir))
+    if (name.rfind("rank-", 0) == 0) dirs.push_back(dir + "/" + name + "/raw");
+  return dirs;
+}
+
+std::vector<std::string> raw_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& raw_dir : raw_directories(dir))
+    for (const auto& name : entries(raw_dir))
+      if (name.size() > 4 && ends_with(name, ".hpr")) files.push_back(raw_dir + "/" + name);
   return files;
 }
 
@@ -82,14 +100,20 @@ class Finalizer {
       writers_.add(std::make_unique<ArchiveWriter>(el));
       result_->enter_leave_anchor = el.directory + "/traces.otf2";
     }
-    // Parents before children: order by start time.
-    std::sort(processes.begin(), processes.end(), [](const RawProcess& a, const RawProcess& b) {
+    // MPI ranks in rank order, then other processes; parents before
+    // children (start time).
+    std::stable_sort(processes.begin(), processes.end(), [](const RawProcess& a, const RawProcess& b) {
+      const int64_t ra = a.mpi_world ? a.mpi_world->rank : INT64_MAX, rb = b.mpi_world ? b.mpi_world->rank : INT64_MAX;
+      if (ra != rb) return ra < rb;
       return a.begin->monotonic_ns < b.begin->monotonic_ns;
     });
-    const uint32_t machine = writers_.each([](ArchiveWriter& w) {
+    machine_ = writers_.each([](ArchiveWriter& w) {
       return w.define_system_tree_node("machine", "machine", kUndefined);
     });
-    for (auto& p : processes) write_process(p, machine);
+    std::vector<ProcessRefs> refs;
+    for (auto& p : processes) refs.push_back(define_process(p));
+    define_mpi(processes, refs);
+    for (size_t i = 0; i < processes.size(); ++i) stream_events(processes[i], refs[i]);
     write_archive_properties(processes);
     otf2::ClockInfo clock;
     uint64_t first = UINT64_MAX, last = 0;
@@ -105,11 +129,20 @@ class Finalizer {
   }
 
  private:
-  void write_process(RawProcess& p, uint32_t machine) {
+  // The OTF2 references of one process image.
+  struct ProcessRefs {
+    std::vector<uint32_t> contexts;        // by raw CCT node
+    std::map<uint32_t, uint64_t> locations;  // by raw thread index
+    uint32_t generator = kUndefined;
+    std::map<uint32_t, uint32_t> comms;      // by raw CommDef id
+  };
+
+  ProcessRefs define_process(RawProcess& p) {
     const raw::ProcessBegin& b = *p.begin;
     ++result_->processes;
+    ProcessRefs refs;
     const uint32_t node = writers_.each([&](ArchiveWriter& w) {
-      return w.define_system_tree_node(b.hostname, "node", machine);
+      return w.define_system_tree_node(b.hostname, "node", machine_);
     });
     // The PID is a property of its own (readers show it next to the name).
     const std::string name = b.mpi_rank >= 0 ? "rank " + std::to_string(b.mpi_rank) : basename_of(b.executable);
@@ -117,23 +150,71 @@ class Finalizer {
     set_process_properties(p, group);
     const bool time_based = b.mechanism != "perf_event" || b.frequency || b.event.find("clock") != std::string::npos;
     const uint64_t period = b.frequency && b.period ? 1000000000ull / b.period : b.period;
-    const uint32_t generator = writers_.each([&](ArchiveWriter& w) {
+    refs.generator = writers_.each([&](ArchiveWriter& w) {
       return w.define_interrupt_generator(b.event, time_based, period);
     });
-
-    const std::vector<uint32_t> contexts = define_contexts(p);
-    const std::vector<uint32_t> regions = define_traced_regions(p);
-    std::map<uint32_t, uint64_t> locations;
+    refs.contexts = define_contexts(p);
     for (auto& [index, t] : p.threads) {
       std::string thread_name = index == 0 ? "main thread" : "thread " + std::to_string(index);
       // Name threads the program named (pthread_setname_np) after it.
       if (t.end && !t.end->name.empty() && t.end->name != basename_of(b.executable).substr(0, 15))
         thread_name += " (" + t.end->name + ")";
       const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, thread_name); });
-      locations[index] = loc;
+      refs.locations[index] = loc;
       set_thread_properties(t, loc);
+      for (const auto& c : p.clock_offsets)
+        writers_.each([&](ArchiveWriter& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
     }
-    stream_events(p, contexts, regions, locations, generator);
+    return refs;
+  }
+
+  // The MPI world (each rank's main thread, a placeholder for a rank whose
+  // data is missing) and the communicators, unified across ranks by key.
+  void define_mpi(const std::vector<RawProcess>& processes, std::vector<ProcessRefs>& refs) {
+    uint32_t world_size = 0;
+    for (const auto& p : processes)
+      if (p.mpi_world) world_size = std::max(world_size, p.mpi_world->size);
+    if (world_size == 0) return;
+    std::vector<uint64_t> rank_locations(world_size, kNoLocation);
+    for (size_t i = 0; i < processes.size(); ++i) {
+      const auto& w = processes[i].mpi_world;
+      if (w && w->rank < world_size && rank_locations[w->rank] == kNoLocation &&
+          !refs[i].locations.empty())
+        rank_locations[w->rank] = refs[i].locations.begin()->second;
+    }
+    for (uint32_t rank = 0; rank < world_size; ++rank) {
+      if (rank_locations[rank] != kNoLocation) continue;
+      result_->warnings.push_back("rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
+                                  ": no data (it died before its first flush, or its raw data is not in this directory)");
+      ++result_->missing_ranks;
+      rank_locations[rank] = writers_.each([&](ArchiveWriter& w) {
+        const uint32_t node = w.define_system_tree_node("unknown", "node", machine_);
+        const uint32_t group = w.define_process("rank " + std::to_string(rank) + " (missing)", node);
+        return w.define_thread(group, "main thread");
+      });
+    }
+    writers_.each([&](ArchiveWriter& w) { w.define_mpi_world(rank_locations); });
+    std::map<uint64_t, uint32_t> by_key;
+    std::vector<uint32_t> all_ranks(world_size);
+    for (uint32_t r = 0; r < world_size; ++r) all_ranks[r] = r;
+    for (size_t i = 0; i < processes.size(); ++i) {
+      for (const auto& [id, c] : processes[i].comms) {
+        auto known = by_key.find(c.key);
+        if (known == by_key.end()) {
+          uint32_t ref;
+          if (c.key == raw::kCommSelfKey) {
+            ref = writers_.each([&](ArchiveWriter& w) { return w.define_comm_self(); });
+          } else {
+            auto parent = refs[i].comms.find(c.parent);
+            const uint32_t parent_ref = parent == refs[i].comms.end() ? kUndefined : parent->second;
+            const auto& members = c.key == raw::kCommWorldKey ? all_ranks : c.members;
+            ref = writers_.each([&](ArchiveWriter& w) { return w.define_comm(c.name, members, parent_ref); });
+          }
+          known = by_key.emplace(c.key, ref).first;
+        }
+        refs[i].comms[id] = known->second;
+      }
+    }
   }
 
   void set_process_properties(const RawProcess& p, uint32_t group) {
@@ -161,7 +242,7 @@ class Finalizer {
 
   void set_thread_properties(const RawThread& t, uint64_t loc) {
     // The thread's own counters when it ended cleanly; what the stream holds otherwise.
-    raw::ThreadCounters c = t.end ? t.end->counters : raw::ThreadCounters{t.samples_seen, 0, 0, 0};
+    raw::ThreadCounters c = t.end ? t.end->counters : raw::ThreadCounters{t.samples_seen, 0, 0, 0, 0};
     // Samples counted in the ring but lost with a torn last chunk are drops too.
     if (c.samples > t.samples_seen) c.dropped += c.samples - t.samples_seen;
     c.samples = t.samples_seen;
@@ -197,6 +278,15 @@ class Finalizer {
       const raw::CctNode& n = p.nodes[id];
       if (n.id != id) continue;  // a gap: the node was in a lost chunk
       uint32_t parent = n.parent < ctx.size() ? ctx[n.parent] : kUndefined;
+      if (n.module == raw::kTracedRegionModule) {
+        auto r = p.regions.find(uint32_t(n.offset));
+        if (r == p.regions.end()) continue;  // its definition was lost
+        ctx[id] = writers_.each([&](ArchiveWriter& w) {
+          const uint32_t region = w.define_region(r->second.name, "", 0, static_cast<Paradigm>(r->second.paradigm));
+          return w.define_calling_context(region, kUndefined, parent);
+        });
+        continue;
+      }
       auto m = p.modules.find(n.module);
       const std::string module = m == p.modules.end() ? std::string() : m->second.path;
       for (const auto& f : frames_for(p, n)) {
@@ -228,20 +318,10 @@ class Finalizer {
     return frames;
   }
 
-  std::vector<uint32_t> define_traced_regions(const RawProcess& p) {
-    std::vector<uint32_t> refs;
-    for (const auto& [id, r] : p.regions) {
-      if (id >= refs.size()) refs.resize(id + 1, kUndefined);
-      refs[id] = writers_.each([&](ArchiveWriter& w) {
-        return w.define_region(r.name, "", 0, static_cast<Paradigm>(r.paradigm));
-      });
-    }
-    return refs;
-  }
-
-  void stream_events(const RawProcess& p, const std::vector<uint32_t>& contexts,
-                     const std::vector<uint32_t>& regions, const std::map<uint32_t, uint64_t>& locations,
-                     uint32_t generator) {
+  void stream_events(const RawProcess& p, const ProcessRefs& refs) {
+    const std::vector<uint32_t>& contexts = refs.contexts;
+    const std::map<uint32_t, uint64_t>& locations = refs.locations;
+    const uint32_t generator = refs.generator;
     std::vector<uint32_t> depth(contexts.size(), 0);
     for (size_t id = raw::kFirstCctNode; id < p.nodes.size(); ++id)
       depth[id] = p.nodes[id].parent < id ? depth[p.nodes[id].parent] + 1 : 1;
@@ -265,11 +345,15 @@ class Finalizer {
           for (uint32_t i = 0; i < s->weight; ++i) w.write_sample(loc, s->timestamp_ns, ctx, depth[s->node], generator);
         });
       } else if (const auto* e = std::get_if<raw::Enter>(&record)) {
-        if (e->region < regions.size() && regions[e->region] != kUndefined && location_of(e->thread, &loc))
-          writers_.each([&](ArchiveWriter& w) { w.write_enter(loc, e->timestamp_ns, regions[e->region]); });
+        const uint32_t ctx = e->node < contexts.size() ? contexts[e->node] : kUndefined;
+        if (ctx != kUndefined && location_of(e->thread, &loc))
+          writers_.each([&](ArchiveWriter& w) { w.write_context_enter(loc, e->timestamp_ns, ctx, depth[e->node]); });
       } else if (const auto* l = std::get_if<raw::Leave>(&record)) {
-        if (l->region < regions.size() && regions[l->region] != kUndefined && location_of(l->thread, &loc))
-          writers_.each([&](ArchiveWriter& w) { w.write_leave(loc, l->timestamp_ns, regions[l->region]); });
+        const uint32_t ctx = l->node < contexts.size() ? contexts[l->node] : kUndefined;
+        if (ctx != kUndefined && location_of(l->thread, &loc))
+          writers_.each([&](ArchiveWriter& w) { w.write_context_leave(loc, l->timestamp_ns, ctx); });
+      } else if (const auto* m = std::get_if<raw::MpiEvent>(&record)) {
+        if (location_of(m->thread, &loc)) write_mpi_event(*m, loc, refs);
       } else if (const auto* t = std::get_if<raw::ThreadEnd>(&record)) {
         if (location_of(t->thread, &loc)) {
           ended.insert(t->thread);
@@ -284,6 +368,43 @@ class Finalizer {
       if (!ended.count(index))
         writers_.each([&](ArchiveWriter& w) { w.end_thread(locations.at(index), t.last_ns); });
     }
+  }
+
+  void write_mpi_event(const raw::MpiEvent& m, uint64_t loc, const ProcessRefs& refs) {
+    using K = raw::MpiEventKind;
+    const bool has_comm = m.kind == K::kSend || m.kind == K::kRecv || m.kind == K::kIsend || m.kind == K::kIrecv ||
+                          m.kind == K::kCollectiveEnd || m.kind == K::kNonBlockingCollectiveComplete;
+    uint32_t comm = kUndefined;
+    if (has_comm) {
+      auto it = refs.comms.find(m.comm);
+      if (it == refs.comms.end()) {
+        ++result_->mpi_events_without_comm;  // its definition was in a lost chunk
+        return;
+      }
+      comm = it->second;
+    }
+    const auto op = static_cast<otf2::CollectiveOp>(m.op);
+    const uint64_t t = m.timestamp_ns;
+    ++result_->mpi_events;
+    writers_.each([&](ArchiveWriter& w) {
+      switch (m.kind) {
+        case K::kSend: w.write_mpi_send(loc, t, m.peer, comm, m.tag, m.sent); break;
+        case K::kRecv: w.write_mpi_recv(loc, t, m.peer, comm, m.tag, m.received); break;
+        case K::kIsend: w.write_mpi_isend(loc, t, m.peer, comm, m.tag, m.sent, m.request); break;
+        case K::kIsendComplete: w.write_mpi_isend_complete(loc, t, m.request); break;
+        case K::kIrecvRequest: w.write_mpi_irecv_request(loc, t, m.request); break;
+        case K::kIrecv: w.write_mpi_irecv(loc, t, m.peer, comm, m.tag, m.received, m.request); break;
+        case K::kRequestTest: w.write_mpi_request_test(loc, t, m.request); break;
+        case K::kRequestCancelled: w.write_mpi_request_cancelled(loc, t, m.request); break;
+        case K::kCollectiveBegin: w.write_mpi_collective_begin(loc, t); break;
+        case K::kCollectiveEnd: w.write_mpi_collective_end(loc, t, op, comm, m.peer, m.sent, m.received); break;
+        case K::kNonBlockingCollectiveRequest: w.write_nonblocking_collective_request(loc, t, m.request); break;
+        case K::kNonBlockingCollectiveComplete:
+          w.write_nonblocking_collective_complete(loc, t, op, comm, m.peer, m.sent, m.received, m.request);
+          break;
+        case K::kCount: break;
+      }
+    });
   }
 
   void write_archive_properties(const std::vector<RawProcess>& processes) {
@@ -310,6 +431,7 @@ class Finalizer {
   const Options& options_;
   Result* result_;
   Writers writers_;
+  uint32_t machine_ = kUndefined;
   symbolizer::Symbolizer symbolizer_;
 };
 
@@ -319,9 +441,10 @@ bool finalize(const Options& options, Result* result, std::string* error) {
   // libdw may ask debuginfod servers for missing debug files: never from a
   // profiler's exit path (compute nodes rarely have network, and it is slow).
   unsetenv("DEBUGINFOD_URLS");
-  const std::vector<std::string> files = raw_files(options.directory + "/raw");
+  const std::vector<std::string> files = raw_files(options.directory);
   if (files.empty()) {
-    *error = "no raw data in " + options.directory + "/raw (was the program run under hybridprof?)";
+    *error = "no raw data in " + options.directory + "/raw or " + options.directory +
+             "/rank-*/raw (was the program run under hybridprof?)";
     return false;
   }
   std::vector<RawProcess> processes;

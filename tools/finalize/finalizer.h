@@ -1,5 +1,6 @@
 // The finalizer: turns the raw streams a run left in its output directory
-// (raw/*.hpr, one per process image) into one OTF2 archive. Runs after the
+// (raw/*.hpr, one per process image; for an MPI job rank-N/raw/*.hpr for
+// every rank) into one OTF2 archive, definitions unified across processes. Runs after the
 // program (the launcher calls it when the program ends; hybridprof-merge
 // runs it by hand after a crash), so symbolization never touches the run.
 #pragma once
@@ -24,6 +25,9 @@ struct Result {
   std::string enter_leave_anchor;     // when requested
   uint64_t processes = 0, threads = 0, samples = 0;
   uint64_t dropped = 0, unwind_failed = 0, truncated = 0;
+  uint64_t mpi_events = 0;
+  uint64_t mpi_events_without_comm = 0;  // skipped: their communicator's definition was lost
+  uint64_t missing_ranks = 0;            // MPI ranks with no raw data at all
   std::vector<std::string> warnings;  // data found missing or damaged
 };
 

@@ -42,8 +42,17 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
             t.samples_seen += r.weight;
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
             p->last_ns = std::max(p->last_ns, r.timestamp_ns);
-          } else if constexpr (std::is_same_v<T, raw::Enter> || std::is_same_v<T, raw::Leave>) {
-            thread(r.thread).last_ns = std::max(thread(r.thread).last_ns, r.timestamp_ns);
+          } else if constexpr (std::is_same_v<T, raw::Enter> || std::is_same_v<T, raw::Leave> ||
+                               std::is_same_v<T, raw::MpiEvent>) {
+            RawThread& t = thread(r.thread);
+            t.last_ns = std::max(t.last_ns, r.timestamp_ns);
+            if constexpr (std::is_same_v<T, raw::MpiEvent>) ++p->mpi_events;
+          } else if constexpr (std::is_same_v<T, raw::CommDef>) {
+            p->comms[r.id] = r;  // an id is reused after MPI_Comm_free: the stream order decides
+          } else if constexpr (std::is_same_v<T, raw::MpiWorld>) {
+            p->mpi_world = r;
+          } else if constexpr (std::is_same_v<T, raw::ClockOffset>) {
+            p->clock_offsets.push_back(r);
           } else if constexpr (std::is_same_v<T, raw::Notice>) {
             p->notices.push_back(r.text);
           }

@@ -31,6 +31,12 @@ struct RawProcess {
   std::map<uint32_t, raw::RegionDef> regions;
   std::map<uint32_t, RawThread> threads;
   std::vector<std::string> notices;
+  // MPI: the world this process was part of, its communicators and clock
+  // offsets against rank 0.
+  std::optional<raw::MpiWorld> mpi_world;
+  std::map<uint32_t, raw::CommDef> comms;
+  std::vector<raw::ClockOffset> clock_offsets;
+  uint64_t mpi_events = 0;
   raw::ReadSummary summary;
   uint64_t last_ns = 0;
 };

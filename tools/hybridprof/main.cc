@@ -16,6 +16,7 @@
 #include "common/runtime_config.h"
 #include "finalize/finalizer.h"
 #include "hybridprof/launcher_options.h"
+#include "hybridprof/mpi_job.h"
 #include "hybridprof/output_directory.h"
 #include "sampling/sampling.h"
 
@@ -146,12 +147,20 @@ int run(int argc, char** argv) {
   while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
   }
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const std::string status_text = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                                    : "signal " + std::to_string(WTERMSIG(status));
 
   finalize::Options fo;
   fo.directory = dir;
   fo.enter_leave = o.enter_leave;
-  fo.exit_statuses[uint64_t(g_child)] = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                                          : "signal " + std::to_string(WTERMSIG(status));
+  fo.exit_statuses[uint64_t(g_child)] = status_text;
+  // An MPI job has one archive: the last rank's launcher writes it.
+  const JobRank job = job_rank_from_env(dir);
+  if (job.rank >= 0) {
+    if (!end_rank(job, g_child, status_text)) return exit_code;
+    fo.directory = job.job_dir;
+    fo.exit_statuses = rank_exit_statuses(job.job_dir);
+  }
   finalize::Result result;
   if (!finalize::finalize(fo, &result, &error)) {
     fail("no archive written: " + error);
@@ -162,6 +171,9 @@ int run(int argc, char** argv) {
                (unsigned long long)result.samples, (unsigned long long)result.dropped,
                (unsigned long long)result.threads, (unsigned long long)result.processes,
                result.processes == 1 ? "" : "es");
+  if (result.mpi_events)
+    std::fprintf(stderr, "hybridprof: %llu MPI events from %d ranks\n", (unsigned long long)result.mpi_events,
+                 job.size);
   std::fprintf(stderr, "hybridprof: archive %s\n", result.anchor.c_str());
   if (!result.enter_leave_anchor.empty())
     std::fprintf(stderr, "hybridprof: enter/leave archive for viewers %s\n", result.enter_leave_anchor.c_str());

@@ -13,7 +13,9 @@ namespace {
 
 const char* kUsage = R"(usage: hybridprof-merge [--enter-leave] [--force] DIR
 
-Writes DIR/traces.otf2 from the raw data in DIR/raw (one file per process).
+Writes DIR/traces.otf2 from the raw data in DIR/raw (one file per process),
+or, for an MPI job's directory, from every DIR/rank-N/raw: one archive for
+the job, with a warning for each rank whose data is missing.
   --enter-leave   also write DIR/enter-leave/traces.otf2 for viewers such as ViTE
   --force         replace an archive already in DIR
 )";
@@ -48,18 +50,25 @@ int main(int argc, char** argv) {
   if (options.directory.empty()) return fail("no directory given (see --help)");
   namespace fs = std::filesystem;
   const fs::path dir(options.directory);
-  if (!fs::is_directory(dir / "raw")) return fail(options.directory + " has no raw/ data from a hybridprof run");
+  bool has_raw = fs::is_directory(dir / "raw");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    has_raw = has_raw || (e.path().filename().string().rfind("rank-", 0) == 0 && fs::is_directory(e.path() / "raw"));
+  if (!has_raw) return fail(options.directory + " has no raw/ or rank-N/raw/ data from a hybridprof run");
   if (fs::exists(dir / "traces.otf2")) {
     if (!force) return fail(options.directory + " already has an archive (use --force to rebuild it)");
-    std::error_code ec;
     for (const char* name : {"traces.otf2", "traces.def", "traces", "enter-leave"}) fs::remove_all(dir / name, ec);
   }
   hybridprof::finalize::Result result;
   std::string error;
   if (!hybridprof::finalize::finalize(options, &result, &error)) return fail(error);
   for (const auto& w : result.warnings) std::fprintf(stderr, "hybridprof-merge: warning: %s\n", w.c_str());
-  std::printf("%llu samples from %llu threads in %llu process%s\narchive: %s\n",
-              (unsigned long long)result.samples, (unsigned long long)result.threads,
-              (unsigned long long)result.processes, result.processes == 1 ? "" : "es", result.anchor.c_str());
+  std::printf("%llu samples from %llu threads in %llu process%s\n", (unsigned long long)result.samples,
+              (unsigned long long)result.threads, (unsigned long long)result.processes,
+              result.processes == 1 ? "" : "es");
+  if (result.mpi_events || result.missing_ranks)
+    std::printf("%llu MPI events; %llu rank%s missing\n", (unsigned long long)result.mpi_events,
+                (unsigned long long)result.missing_ranks, result.missing_ranks == 1 ? "" : "s");
+  std::printf("archive: %s\n", result.anchor.c_str());
   return 0;
 }

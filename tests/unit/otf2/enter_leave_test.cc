@@ -113,33 +113,37 @@ TEST(EnterLeave, KnownArchiveIsProperlyNestedOnEveryThread) {
   EXPECT_EQ(steps[known.t_main].back().time, known.samples[known.t_main].back().first);
 }
 
-TEST(EnterLeave, TracedRegionsNestInsideSampledOnes) {
+TEST(EnterLeave, TracedRegionsAreContextsOnTheSampledStack) {
   TempDir dir;
-  uint32_t main, send, f;
+  uint32_t main, send, f, inner;
   {
     ArchiveWriter w({.directory = dir.path(), .enter_leave = true});
     const uint64_t t = w.define_thread(w.define_process("p", w.define_system_tree_node("h", "node", kUndefined)), "t");
     main = w.define_region("main", "m.c", 1, Paradigm::kSampling);
     send = w.define_region("MPI_Send", "", 0, Paradigm::kMpi);
     f = w.define_region("f", "m.c", 5, Paradigm::kSampling);
+    inner = w.define_region("progress", "libmpi.c", 9, Paradigm::kSampling);
     const uint32_t c_main = w.define_calling_context(main, kUndefined, kUndefined);
     const uint32_t c_f = w.define_calling_context(f, kUndefined, c_main);
-    w.write_sample(t, 10, c_f, 1, kUndefined);
-    w.write_enter(t, 15, send);
-    w.write_sample(t, 20, c_main, 1, kUndefined);  // inside MPI_Send: does not move the stack
-    EXPECT_THROW(w.write_leave(t, 25, main), std::invalid_argument);
-    w.write_leave(t, 30, send);
+    const uint32_t c_send = w.define_calling_context(send, kUndefined, c_main);
+    const uint32_t c_inner = w.define_calling_context(inner, kUndefined, c_send);
+    w.write_sample(t, 10, c_f, 2, kUndefined);
+    w.write_context_enter(t, 15, c_send, 2);       // main -> MPI_Send: f is left
+    w.write_sample(t, 20, c_inner, 3, kUndefined);  // inside MPI_Send
+    w.write_context_leave(t, 30, c_send);           // back to main
     w.write_sample(t, 40, c_main, 1, kUndefined);
-    w.write_enter(t, 45, send);  // left open: end_thread closes it first
+    w.write_context_enter(t, 45, c_send, 2);  // left open: end_thread closes it
     w.close({});
   }
   auto steps = read_region_events(dir.path());
   expect_proper_nesting(steps[0]);
   EXPECT_EQ(steps[0], (std::vector<Step>{{10, main, true},
                                          {10, f, true},
+                                         {15, f, false},
                                          {15, send, true},
+                                         {20, inner, true},
+                                         {30, inner, false},
                                          {30, send, false},
-                                         {40, f, false},
                                          {45, send, true},
                                          {45, send, false},
                                          {45, main, false}}));

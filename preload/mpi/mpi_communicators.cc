@@ -1,0 +1,185 @@
+// Communicators as this process sees them: a dense id per live handle, a
+// job-wide key agreed among the members at creation, members as world
+// ranks; and the clock offsets measured against rank 0 at init and finalize.
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "preload/mpi/mpi_tracer.h"
+#include "preload/mpi/pmpi.h"
+#include "preload/runtime.h"
+
+namespace hybridprof::preload::mpi {
+namespace {
+
+constexpr uint32_t kWorldId = 0, kSelfId = 1;
+
+struct Communicators {
+  std::mutex mutex;
+  std::unordered_map<MPI_Comm, uint32_t> ids;
+  uint32_t next_id = 2;
+  uint32_t next_key = 1;   // this process's share of created-communicator keys
+  int world_rank = -1, world_size = 0;
+  MPI_Comm private_world = nullptr;  // the tracer's own messages (clock sync)
+};
+
+Communicators& comms() {
+  static Communicators* c = new Communicators();  // leaked: used until the process ends
+  return *c;
+}
+
+void append(const raw::Record& record) {
+  if (Runtime* rt = runtime(); rt && sampling_enabled()) rt->drain.append(record);
+}
+
+std::vector<uint32_t> world_ranks_of(MPI_Comm comm) {
+  const Pmpi& p = pmpi();
+  std::vector<uint32_t> members;
+  MPI_Group group, world;
+  int inter = 0;
+  p.Comm_test_inter(comm, &inter);
+  // An intercommunicator's group is its local group.
+  if (p.Comm_group(comm, &group) != MPI_SUCCESS) return members;
+  if (p.Comm_group(p.comm_world, &world) == MPI_SUCCESS) {
+    int n = 0;
+    p.Group_size(group, &n);
+    std::vector<int> local(static_cast<size_t>(n)), global(static_cast<size_t>(n), -1);
+    for (int i = 0; i < n; ++i) local[size_t(i)] = i;
+    if (n > 0 && p.Group_translate_ranks(group, n, local.data(), world, global.data()) == MPI_SUCCESS)
+      for (int g : global) members.push_back(static_cast<uint32_t>(g));
+    p.Group_free(&world);
+  }
+  p.Group_free(&group);
+  return members;
+}
+
+// A key that names the communicator on this process only (the members
+// could not agree on one): the upper bit marks it.
+uint64_t local_key(Communicators& c) {
+  return (uint64_t{1} << 63) | (uint64_t(uint32_t(c.world_rank)) << 32) | c.next_key++;
+}
+
+uint32_t add_locked(Communicators& c, MPI_Comm comm, uint64_t key, uint32_t parent, std::string name) {
+  const uint32_t id = c.next_id++;
+  c.ids[comm] = id;
+  append(raw::CommDef{id, key, parent, std::move(name), world_ranks_of(comm)});
+  return id;
+}
+
+// Rank 0's CLOCK_MONOTONIC minus ours, from the fastest of a few round trips
+// (NTP-style: the reply was stamped half-way). Ranks on rank 0's host share
+// its clock and get 0 without measuring.
+void measure_clock_offsets(Communicators& c) {
+  const Pmpi& p = pmpi();
+  if (c.private_world == nullptr || c.world_size < 2) return;
+  char host[256] = {}, host0[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::memcpy(host0, host, sizeof host);
+  p.Bcast(host0, sizeof host0, p.character, 0, c.private_world);
+  int remote = std::strcmp(host, host0) != 0;
+  std::vector<int> remotes(c.world_rank == 0 ? size_t(c.world_size) : 1);
+  p.Gather(&remote, 1, pmpi().int32, remotes.data(), 1, pmpi().int32, 0, c.private_world);
+  constexpr int kRounds = 8, kTag = 1;
+  const uint64_t now = monotonic_ns();
+  if (c.world_rank == 0) {
+    for (int r = 1; r < c.world_size; ++r) {
+      if (!remotes[size_t(r)]) continue;
+      for (int i = 0; i < kRounds; ++i) {
+        uint64_t t = 0;
+        p.Recv(&t, 1, p.uint64, r, kTag, c.private_world, MPI_STATUS_IGNORE);
+        t = monotonic_ns();
+        p.Send(&t, 1, p.uint64, r, kTag, c.private_world);
+      }
+    }
+    append(raw::ClockOffset{now, 0, 0});
+    return;
+  }
+  if (!remote) {
+    append(raw::ClockOffset{now, 0, 0});
+    return;
+  }
+  uint64_t best_rtt = UINT64_MAX;
+  int64_t best_offset = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    uint64_t t0 = monotonic_ns(), remote_t = 0;
+    p.Send(&t0, 1, p.uint64, 0, kTag, c.private_world);
+    p.Recv(&remote_t, 1, p.uint64, 0, kTag, c.private_world, MPI_STATUS_IGNORE);
+    const uint64_t t1 = monotonic_ns();
+    if (t1 - t0 < best_rtt) {
+      best_rtt = t1 - t0;
+      best_offset = int64_t(remote_t) - int64_t(t0 + (t1 - t0) / 2);
+    }
+  }
+  append(raw::ClockOffset{now, best_offset, best_rtt / 2});
+}
+
+}  // namespace
+
+uint32_t comm_id(MPI_Comm comm) {
+  const Pmpi& p = pmpi();
+  if (comm == p.comm_world) return kWorldId;
+  if (comm == p.comm_self) return kSelfId;
+  Communicators& c = comms();
+  std::lock_guard lock(c.mutex);
+  if (auto it = c.ids.find(comm); it != c.ids.end()) return it->second;
+  // Made where we did not look (before the runtime, or by a function not
+  // intercepted): known from now on, but only to this process.
+  return add_locked(c, comm, local_key(c), raw::kNoParentComm, "communicator");
+}
+
+void register_comm(MPI_Comm newcomm, MPI_Comm parent, const char* how) {
+  const Pmpi& p = pmpi();
+  if (newcomm == p.comm_null) return;
+  Communicators& c = comms();
+  const uint32_t parent_id = parent == p.comm_null ? raw::kNoParentComm : comm_id(parent);
+  int inter = 0;
+  p.Comm_test_inter(newcomm, &inter);
+  uint64_t key = 0;
+  {
+    std::lock_guard lock(c.mutex);
+    key = (uint64_t(uint32_t(c.world_rank) + 1) << 32) | c.next_key++;
+  }
+  if (inter) {
+    std::lock_guard lock(c.mutex);
+    key = local_key(c);
+  } else {
+    // The members agree on the key of their local rank 0. Collective over
+    // newcomm, like the call that made it.
+    p.Bcast(&key, 1, p.uint64, 0, newcomm);
+  }
+  std::lock_guard lock(c.mutex);
+  add_locked(c, newcomm, key, parent_id, how);
+}
+
+void forget_comm(MPI_Comm comm) {
+  Communicators& c = comms();
+  std::lock_guard lock(c.mutex);
+  c.ids.erase(comm);
+}
+
+void on_mpi_initialized() {
+  const Pmpi& p = pmpi();
+  Communicators& c = comms();
+  c.world_rank = comm_rank(p.comm_world);
+  c.world_size = comm_size(p.comm_world);
+  append(raw::MpiWorld{uint32_t(c.world_rank), uint32_t(c.world_size)});
+  // World: members implied (all ranks in order). Self: this rank.
+  append(raw::CommDef{kWorldId, raw::kCommWorldKey, raw::kNoParentComm, "MPI_COMM_WORLD", {}});
+  append(raw::CommDef{kSelfId, raw::kCommSelfKey, raw::kNoParentComm, "MPI_COMM_SELF", {uint32_t(c.world_rank)}});
+  if (p.Comm_dup(p.comm_world, &c.private_world) != MPI_SUCCESS) c.private_world = nullptr;
+  measure_clock_offsets(c);
+}
+
+void before_mpi_finalize() {
+  Communicators& c = comms();
+  measure_clock_offsets(c);
+  if (c.private_world) pmpi().Comm_free(&c.private_world);
+  c.private_world = nullptr;
+}
+
+}  // namespace hybridprof::preload::mpi

@@ -1,0 +1,97 @@
+// The MPI tracer: what every intercepted MPI call does around the real one
+// (region enter/leave with the caller's stack), and the records the hooks
+// (mpi_hooks.h) emit: messages, collectives, requests, communicators.
+//
+// Not the signal path: wrappers run in the program's thread like any
+// library code and may lock and allocate. They hold the thread's busy guard
+// only while they touch its ring or its unwind scratch, so samples taken
+// inside the real MPI call are recorded.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "preload/mpi/mpi_functions.h"
+#include "trace/raw_format.h"
+#include "trace/thread_state.h"
+
+namespace hybridprof::preload::mpi {
+
+// One intercepted call on the calling thread.
+class MpiCall {
+ public:
+  // Enters `f`'s region unless this thread is not traced or is already
+  // inside an MPI call (MPI calling itself: one region is enough).
+  explicit MpiCall(MpiFunction f);
+  ~MpiCall();  // leaves the region
+  MpiCall(const MpiCall&) = delete;
+  MpiCall& operator=(const MpiCall&) = delete;
+
+  bool recording() const { return thread_ != nullptr; }
+  uint64_t enter_ns() const { return enter_ns_; }
+  // The time events at the call's end carry (read once, after the real call).
+  uint64_t end_ns();
+
+  // An MPI record at `timestamp_ns` on this thread.
+  void emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm, uint32_t peer, uint32_t tag,
+            uint64_t sent = 0, uint64_t received = 0, uint64_t request = 0, uint32_t op = 0);
+
+ private:
+  ThreadState* thread_ = nullptr;
+  MpiFunction function_;
+  uint64_t enter_ns_ = 0;
+  uint64_t end_ns_ = 0;
+};
+
+// --- Facts the hooks need --------------------------------------------------
+
+// This process's comm id for `comm` (registering communicators it has not
+// seen, e.g. created before the runtime started, without a job-wide key).
+uint32_t comm_id(MPI_Comm comm);
+// After a call that created `newcomm` from `parent` (collective over
+// `newcomm`'s members): agrees on a job-wide key with the other members and
+// records the communicator with its members as world ranks.
+void register_comm(MPI_Comm newcomm, MPI_Comm parent, const char* how);
+// Before MPI_Comm_free.
+void forget_comm(MPI_Comm comm);
+
+// MPI_Init / MPI_Init_thread succeeded: world, self, clocks.
+void on_mpi_initialized();
+// Before the real MPI_Finalize: clock offsets again, final flush of MPI state.
+void before_mpi_finalize();
+
+uint64_t type_bytes(MPI_Datatype type, int64_t count);
+int comm_size(MPI_Comm comm);
+int comm_rank(MPI_Comm comm);
+
+// Outstanding non-blocking operations, by handle.
+struct PendingRequest {
+  enum class Kind : uint8_t { kSend, kRecv, kCollective };
+  Kind kind = Kind::kSend;
+  bool persistent = false;
+  bool active = true;  // false: a persistent request between completion and its next start
+  uint32_t comm = 0, peer = 0, tag = 0, op = 0;
+  uint64_t sent = 0, received = 0;  // send bytes / collective bytes
+  MPI_Datatype recv_type = nullptr;  // receives: the received size comes from the status
+  uint64_t id = 0;                   // OTF2 request id, new for every start
+};
+
+uint64_t next_request_id();
+void track_request(MPI_Request handle, const PendingRequest& request);
+// Non-persistent: removes and returns it. Persistent: returns it and marks
+// it inactive. False for untracked handles (made before tracing, or by
+// functions not intercepted).
+bool complete_request(MPI_Request handle, PendingRequest* request);
+// MPI_Start: activates a persistent request under a new id.
+bool start_request(MPI_Request handle, PendingRequest* request);
+// MPI_Request_free.
+bool drop_request(MPI_Request handle, PendingRequest* request);
+bool peek_request(MPI_Request handle, PendingRequest* request);
+
+// Emits the completion record of `request` (IsendComplete, Irecv with the
+// status' sender, tag and size, NonBlockingCollectiveComplete, or
+// RequestCancelled).
+void emit_completion(MpiCall& call, const PendingRequest& request, const MPI_Status* status);
+
+}  // namespace hybridprof::preload::mpi

@@ -1,0 +1,275 @@
+// MPI jobs under `mpirun ... hybridprof -- app`: one archive per job, every
+// MPI record counted against the fixtures' exact call counts
+// (tests/fixtures/mpi/*.c headers), sends matched with receives,
+// communicators with the right members.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "integration_support.h"
+
+namespace hybridprof::integration {
+namespace {
+
+using otf2::MpiEvent;
+using otf2::MpiEventKind;
+
+// The archive of an MPI job read back: events by rank.
+struct MpiTrace {
+  explicit MpiTrace(const std::string& dir) : reader(dir) {
+    const otf2::Archive& a = reader.archive();
+    for (size_t rank = 0; rank < a.mpi_world_locations.size(); ++rank)
+      rank_process[a.threads.at(a.mpi_world_locations[rank]).process] = int(rank);
+    reader.read_events(
+        [&](const otf2::SampleEvent& s) { samples[rank_of(s.location)].push_back(s); },
+        [&](const otf2::RegionEvent& r) {
+          if (r.enter) ++enters[rank_of(r.location)][a.regions.at(r.region).name];
+        },
+        [&](const MpiEvent& e) { events[rank_of(e.location)].push_back(e); });
+  }
+  int rank_of(uint64_t location) const {
+    auto it = rank_process.find(reader.archive().threads.at(location).process);
+    return it == rank_process.end() ? -1 : it->second;
+  }
+  size_t count(int rank, MpiEventKind kind) const {
+    auto it = events.find(rank);
+    if (it == events.end()) return 0;
+    return size_t(std::count_if(it->second.begin(), it->second.end(), [&](const MpiEvent& e) { return e.kind == kind; }));
+  }
+  size_t count_op(int rank, otf2::CollectiveOp op) const {
+    auto it = events.find(rank);
+    if (it == events.end()) return 0;
+    return size_t(std::count_if(it->second.begin(), it->second.end(), [&](const MpiEvent& e) {
+      return e.kind == MpiEventKind::kCollectiveEnd && e.op == op;
+    }));
+  }
+  // World rank of `rank_in_comm` in communicator `comm`.
+  uint32_t world_rank(uint32_t comm, uint32_t rank_in_comm) const {
+    return reader.archive().comms.at(comm).world_ranks.at(rank_in_comm);
+  }
+  // Rank of world rank `world` in `comm`.
+  uint32_t comm_rank(uint32_t comm, int world) const {
+    const auto& m = reader.archive().comms.at(comm).world_ranks;
+    return uint32_t(std::find(m.begin(), m.end(), uint32_t(world)) - m.begin());
+  }
+
+  otf2::ArchiveReader reader;
+  std::map<uint32_t, int> rank_process;
+  std::map<int, std::vector<MpiEvent>> events;
+  std::map<int, std::vector<otf2::SampleEvent>> samples;
+  std::map<int, std::map<std::string, uint64_t>> enters;
+};
+
+// (sender world rank, receiver world rank, comm, tag, bytes) of every message.
+using Message = std::tuple<int, int, uint32_t, uint32_t, uint64_t>;
+
+void expect_matched_messages(const MpiTrace& t, MpiEventKind send_kind, MpiEventKind recv_kind) {
+  std::multiset<Message> sent, received;
+  for (const auto& [rank, list] : t.events) {
+    for (const auto& e : list) {
+      if (e.kind == send_kind) sent.insert({rank, int(t.world_rank(e.comm, e.peer)), e.comm, e.tag, e.bytes});
+      if (e.kind == recv_kind) received.insert({int(t.world_rank(e.comm, e.peer)), rank, e.comm, e.tag, e.bytes});
+    }
+  }
+  EXPECT_FALSE(sent.empty());
+  EXPECT_EQ(sent, received) << "every send has a receive with the same ranks, communicator, tag and size";
+}
+
+class Mpi : public IntegrationTest {
+ protected:
+  void SetUp() override {
+    if (!have_program("mpirun")) GTEST_SKIP() << "mpirun is not installed";
+  }
+  RunResult mpirun(int ranks, const std::vector<std::string>& program, const std::vector<std::string>& profiler_args = {}) {
+    RunOptions options;
+    options.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+    options.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+    options.env["OMPI_MCA_rmaps_base_oversubscribe"] = "1";
+    std::vector<std::string> argv{"mpirun", "-np", std::to_string(ranks), launcher(), "-o", dir};
+    argv.insert(argv.end(), profiler_args.begin(), profiler_args.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), program.begin(), program.end());
+    return run(argv, options);
+  }
+  std::string dir = scratch / "job";
+};
+
+TEST_F(Mpi, RingIsOneArchiveWithMatchedBlockingMessages) {
+  constexpr int kRanks = 3, kRounds = 3;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_ring"), std::to_string(kRounds)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(file_exists(dir + "/traces.otf2")) << "the job's one archive, written by the last rank to end";
+  MpiTrace t(dir);
+  const otf2::Archive& a = t.reader.archive();
+  ASSERT_EQ(a.mpi_world_locations.size(), size_t(kRanks));
+  EXPECT_EQ(a.processes.size(), size_t(kRanks));
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(t.count(rank, MpiEventKind::kSend), size_t(kRounds)) << "rank " << rank;
+    EXPECT_EQ(t.count(rank, MpiEventKind::kRecv), size_t(kRounds)) << "rank " << rank;
+    EXPECT_EQ(t.enters[rank]["MPI_Send"], uint64_t(kRounds));
+    EXPECT_EQ(t.enters[rank]["MPI_Recv"], uint64_t(kRounds));
+    EXPECT_EQ(t.enters[rank]["MPI_Init"], 1u);
+    EXPECT_EQ(t.enters[rank]["MPI_Finalize"], 1u);
+    for (const auto& e : t.events[rank]) {
+      if (e.kind != MpiEventKind::kSend) continue;
+      EXPECT_EQ(e.bytes, 2048u);
+      EXPECT_EQ(int(t.world_rank(e.comm, e.peer)), (rank + 1) % kRanks);
+    }
+  }
+  expect_matched_messages(t, MpiEventKind::kSend, MpiEventKind::kRecv);
+  // MPI_COMM_WORLD: all ranks, in order.
+  bool world = false;
+  for (const auto& [ref, c] : a.comms)
+    if (c.name == "MPI_COMM_WORLD") world = c.world_ranks == std::vector<uint32_t>{0, 1, 2};
+  EXPECT_TRUE(world);
+  // MPI regions are calling contexts whose parents are the caller's frames.
+  for (const auto& [ref, ctx] : a.contexts) {
+    if (a.regions.at(ctx.region).name != "MPI_Send") continue;
+    EXPECT_EQ(a.regions.at(ctx.region).paradigm, otf2::Paradigm::kMpi);
+    ASSERT_NE(ctx.parent, otf2::kUndefined);
+    EXPECT_EQ(a.regions.at(a.contexts.at(ctx.parent).region).name, "main");
+  }
+}
+
+TEST_F(Mpi, HaloExchangeCompletesEveryNonBlockingMessage) {
+  constexpr int kRanks = 3, kIterations = 4, kExchanges = kIterations + 2;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_halo"), std::to_string(kIterations)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(t.count(rank, MpiEventKind::kIsend), size_t(2 * kExchanges)) << "rank " << rank;
+    EXPECT_EQ(t.count(rank, MpiEventKind::kIsendComplete), size_t(2 * kExchanges)) << "rank " << rank;
+    EXPECT_EQ(t.count(rank, MpiEventKind::kIrecvRequest), size_t(2 * kExchanges)) << "rank " << rank;
+    EXPECT_EQ(t.count(rank, MpiEventKind::kIrecv), size_t(2 * kExchanges)) << "rank " << rank;
+    EXPECT_EQ(t.enters[rank]["MPI_Waitall"], uint64_t(kIterations));
+    EXPECT_EQ(t.enters[rank]["MPI_Wait"], 4u);
+    // Each request id is completed once, after it was issued.
+    std::map<uint64_t, int> state;
+    for (const auto& e : t.events[rank]) {
+      if (e.kind == MpiEventKind::kIsend || e.kind == MpiEventKind::kIrecvRequest) EXPECT_EQ(state[e.request]++, 0);
+      if (e.kind == MpiEventKind::kIsendComplete || e.kind == MpiEventKind::kIrecv) EXPECT_EQ(state[e.request]++, 1);
+    }
+  }
+  expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
+}
+
+TEST_F(Mpi, CollectivesAreCountedWithOperationRootAndBytes) {
+  constexpr int kRanks = 4, kIterations = 2;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_collectives"), std::to_string(kIterations)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  using Op = otf2::CollectiveOp;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    for (Op op : {Op::kBarrier, Op::kBcast, Op::kAllreduce, Op::kAlltoall, Op::kReduce, Op::kGather, Op::kAllgather})
+      EXPECT_EQ(t.count_op(rank, op), size_t(kIterations)) << "rank " << rank << " op " << otf2::collective_op_name(op);
+    EXPECT_EQ(t.count(rank, MpiEventKind::kCollectiveBegin), size_t(7 * kIterations));
+    EXPECT_EQ(t.count(rank, MpiEventKind::kNonBlockingCollectiveRequest), size_t(kIterations));
+    EXPECT_EQ(t.count(rank, MpiEventKind::kNonBlockingCollectiveComplete), size_t(kIterations));
+    EXPECT_EQ(t.count(rank, MpiEventKind::kSend) + t.count(rank, MpiEventKind::kIsend), 0u);
+    for (const auto& e : t.events[rank]) {
+      if (e.kind != MpiEventKind::kCollectiveEnd) continue;
+      if (e.op == Op::kBcast) {  // root 0, 1000 ints
+        EXPECT_EQ(e.peer, 0u);
+        EXPECT_EQ(rank == 0 ? e.sent : e.received, 4000u);
+      }
+      if (e.op == Op::kReduce) EXPECT_EQ(e.peer, uint32_t(kRanks - 1));
+      if (e.op == Op::kAlltoall) {  // 4 ints per peer
+        EXPECT_EQ(e.sent, uint64_t(16 * kRanks));
+        EXPECT_EQ(e.received, uint64_t(16 * kRanks));
+      }
+      if (e.op == Op::kBarrier) EXPECT_EQ(e.peer, otf2::kRootNone);
+    }
+  }
+}
+
+TEST_F(Mpi, SplitCommunicatorsHaveTheirMembersAsWorldRanks) {
+  constexpr int kRanks = 4;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_split")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  std::multiset<std::vector<uint32_t>> split, dup;
+  uint32_t world = otf2::kUndefined;
+  for (const auto& [ref, c] : t.reader.archive().comms) {
+    if (c.name == "MPI_COMM_WORLD") world = ref;
+    if (c.name == "MPI_Comm_split") split.insert(c.world_ranks);
+    if (c.name == "MPI_Comm_dup") dup.insert(c.world_ranks);
+  }
+  const std::multiset<std::vector<uint32_t>> expected{{0, 2}, {1, 3}};
+  EXPECT_EQ(split, expected) << "one definition per communicator, shared by its members";
+  EXPECT_EQ(dup, expected);
+  for (const auto& [ref, c] : t.reader.archive().comms)
+    if (c.name == "MPI_Comm_split") EXPECT_EQ(c.parent, world);
+  // The split communicator's message: world 0 -> 2 and 1 -> 3, in split-comm ranks 0 -> 1.
+  expect_matched_messages(t, MpiEventKind::kSend, MpiEventKind::kRecv);
+  for (int rank : {0, 1}) {
+    ASSERT_EQ(t.count(rank, MpiEventKind::kSend), 1u);
+    for (const auto& e : t.events[rank])
+      if (e.kind == MpiEventKind::kSend) {
+        EXPECT_EQ(e.peer, 1u) << "peer rank in the split communicator";
+        EXPECT_EQ(int(t.world_rank(e.comm, e.peer)), rank + 2);
+        EXPECT_EQ(e.tag, 42u);
+        EXPECT_EQ(e.bytes, 48u);
+      }
+  }
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kAllreduce), 2u);
+}
+
+TEST_F(Mpi, PersistentRequestsAreRecordedAtEveryStart) {
+  constexpr int kRanks = 2, kIterations = 5;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_persistent"), std::to_string(kIterations)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(t.count(rank, MpiEventKind::kIsend), size_t(kIterations));
+    EXPECT_EQ(t.count(rank, MpiEventKind::kIsendComplete), size_t(kIterations));
+    EXPECT_EQ(t.count(rank, MpiEventKind::kIrecvRequest), size_t(kIterations));
+    EXPECT_EQ(t.count(rank, MpiEventKind::kIrecv), size_t(kIterations));
+  }
+  expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
+}
+
+TEST_F(Mpi, SamplesInsideACallKeepTheMpiRegionInTheirContext) {
+  // Ranks other than 1 wait in MPI_Recv for rank 1, which spins 0.3 s then dies.
+  const RunResult r = mpirun(3, {fixture("mpi_dies")});
+  EXPECT_NE(r.exit_code, 0);
+  // Whether or not a launcher outlived mpirun's kill to write it, the merge rebuilds it from the raw data.
+  const RunResult m = run({merge_tool(), "--force", dir});
+  ASSERT_EQ(m.exit_code, 0) << m.describe();
+  EXPECT_NE(m.err.find("without a final flush"), std::string::npos) << "the killed rank is reported: " << m.err;
+  MpiTrace t(dir);
+  EXPECT_EQ(t.reader.archive().mpi_world_locations.size(), 3u);
+  uint64_t in_recv = 0;
+  for (const auto& s : t.samples[0]) {
+    for (uint32_t c : t.reader.archive().context_path(s.context)) {
+      const auto& region = t.reader.archive().regions.at(t.reader.archive().contexts.at(c).region);
+      if (region.name == "MPI_Recv" && region.paradigm == otf2::Paradigm::kMpi) {
+        ++in_recv;
+        break;
+      }
+    }
+  }
+  // Rank 0 waits in MPI_Recv for most of its run (CPU-time samples: how
+  // many depends on the CPU it gets, so the share is checked).
+  EXPECT_GE(in_recv, 20u);
+  EXPECT_GE(2 * in_recv, t.samples[0].size()) << in_recv << " of " << t.samples[0].size() << " samples";
+  EXPECT_GE(t.samples[1].size(), 100u) << "the killed rank's data up to its last flush";
+}
+
+TEST_F(Mpi, WorkBeforeInitAndAfterFinalizeIsInTheArchive) {
+  const RunResult r = mpirun(2, {fixture("mpi_after_finalize")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Profile p(dir);
+  EXPECT_GE(p.self_samples("work_before_init"), 200u);
+  EXPECT_GE(p.self_samples("work_after_finalize"), 200u);
+}
+
+TEST_F(Mpi, ProgramsWithoutMpiDoNotLoadTheMpiLibrary) {
+  const RunResult r = profile({"-o", scratch / "plain"}, {"/bin/cat", "/proc/self/maps"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("libhybridprof.so"), std::string::npos);
+  EXPECT_EQ(r.out.find("libmpi"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hybridprof::integration

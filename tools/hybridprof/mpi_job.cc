@@ -1,0 +1,81 @@
+#include "hybridprof/mpi_job.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "hybridprof/output_directory.h"
+
+namespace hybridprof::launcher {
+namespace {
+
+int world_size_from_env() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+  }
+  return 0;
+}
+
+const char* kEndedFile = "ended";
+
+int ended_ranks(const std::string& job_dir) {
+  int n = 0;
+  if (DIR* d = opendir(job_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("rank-", 0) == 0 && access((job_dir + "/" + name + "/" + kEndedFile).c_str(), F_OK) == 0) ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+}  // namespace
+
+JobRank job_rank_from_env(const std::string& rank_dir) {
+  JobRank job;
+  job.rank = mpi_rank_from_env();
+  if (job.rank < 0) return job;
+  job.size = world_size_from_env();
+  job.rank_dir = rank_dir;
+  job.job_dir = rank_dir.substr(0, rank_dir.find_last_of('/'));
+  return job;
+}
+
+bool end_rank(const JobRank& job, pid_t pid, const std::string& status) {
+  {
+    // Written whole, then renamed: a reader never sees half a file.
+    const std::string tmp = job.rank_dir + "/." + kEndedFile;
+    std::ofstream out(tmp);
+    out << pid << ' ' << status << '\n';
+    out.close();
+    if (!out || rename(tmp.c_str(), (job.rank_dir + "/" + kEndedFile).c_str()) != 0) return false;
+  }
+  if (job.size <= 0 || ended_ranks(job.job_dir) < job.size) return false;
+  const int fd = open((job.job_dir + "/.finalizing").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return false;  // another rank's launcher got there first
+  close(fd);
+  return true;
+}
+
+std::map<uint64_t, std::string> rank_exit_statuses(const std::string& job_dir) {
+  std::map<uint64_t, std::string> statuses;
+  if (DIR* d = opendir(job_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("rank-", 0) != 0) continue;
+      std::ifstream in(job_dir + "/" + name + "/" + kEndedFile);
+      uint64_t pid = 0;
+      std::string status;
+      if (in >> pid && std::getline(in >> std::ws, status)) statuses[pid] = status;
+    }
+    closedir(d);
+  }
+  return statuses;
+}
+
+}  // namespace hybridprof::launcher

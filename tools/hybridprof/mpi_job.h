@@ -1,0 +1,33 @@
+// An MPI job runs one launcher per rank, each writing JOB/rank-N. The job's
+// one archive (JOB/traces.otf2) is written by whichever launcher sees every
+// rank ended: each records its rank's end in JOB/rank-N/ended, then claims
+// the job's finalization with an exclusive create, so exactly one writes it.
+// A job killed before that (mpirun kills launchers too) leaves the raw data;
+// `hybridprof-merge JOB` writes the archive then.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace hybridprof::launcher {
+
+struct JobRank {
+  int rank = -1, size = 0;  // rank -1: not under an MPI launcher
+  std::string job_dir, rank_dir;
+};
+
+// From the MPI launcher's environment; rank_dir is the launcher's output
+// directory (JOB/rank-N).
+JobRank job_rank_from_env(const std::string& rank_dir);
+
+// Records this rank's end (pid and status, e.g. "exit 0"). Returns true
+// when this launcher is to write the job's archive now.
+bool end_rank(const JobRank& job, pid_t pid, const std::string& status);
+
+// The statuses the ranks' launchers recorded, by pid.
+std::map<uint64_t, std::string> rank_exit_statuses(const std::string& job_dir);
+
+}  // namespace hybridprof::launcher
