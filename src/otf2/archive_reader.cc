@@ -360,7 +360,7 @@ ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique
     namespace fs = std::filesystem;
     std::error_code ec;
     if (fs::is_directory(fs::path(path) / "rank-0", ec)) {
-      hint = " (an MPI job directory: each rank's archive is in " + path + "/rank-N)";
+      hint = " (an MPI job directory without its archive, e.g. a killed job: run hybridprof-merge " + path + ")";
     } else if (fs::is_directory(fs::path(path) / "raw", ec)) {
       hint = " (raw data only: run hybridprof-merge " + path + ")";
     }

@@ -474,6 +474,10 @@ uint32_t ArchiveWriter::define_comm(const std::string& name, const std::vector<u
 uint32_t ArchiveWriter::define_comm_self() {
   require_open("define_comm_self");
   if (comm_self_ != kUndefined) return comm_self_;
+  // OTF2 readers resolve COMM_SELF (and COMM_GROUP) groups through the
+  // paradigm's COMM_LOCATIONS group, defined before them (otf2-print: "undefined
+  // Group(COMM_LOCATIONS) for paradigm MPI"). With the world first it is group 0.
+  if (!have_world_) throw std::logic_error("ArchiveWriter: define_comm_self before define_mpi_world");
   groups_.push_back({GroupType::kSelf, {}});
   comms_.push_back({define_string("MPI_COMM_SELF"), uint32_t(groups_.size() - 1), kUndefined});
   comm_self_ = uint32_t(comms_.size() - 1);

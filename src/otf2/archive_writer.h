@@ -129,7 +129,8 @@ class ArchiveWriter {
                                              uint32_t root, uint64_t sent, uint64_t received, uint64_t request);
 
   // The MPI world: the location of each world rank (index = rank), an OTF2
-  // COMM_LOCATIONS group. Once (again: std::logic_error), before define_comm.
+  // COMM_LOCATIONS group. Once (again: std::logic_error), before define_comm
+  // and define_comm_self.
   void define_mpi_world(const std::vector<uint64_t>& rank_locations);
   // A new communicator whose members are world ranks in communicator rank
   // order (a COMM_GROUP group, shared by communicators with equal member
@@ -137,7 +138,7 @@ class ArchiveWriter {
   // parent is an earlier comm or kUndefined. Returns the comm ref.
   uint32_t define_comm(const std::string& name, const std::vector<uint32_t>& world_ranks, uint32_t parent /*or kUndefined*/);
   // MPI_COMM_SELF, one comm for all ranks (a COMM_SELF group of no members);
-  // idempotent. Needs no define_mpi_world.
+  // idempotent. After define_mpi_world (std::logic_error otherwise).
   uint32_t define_comm_self();
   // A clock offset of a location (OTF2 ClockOffset, in its local definitions):
   // at local time `time`, global time = local time + `offset`. Times must

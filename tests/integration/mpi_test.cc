@@ -264,6 +264,36 @@ TEST_F(Mpi, WorkBeforeInitAndAfterFinalizeIsInTheArchive) {
   EXPECT_GE(p.self_samples("work_after_finalize"), 200u);
 }
 
+TEST_F(Mpi, ReportSummarisesCallsRanksAndTheCommunicationMatrix) {
+  constexpr int kRanks = 3, kRounds = 4;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_ring"), std::to_string(kRounds)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const RunResult report = run({report_tool(), dir});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  const std::string& text = report.out;
+  ASSERT_NE(text.find("Time%"), std::string::npos) << text;
+  // MPI_Send: 3 ranks x 4 rounds, 2048 bytes each = 24 KiB, in one table row.
+  bool send_row = false;
+  for (const std::string& line : split_lines(text))
+    if (line.find("MPI_Send") != std::string::npos && line.find(" 12 ") != std::string::npos &&
+        line.find("24.0 KiB") != std::string::npos)
+      send_row = true;
+  EXPECT_TRUE(send_row) << text;
+  EXPECT_NE(text.find("Time in MPI per rank"), std::string::npos);
+  EXPECT_NE(text.find("imbalance"), std::string::npos);
+  // The ring's matrix: each rank sends 4 x 2048 bytes to the next one only.
+  const size_t matrix = text.find("Point-to-point bytes sent");
+  ASSERT_NE(matrix, std::string::npos) << text;
+  const std::vector<std::string> rows = split_lines(text.substr(matrix));
+  ASSERT_GE(rows.size(), 5u);
+  for (int from = 0; from < kRanks; ++from) {
+    const std::string& row = rows[size_t(2 + from)];
+    size_t cells = 0;
+    for (size_t at = 0; (at = row.find("8.0 KiB", at)) != std::string::npos; ++at) ++cells;
+    EXPECT_EQ(cells, 1u) << "rank " << from << " sends to one rank: " << row;
+  }
+}
+
 TEST_F(Mpi, ProgramsWithoutMpiDoNotLoadTheMpiLibrary) {
   const RunResult r = profile({"-o", scratch / "plain"}, {"/bin/cat", "/proc/self/maps"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();

@@ -38,13 +38,19 @@ std::string folded_frame(std::string name) {
 
 SampleCounts count_samples(otf2::ArchiveReader& reader) {
   SampleCounts counts;
+  counts.mpi = std::make_shared<MpiStats>(reader.archive());
   reader.read_events(
       [&](const otf2::SampleEvent& s) {
         ++counts.total;
         ++counts.by_context[s.context];
         ++counts.by_thread[s.location];
+        counts.mpi->add(s);
       },
-      [&](const otf2::RegionEvent&) { ++counts.region_events; });
+      [&](const otf2::RegionEvent& e) {
+        ++counts.region_events;
+        counts.mpi->add(e);
+      },
+      [&](const otf2::MpiEvent& e) { counts.mpi->add(e); });
   return counts;
 }
 

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "mpi_summary.h"
 #include "otf2/archive_reader.h"
 
 namespace hybridprof::report {
@@ -18,6 +20,7 @@ struct SampleCounts {
   std::map<uint32_t, uint64_t> by_context;  // leaf calling context -> samples
   std::map<uint64_t, uint64_t> by_thread;   // location -> samples
   uint64_t region_events = 0;               // Enter/Leave records (enter_leave archives, traced regions)
+  std::shared_ptr<MpiStats> mpi;            // MPI calls and messages
 };
 SampleCounts count_samples(otf2::ArchiveReader&);
 

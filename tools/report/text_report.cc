@@ -213,7 +213,7 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
   print_summary(out, archive, counts);
   if (counts.total == 0) {
     out << '\n';
-    if (counts.region_events > 0) {
+    if (counts.region_events > 0 && (!counts.mpi || counts.mpi->empty())) {
       out << "No samples in this archive: it holds " << counts.region_events
           << " Enter/Leave events instead (an archive written in enter/leave\n"
              "mode for trace viewers), from which this report derives no profile yet.\n";
@@ -224,6 +224,7 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
     print_flat_profile(out, archive, counts, options.top_functions);
     print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths);
   }
+  if (counts.mpi) print_mpi_summary(out, *counts.mpi, options.top_functions);
   print_processes_and_threads(out, archive, counts, options.top_functions);
 }
 

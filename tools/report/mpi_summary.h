@@ -1,0 +1,50 @@
+// The MPI section of the report: time per MPI function across ranks (in the
+// style of nvprof's summary), time in MPI per rank (load imbalance), and the
+// bytes each rank pair exchanged point-to-point.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "otf2/archive_reader.h"
+
+namespace hybridprof::report {
+
+class MpiStats {
+ public:
+  explicit MpiStats(const otf2::Archive& archive);
+  // Feed every region and MPI event, each location's in time order.
+  void add(const otf2::RegionEvent&);
+  void add(const otf2::MpiEvent&);
+  void add(const otf2::SampleEvent&);  // samples only extend the rank's traced time
+
+  struct Function {
+    uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0, bytes = 0;
+  };
+  struct Rank {
+    uint64_t mpi_ns = 0, first_ns = UINT64_MAX, last_ns = 0;
+  };
+  const std::map<std::string, Function>& functions() const { return functions_; }
+  const std::map<int, Rank>& ranks() const { return ranks_; }
+  // (sender world rank, receiver world rank) -> bytes sent point-to-point.
+  const std::map<std::pair<int, int>, uint64_t>& matrix() const { return matrix_; }
+  bool empty() const { return functions_.empty(); }
+
+ private:
+  int rank_of(uint64_t location) const;
+  void extend_time(uint64_t location, uint64_t timestamp);
+  const otf2::Archive& archive_;
+  std::map<uint32_t, int> rank_of_process_;
+  struct Open { std::string name; uint64_t enter_ns; };
+  std::map<uint64_t, std::vector<Open>> open_;  // per location: MPI calls in progress
+  std::map<std::string, Function> functions_;
+  std::map<int, Rank> ranks_;
+  std::map<std::pair<int, int>, uint64_t> matrix_;
+};
+
+void print_mpi_summary(std::ostream&, const MpiStats&, size_t top);
+
+}  // namespace hybridprof::report
