@@ -145,12 +145,13 @@ class ArchiveWriter {
   // increase strictly per location (std::invalid_argument otherwise); they
   // may come at any time before close(), also after end_thread().
   //
-  // What readers do with them (OTF2 3.0 OTF2_EvtReader, on by default, so
-  // ArchiveReader, otf2-print and ViTE see corrected times): with two or more
+  // What readers do with them (OTF2 3.0 OTF2_EvtReader, on by default for a
+  // reader that read the location's local definitions first, as ArchiveReader
+  // and otf2-print do; checked in mpi_records_test.cc): with two or more
   // offsets, each event time T becomes T + the offset interpolated linearly
   // between the surrounding offsets (extrapolated from the first / last pair
   // outside them). A location with ONE offset is not corrected at all: OTF2
-  // builds intervals between offsets and the last one only closes an interval.
+  // makes its intervals from consecutive pairs, and one offset makes none.
   // So give each location at least two (e.g. at its start and its end), as
   // Score-P does. The default ClockInfo range (see close) is corrected likewise.
   void add_clock_offset(uint64_t location, uint64_t time, int64_t offset, double stddev);

@@ -198,19 +198,22 @@ TEST_F(Mpi, SplitCommunicatorsHaveTheirMembersAsWorldRanks) {
   const std::multiset<std::vector<uint32_t>> expected{{0, 2}, {1, 3}};
   EXPECT_EQ(split, expected) << "one definition per communicator, shared by its members";
   EXPECT_EQ(dup, expected);
-  for (const auto& [ref, c] : t.reader.archive().comms)
-    if (c.name == "MPI_Comm_split") EXPECT_EQ(c.parent, world);
+  for (const auto& [ref, c] : t.reader.archive().comms) {
+    if (c.name == "MPI_Comm_split") {
+      EXPECT_EQ(c.parent, world);
+    }
+  }
   // The split communicator's message: world 0 -> 2 and 1 -> 3, in split-comm ranks 0 -> 1.
   expect_matched_messages(t, MpiEventKind::kSend, MpiEventKind::kRecv);
   for (int rank : {0, 1}) {
     ASSERT_EQ(t.count(rank, MpiEventKind::kSend), 1u);
-    for (const auto& e : t.events[rank])
-      if (e.kind == MpiEventKind::kSend) {
-        EXPECT_EQ(e.peer, 1u) << "peer rank in the split communicator";
-        EXPECT_EQ(int(t.world_rank(e.comm, e.peer)), rank + 2);
-        EXPECT_EQ(e.tag, 42u);
-        EXPECT_EQ(e.bytes, 48u);
-      }
+    for (const auto& e : t.events[rank]) {
+      if (e.kind != MpiEventKind::kSend) continue;
+      EXPECT_EQ(e.peer, 1u) << "peer rank in the split communicator";
+      EXPECT_EQ(int(t.world_rank(e.comm, e.peer)), rank + 2);
+      EXPECT_EQ(e.tag, 42u);
+      EXPECT_EQ(e.bytes, 48u);
+    }
   }
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kAllreduce), 2u);
 }
