@@ -147,8 +147,12 @@ TEST_F(Mpi, HaloExchangeCompletesEveryNonBlockingMessage) {
     // Each request id is completed once, after it was issued.
     std::map<uint64_t, int> state;
     for (const auto& e : t.events[rank]) {
-      if (e.kind == MpiEventKind::kIsend || e.kind == MpiEventKind::kIrecvRequest) EXPECT_EQ(state[e.request]++, 0);
-      if (e.kind == MpiEventKind::kIsendComplete || e.kind == MpiEventKind::kIrecv) EXPECT_EQ(state[e.request]++, 1);
+      if (e.kind == MpiEventKind::kIsend || e.kind == MpiEventKind::kIrecvRequest) {
+        EXPECT_EQ(state[e.request]++, 0);
+      }
+      if (e.kind == MpiEventKind::kIsendComplete || e.kind == MpiEventKind::kIrecv) {
+        EXPECT_EQ(state[e.request]++, 1);
+      }
     }
   }
   expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
@@ -173,12 +177,16 @@ TEST_F(Mpi, CollectivesAreCountedWithOperationRootAndBytes) {
         EXPECT_EQ(e.peer, 0u);
         EXPECT_EQ(rank == 0 ? e.sent : e.received, 4000u);
       }
-      if (e.op == Op::kReduce) EXPECT_EQ(e.peer, uint32_t(kRanks - 1));
+      if (e.op == Op::kReduce) {
+        EXPECT_EQ(e.peer, uint32_t(kRanks - 1));
+      }
       if (e.op == Op::kAlltoall) {  // 4 ints per peer
         EXPECT_EQ(e.sent, uint64_t(16 * kRanks));
         EXPECT_EQ(e.received, uint64_t(16 * kRanks));
       }
-      if (e.op == Op::kBarrier) EXPECT_EQ(e.peer, otf2::kRootNone);
+      if (e.op == Op::kBarrier) {
+        EXPECT_EQ(e.peer, otf2::kRootNone);
+      }
     }
   }
 }
