@@ -79,8 +79,8 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
 
 uint32_t unwind_from_caller(uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
   void** raw = reinterpret_cast<void**>(ips);
-  // One more than asked: the first entry is this function's caller... and
-  // one more to tell a stack of exactly max_depth from a longer one.
+  // One frame more than kept, to tell a stack of exactly max_depth frames
+  // from a longer (truncated) one.
   const int n = unw_backtrace(raw, static_cast<int>(max_depth + 1));
   if (n <= 0) {
     *flags |= kSampleUnwindFailed;
