@@ -41,8 +41,6 @@ std::vector<uint32_t> world_ranks_of(MPI_Comm comm) {
   const Pmpi& p = pmpi();
   std::vector<uint32_t> members;
   MPI_Group group, world;
-  int inter = 0;
-  p.Comm_test_inter(comm, &inter);
   // An intercommunicator's group is its local group.
   if (p.Comm_group(comm, &group) != MPI_SUCCESS) return members;
   if (p.Comm_group(p.comm_world, &world) == MPI_SUCCESS) {
@@ -142,16 +140,12 @@ void register_comm(MPI_Comm newcomm, MPI_Comm parent, const char* how) {
   uint64_t key = 0;
   {
     std::lock_guard lock(c.mutex);
-    key = (uint64_t(uint32_t(c.world_rank) + 1) << 32) | c.next_key++;
+    key = inter ? local_key(c) : (uint64_t(uint32_t(c.world_rank) + 1) << 32) | c.next_key++;
   }
-  if (inter) {
-    std::lock_guard lock(c.mutex);
-    key = local_key(c);
-  } else {
-    // The members agree on the key of their local rank 0. Collective over
-    // newcomm, like the call that made it.
-    p.Bcast(&key, 1, p.uint64, 0, newcomm);
-  }
+  // The members of an intracommunicator agree on the key of its rank 0
+  // (collective over newcomm, like the call that made it). An
+  // intercommunicator's bcast needs MPI_ROOT roles: its key stays local.
+  if (!inter) p.Bcast(&key, 1, p.uint64, 0, newcomm);
   std::lock_guard lock(c.mutex);
   add_locked(c, newcomm, key, parent_id, how);
 }

@@ -33,47 +33,51 @@ void track_request(MPI_Request handle, const PendingRequest& request) {
   r.pending[handle] = request;
 }
 
-bool complete_request(MPI_Request handle, PendingRequest* request) {
+// Runs `fn` on the entry of `handle` under the table's lock; false if untracked.
+template <typename Fn>
+bool with_request(MPI_Request handle, Fn&& fn) {
   Requests& r = requests();
   std::lock_guard lock(r.mutex);
   auto it = r.pending.find(handle);
-  if (it == r.pending.end() || !it->second.active) return false;
-  *request = it->second;
-  if (it->second.persistent)
-    it->second.active = false;
-  else
-    r.pending.erase(it);
-  return true;
+  return it != r.pending.end() && fn(r.pending, it);
+}
+
+bool complete_request(MPI_Request handle, PendingRequest* request) {
+  return with_request(handle, [&](auto& pending, auto it) {
+    if (!it->second.active) return false;
+    *request = it->second;
+    if (it->second.persistent)
+      it->second.active = false;
+    else
+      pending.erase(it);
+    return true;
+  });
 }
 
 bool start_request(MPI_Request handle, PendingRequest* request) {
-  Requests& r = requests();
-  std::lock_guard lock(r.mutex);
-  auto it = r.pending.find(handle);
-  if (it == r.pending.end() || !it->second.persistent) return false;
-  it->second.active = true;
-  it->second.id = next_request_id();
-  *request = it->second;
-  return true;
+  return with_request(handle, [&](auto&, auto it) {
+    if (!it->second.persistent) return false;
+    it->second.active = true;
+    it->second.id = next_request_id();
+    *request = it->second;
+    return true;
+  });
 }
 
 bool drop_request(MPI_Request handle, PendingRequest* request) {
-  Requests& r = requests();
-  std::lock_guard lock(r.mutex);
-  auto it = r.pending.find(handle);
-  if (it == r.pending.end()) return false;
-  *request = it->second;
-  r.pending.erase(it);
-  return true;
+  return with_request(handle, [&](auto& pending, auto it) {
+    *request = it->second;
+    pending.erase(it);
+    return true;
+  });
 }
 
 bool peek_request(MPI_Request handle, PendingRequest* request) {
-  Requests& r = requests();
-  std::lock_guard lock(r.mutex);
-  auto it = r.pending.find(handle);
-  if (it == r.pending.end() || !it->second.active) return false;
-  *request = it->second;
-  return true;
+  return with_request(handle, [&](auto&, auto it) {
+    if (!it->second.active) return false;
+    *request = it->second;
+    return true;
+  });
 }
 
 void emit_completion(MpiCall& call, const PendingRequest& request, const MPI_Status* status) {

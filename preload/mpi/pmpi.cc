@@ -34,7 +34,6 @@ Pmpi resolve_all() {
   p.Comm_size = need<decltype(p.Comm_size)>("PMPI_Comm_size");
   p.Comm_group = need<decltype(p.Comm_group)>("PMPI_Comm_group");
   p.Comm_test_inter = need<decltype(p.Comm_test_inter)>("PMPI_Comm_test_inter");
-  p.Comm_remote_size = need<decltype(p.Comm_remote_size)>("PMPI_Comm_remote_size");
   p.Group_translate_ranks = need<decltype(p.Group_translate_ranks)>("PMPI_Group_translate_ranks");
   p.Group_free = need<decltype(p.Group_free)>("PMPI_Group_free");
   p.Group_size = need<decltype(p.Group_size)>("PMPI_Group_size");
@@ -48,17 +47,13 @@ Pmpi resolve_all() {
   p.Gather = need<decltype(p.Gather)>("PMPI_Gather");
   p.Comm_dup = need<decltype(p.Comm_dup)>("PMPI_Comm_dup");
   p.Comm_free = need<decltype(p.Comm_free)>("PMPI_Comm_free");
-  p.Initialized = need<decltype(p.Initialized)>("PMPI_Initialized");
-  p.Finalized = need<decltype(p.Finalized)>("PMPI_Finalized");
   // Open MPI's predefined handles are the addresses of these globals.
   p.comm_world = static_cast<MPI_Comm>(need<void*>("ompi_mpi_comm_world"));
   p.comm_self = static_cast<MPI_Comm>(need<void*>("ompi_mpi_comm_self"));
   p.comm_null = static_cast<MPI_Comm>(need<void*>("ompi_mpi_comm_null"));
-  p.group_null = static_cast<MPI_Group>(need<void*>("ompi_mpi_group_null"));
   p.request_null = static_cast<MPI_Request>(need<void*>("ompi_request_null"));
   p.uint64 = static_cast<MPI_Datatype>(need<void*>("ompi_mpi_uint64_t"));
   p.int32 = static_cast<MPI_Datatype>(need<void*>("ompi_mpi_int"));
-  p.byte = static_cast<MPI_Datatype>(need<void*>("ompi_mpi_byte"));
   p.character = static_cast<MPI_Datatype>(need<void*>("ompi_mpi_char"));
   return p;
 }

@@ -25,7 +25,6 @@ struct Pmpi {
   int (*Comm_size)(MPI_Comm, int*);
   int (*Comm_group)(MPI_Comm, MPI_Group*);
   int (*Comm_test_inter)(MPI_Comm, int*);
-  int (*Comm_remote_size)(MPI_Comm, int*);
   int (*Group_translate_ranks)(MPI_Group, int, const int[], MPI_Group, int[]);
   int (*Group_free)(MPI_Group*);
   int (*Group_size)(MPI_Group, int*);
@@ -39,12 +38,9 @@ struct Pmpi {
   int (*Gather)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm);
   int (*Comm_dup)(MPI_Comm, MPI_Comm*);
   int (*Comm_free)(MPI_Comm*);
-  int (*Initialized)(int*);
-  int (*Finalized)(int*);
   MPI_Comm comm_world, comm_self, comm_null;
-  MPI_Group group_null;
   MPI_Request request_null;
-  MPI_Datatype uint64, int32, byte, character;
+  MPI_Datatype uint64, int32, character;
 };
 
 // Resolved once, on first use.

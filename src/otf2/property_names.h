@@ -21,6 +21,7 @@ inline constexpr const char* kSamplesWithoutThread = "SAMPLES_WITHOUT_THREAD";
 // Thread (OTF2 location) properties, stored as uint64.
 inline constexpr const char* kSamples = "SAMPLES";
 inline constexpr const char* kDropped = "DROPPED";
+inline constexpr const char* kDroppedEvents = "DROPPED_EVENTS";  // traced events (MPI...) lost to a full ring
 inline constexpr const char* kUnwindFailures = "UNWIND_FAILURES";
 inline constexpr const char* kTruncated = "TRUNCATED";
 inline constexpr const char* kTid = "TID";

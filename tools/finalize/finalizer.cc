@@ -22,6 +22,10 @@ using otf2::ArchiveWriter;
 using otf2::kUndefined;
 using otf2::Paradigm;
 constexpr uint64_t kNoLocation = UINT64_MAX;
+// Raw MPI events carry collective operations in OTF2's numbering.
+static_assert(uint32_t(otf2::CollectiveOp::kBarrier) == uint32_t(raw::CollectiveOp::kBarrier));
+static_assert(uint32_t(otf2::CollectiveOp::kExscan) == uint32_t(raw::CollectiveOp::kExscan));
+static_assert(uint32_t(otf2::CollectiveOp::kReduceScatterBlock) == uint32_t(raw::CollectiveOp::kReduceScatterBlock));
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
@@ -249,11 +253,15 @@ class Finalizer {
     result_->threads += 1;
     result_->samples += c.samples;
     result_->dropped += c.dropped;
+    if (c.dropped_events)
+      result_->warnings.push_back("thread " + std::to_string(t.tid) + ": " + std::to_string(c.dropped_events) +
+                                  " traced events lost to a full ring (raise HYBRIDPROF_RING_KB)");
     result_->unwind_failed += c.unwind_failed;
     result_->truncated += c.truncated;
     writers_.each([&](ArchiveWriter& w) {
       w.set_thread_property(loc, otf2::property::kSamples, c.samples);
       w.set_thread_property(loc, otf2::property::kDropped, c.dropped);
+      w.set_thread_property(loc, otf2::property::kDroppedEvents, c.dropped_events);
       w.set_thread_property(loc, otf2::property::kUnwindFailures, c.unwind_failed);
       w.set_thread_property(loc, otf2::property::kTruncated, c.truncated);
       w.set_thread_property(loc, otf2::property::kTid, t.tid);

@@ -46,7 +46,6 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
                                std::is_same_v<T, raw::MpiEvent>) {
             RawThread& t = thread(r.thread);
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
-            if constexpr (std::is_same_v<T, raw::MpiEvent>) ++p->mpi_events;
           } else if constexpr (std::is_same_v<T, raw::CommDef>) {
             p->comms[r.id] = r;  // an id is reused after MPI_Comm_free: the stream order decides
           } else if constexpr (std::is_same_v<T, raw::MpiWorld>) {

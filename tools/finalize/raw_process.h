@@ -36,7 +36,6 @@ struct RawProcess {
   std::optional<raw::MpiWorld> mpi_world;
   std::map<uint32_t, raw::CommDef> comms;
   std::vector<raw::ClockOffset> clock_offsets;
-  uint64_t mpi_events = 0;
   raw::ReadSummary summary;
   uint64_t last_ns = 0;
 };
