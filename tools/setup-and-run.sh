@@ -13,7 +13,8 @@ packages=(g++ make cmake pkg-config
           libpfm4-dev libunwind-dev libdw-dev libelf-dev
           libopen-trace-format2-dev otf2-tools
           libgtest-dev libgmock-dev googletest libbenchmark-dev
-          vite linux-perf time procps openmpi-bin libopenmpi-dev gfortran libc6-dbg)
+          vite linux-perf time procps openmpi-bin libopenmpi-dev gfortran libc6-dbg
+          python3-mpi4py)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -95,41 +95,97 @@ class Mpi : public IntegrationTest {
   std::string dir = scratch / "job";
 };
 
+// The token ring of mpi_ring.c (and its Fortran and mpi4py versions):
+// `rounds` 2048-byte messages to the right neighbour and from the left on
+// every rank, all ranks in one archive, MPI_COMM_WORLD with every rank.
+void expect_ring(const MpiTrace& t, int ranks, int rounds) {
+  const otf2::Archive& a = t.reader.archive();
+  ASSERT_EQ(a.mpi_world_locations.size(), size_t(ranks));
+  EXPECT_EQ(a.processes.size(), size_t(ranks));
+  for (int rank = 0; rank < ranks; ++rank) {
+    EXPECT_EQ(t.count(rank, MpiEventKind::kSend), size_t(rounds)) << "rank " << rank;
+    EXPECT_EQ(t.count(rank, MpiEventKind::kRecv), size_t(rounds)) << "rank " << rank;
+    EXPECT_EQ(t.enters.at(rank).at("MPI_Send"), uint64_t(rounds));
+    EXPECT_EQ(t.enters.at(rank).at("MPI_Recv"), uint64_t(rounds));
+    EXPECT_EQ(t.enters.at(rank).at("MPI_Finalize"), 1u);
+    for (const auto& e : t.events.at(rank)) {
+      if (e.kind != MpiEventKind::kSend) continue;
+      EXPECT_EQ(e.bytes, 2048u);
+      EXPECT_EQ(int(t.world_rank(e.comm, e.peer)), (rank + 1) % ranks);
+    }
+  }
+  expect_matched_messages(t, MpiEventKind::kSend, MpiEventKind::kRecv);
+  std::vector<uint32_t> all(size_t(ranks), 0);
+  for (int rank = 0; rank < ranks; ++rank) all[size_t(rank)] = uint32_t(rank);
+  bool world = false;
+  for (const auto& [ref, c] : a.comms)
+    if (c.name == "MPI_COMM_WORLD") world = c.world_ranks == all;
+  EXPECT_TRUE(world) << "MPI_COMM_WORLD with every rank, in order";
+}
+
+// The one allreduce and one barrier after the Fortran and mpi4py rings.
+void expect_allreduce_and_barrier(const MpiTrace& t, int ranks, uint64_t allreduce_bytes) {
+  for (int rank = 0; rank < ranks; ++rank) {
+    EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kBarrier), 1u) << "rank " << rank;
+    EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kAllreduce), 1u) << "rank " << rank;
+    for (const auto& e : t.events.at(rank)) {
+      if (e.kind == MpiEventKind::kCollectiveEnd && e.op == otf2::CollectiveOp::kAllreduce) {
+        EXPECT_EQ(e.sent, allreduce_bytes);
+        EXPECT_EQ(e.received, allreduce_bytes);
+      }
+    }
+  }
+}
+
 TEST_F(Mpi, RingIsOneArchiveWithMatchedBlockingMessages) {
   constexpr int kRanks = 3, kRounds = 3;
   const RunResult r = mpirun(kRanks, {fixture("mpi_ring"), std::to_string(kRounds)});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   ASSERT_TRUE(file_exists(dir + "/traces.otf2")) << "the job's one archive, written by the last rank to end";
   MpiTrace t(dir);
-  const otf2::Archive& a = t.reader.archive();
-  ASSERT_EQ(a.mpi_world_locations.size(), size_t(kRanks));
-  EXPECT_EQ(a.processes.size(), size_t(kRanks));
-  for (int rank = 0; rank < kRanks; ++rank) {
-    EXPECT_EQ(t.count(rank, MpiEventKind::kSend), size_t(kRounds)) << "rank " << rank;
-    EXPECT_EQ(t.count(rank, MpiEventKind::kRecv), size_t(kRounds)) << "rank " << rank;
-    EXPECT_EQ(t.enters[rank]["MPI_Send"], uint64_t(kRounds));
-    EXPECT_EQ(t.enters[rank]["MPI_Recv"], uint64_t(kRounds));
-    EXPECT_EQ(t.enters[rank]["MPI_Init"], 1u);
-    EXPECT_EQ(t.enters[rank]["MPI_Finalize"], 1u);
-    for (const auto& e : t.events[rank]) {
-      if (e.kind != MpiEventKind::kSend) continue;
-      EXPECT_EQ(e.bytes, 2048u);
-      EXPECT_EQ(int(t.world_rank(e.comm, e.peer)), (rank + 1) % kRanks);
-    }
-  }
-  expect_matched_messages(t, MpiEventKind::kSend, MpiEventKind::kRecv);
-  // MPI_COMM_WORLD: all ranks, in order.
-  bool world = false;
-  for (const auto& [ref, c] : a.comms)
-    if (c.name == "MPI_COMM_WORLD") world = c.world_ranks == std::vector<uint32_t>{0, 1, 2};
-  EXPECT_TRUE(world);
+  expect_ring(t, kRanks, kRounds);
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.enters[rank]["MPI_Init"], 1u);
   // MPI regions are calling contexts whose parents are the caller's frames.
+  const otf2::Archive& a = t.reader.archive();
   for (const auto& [ref, ctx] : a.contexts) {
     if (a.regions.at(ctx.region).name != "MPI_Send") continue;
     EXPECT_EQ(a.regions.at(ctx.region).paradigm, otf2::Paradigm::kMpi);
     ASSERT_NE(ctx.parent, otf2::kUndefined);
     EXPECT_EQ(a.regions.at(a.contexts.at(ctx.parent).region).name, "main");
   }
+}
+
+// Open MPI's Fortran bindings call PMPI_ directly: only the runtime's own
+// Fortran bindings make these calls visible.
+TEST_F(Mpi, FortranRingIsTracedThroughTheFortranBindings) {
+  const std::string program = fixture("mpi_ring_f");
+  if (!file_exists(program)) GTEST_SKIP() << "mpi_ring_f not built (no Fortran compiler or MPI for Fortran)";
+  constexpr int kRanks = 3, kRounds = 4;
+  const RunResult r = mpirun(kRanks, {program, std::to_string(kRounds)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  expect_ring(t, kRanks, kRounds);
+  expect_allreduce_and_barrier(t, kRanks, 4);  // one INTEGER
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.enters[rank]["MPI_Init"], 1u);
+  // The caller of MPI_SEND is the Fortran program, not the binding.
+  const otf2::Archive& a = t.reader.archive();
+  for (const auto& [ref, ctx] : a.contexts) {
+    if (a.regions.at(ctx.region).name != "MPI_Send") continue;
+    ASSERT_NE(ctx.parent, otf2::kUndefined);
+    EXPECT_EQ(a.regions.at(a.contexts.at(ctx.parent).region).name, "mpi_ring_f");
+  }
+}
+
+TEST_F(Mpi, Mpi4pyRingIsTracedThroughTheCApi) {
+  const std::string python = HP_MPI4PY_PYTHON;
+  if (python.empty()) GTEST_SKIP() << "no python3 with mpi4py (Debian: python3-mpi4py)";
+  constexpr int kRanks = 2, kRounds = 3;
+  const RunResult r = mpirun(kRanks, {python, fixture("mpi4py_ring.py"), std::to_string(kRounds)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  expect_ring(t, kRanks, kRounds);
+  expect_allreduce_and_barrier(t, kRanks, 8);  // one double
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.enters[rank]["MPI_Init_thread"], 1u);
 }
 
 TEST_F(Mpi, HaloExchangeCompletesEveryNonBlockingMessage) {
