@@ -17,7 +17,7 @@
 #include "preload/mpi/pmpi.h"
 #include "preload/runtime.h"
 #include "trace/records.h"
-#include "unwind/native_unwinder.h"
+#include "unwind/caller_stack_cache.h"
 
 namespace hybridprof::preload::mpi {
 namespace {
@@ -51,8 +51,7 @@ std::vector<Drain::TracedCode> wrapper_code() {
 }
 
 // Region definitions and wrapper ranges, once per process, at the first call.
-void define_regions(Runtime& rt) {
-  if (g_regions_defined.load(std::memory_order_acquire)) return;
+__attribute__((noinline)) void define_regions_once(Runtime& rt) {
   std::lock_guard lock(g_regions_mutex);
   if (g_regions_defined.load(std::memory_order_relaxed)) return;
   std::vector<raw::Record> defs;
@@ -63,6 +62,10 @@ void define_regions(Runtime& rt) {
   rt.drain.append(defs);
   rt.drain.add_traced_code(wrapper_code());
   g_regions_defined.store(true, std::memory_order_release);
+}
+
+inline void define_regions(Runtime& rt) {
+  if (!g_regions_defined.load(std::memory_order_acquire)) define_regions_once(rt);
 }
 
 }  // namespace
@@ -85,10 +88,11 @@ MpiCall::MpiCall(MpiFunction f) : function_(f) {
   define_regions(*rt);
   ThreadState& t = *ctx->state;
   BusyScope busy(&t);
+  if (!t.caller_stacks) t.caller_stacks = std::make_unique<CallerStackCache>(rt->config.max_depth);
   uint32_t flags = 0;
-  const uint32_t depth = unwind_from_caller(t.unwind_scratch, rt->config.max_depth, &flags);
+  const uint32_t depth = t.caller_stacks->capture(t.unwind_scratch, &flags);
   enter_ns_ = monotonic_ns();
-  RecordHeader* h = t.ring.reserve(static_cast<uint32_t>(sizeof(RegionRecord) + 8u * depth),
+  RecordHeader* h = t.ring.reserve_exclusive(static_cast<uint32_t>(sizeof(RegionRecord) + 8u * depth),
                                    static_cast<uint16_t>(RecordType::kRegionEnter), static_cast<uint16_t>(depth));
   if (h == nullptr) {
     t.dropped_events.fetch_add(1, std::memory_order_relaxed);
@@ -99,7 +103,7 @@ MpiCall::MpiCall(MpiFunction f) : function_(f) {
   r->region = mpi_region(f);
   r->flags = flags;
   std::memcpy(r->ips(), t.unwind_scratch, 8u * depth);
-  t.ring.commit();
+  t.ring.commit_exclusive();
   thread_ = &t;
 }
 
@@ -108,7 +112,7 @@ MpiCall::~MpiCall() {
   if (thread_ == nullptr) return;
   const uint64_t now = end_ns();
   BusyScope busy(thread_);
-  RecordHeader* h = thread_->ring.reserve(sizeof(RegionRecord), static_cast<uint16_t>(RecordType::kRegionLeave), 0);
+  RecordHeader* h = thread_->ring.reserve_exclusive(sizeof(RegionRecord), static_cast<uint16_t>(RecordType::kRegionLeave), 0);
   if (h == nullptr) {
     // The enter is in the stream: a lost leave would leave the region open
     // to the thread's end. The drain closes it there; count it.
@@ -119,7 +123,7 @@ MpiCall::~MpiCall() {
   r->timestamp_ns = now;
   r->region = mpi_region(function_);
   r->flags = 0;
-  thread_->ring.commit();
+  thread_->ring.commit_exclusive();
 }
 
 uint64_t MpiCall::end_ns() {
@@ -131,7 +135,7 @@ void MpiCall::emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm,
                    uint64_t sent, uint64_t received, uint64_t request, uint32_t op) {
   if (thread_ == nullptr) return;
   BusyScope busy(thread_);
-  RecordHeader* h = thread_->ring.reserve(sizeof(MpiEventRecord), static_cast<uint16_t>(RecordType::kMpiEvent),
+  RecordHeader* h = thread_->ring.reserve_exclusive(sizeof(MpiEventRecord), static_cast<uint16_t>(RecordType::kMpiEvent),
                                           static_cast<uint16_t>(kind));
   if (h == nullptr) {
     thread_->dropped_events.fetch_add(1, std::memory_order_relaxed);
@@ -146,7 +150,7 @@ void MpiCall::emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm,
   e->sent = sent;
   e->received = received;
   e->request = request;
-  thread_->ring.commit();
+  thread_->ring.commit_exclusive();
 }
 
 // --- Sizes ----------------------------------------------------------------------

@@ -5,29 +5,14 @@ namespace hybridprof {
 ThreadRing::ThreadRing(void* storage, size_t bytes)
     : base_(static_cast<unsigned char*>(storage)), mask_(bytes - 1) {}
 
-// Signal-safe: atomics only.
-RecordHeader* ThreadRing::reserve(uint32_t bytes, uint16_t type, uint16_t aux) {
-  const uint64_t size = (uint64_t{bytes} + 7) & ~uint64_t{7};
+bool ThreadRing::place(uint64_t pos, uint64_t size, uint64_t* start) const {
   const uint64_t cap = mask_ + 1;
-  writers_.fetch_add(1, std::memory_order_relaxed);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (size > cap / 2) {  // a record may never take more than half the ring
-    commit();
-    return nullptr;
-  }
-  uint64_t pos = reserved_.load(std::memory_order_relaxed);
-  uint64_t start, end;
-  for (;;) {
-    const uint64_t offset = pos & mask_;
-    start = (offset + size > cap) ? pos + (cap - offset) : pos;  // skip the tail
-    end = start + size;
-    if (end - tail_.load(std::memory_order_acquire) > cap) {
-      commit();
-      return nullptr;
-    }
-    // A nested handler may have reserved in between: retry from its end.
-    if (reserved_.compare_exchange_weak(pos, end, std::memory_order_relaxed)) break;
-  }
+  const uint64_t offset = pos & mask_;
+  *start = (offset + size > cap) ? pos + (cap - offset) : pos;  // skip the tail
+  return *start + size - tail_.load(std::memory_order_acquire) <= cap;
+}
+
+RecordHeader* ThreadRing::write_header(uint64_t pos, uint64_t start, uint64_t size, uint16_t type, uint16_t aux) {
   if (start != pos) {  // cover the skipped tail with a padding record
     auto* pad = reinterpret_cast<RecordHeader*>(base_ + (pos & mask_));
     pad->size = static_cast<uint32_t>(start - pos);
@@ -39,6 +24,43 @@ RecordHeader* ThreadRing::reserve(uint32_t bytes, uint16_t type, uint16_t aux) {
   h->type = type;
   h->aux = aux;
   return h;
+}
+
+// Signal-safe: atomics only.
+RecordHeader* ThreadRing::reserve(uint32_t bytes, uint16_t type, uint16_t aux) {
+  const uint64_t size = (uint64_t{bytes} + 7) & ~uint64_t{7};
+  writers_.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (size > (mask_ + 1) / 2) {  // a record may never take more than half the ring
+    commit();
+    return nullptr;
+  }
+  uint64_t pos = reserved_.load(std::memory_order_relaxed);
+  uint64_t start;
+  for (;;) {
+    if (!place(pos, size, &start)) {
+      commit();
+      return nullptr;
+    }
+    // A nested handler may have reserved in between: retry from its end.
+    if (reserved_.compare_exchange_weak(pos, start + size, std::memory_order_relaxed)) break;
+  }
+  return write_header(pos, start, size, type, aux);
+}
+
+// No handler writes in between (see the header): plain loads and stores.
+RecordHeader* ThreadRing::reserve_exclusive(uint32_t bytes, uint16_t type, uint16_t aux) {
+  const uint64_t size = (uint64_t{bytes} + 7) & ~uint64_t{7};
+  if (size > (mask_ + 1) / 2) return nullptr;
+  const uint64_t pos = reserved_.load(std::memory_order_relaxed);
+  uint64_t start;
+  if (!place(pos, size, &start)) return nullptr;
+  reserved_.store(start + size, std::memory_order_relaxed);
+  return write_header(pos, start, size, type, aux);
+}
+
+void ThreadRing::commit_exclusive() {
+  head_.store(reserved_.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
 // Signal-safe. The outermost writer publishes everything reserved so far,

@@ -44,6 +44,13 @@ class ThreadRing {
   RecordHeader* reserve(uint32_t bytes, uint16_t type, uint16_t aux = 0);
   void commit();
 
+  // The same without atomic read-modify-writes, for a producer that no
+  // handler on its thread can interrupt with a write to this ring (it holds
+  // the thread's busy guard, which the sample handler checks first). The
+  // hot path of traced calls: five locked instructions fewer per record.
+  RecordHeader* reserve_exclusive(uint32_t bytes, uint16_t type, uint16_t aux = 0);
+  void commit_exclusive();
+
   // Consumer side. Calls fn(const RecordHeader&) for every published record
   // in order, then frees their space. Returns the number of records.
   template <typename Fn>
@@ -71,6 +78,10 @@ class ThreadRing {
 
  private:
   void publish();
+  // Where a record of `size` bytes goes when reserved at `pos` (after a
+  // skipped tail), or false when the ring has no room.
+  bool place(uint64_t pos, uint64_t size, uint64_t* start) const;
+  RecordHeader* write_header(uint64_t pos, uint64_t start, uint64_t size, uint16_t type, uint16_t aux);
 
   unsigned char* base_;
   uint64_t mask_;

@@ -8,10 +8,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sigsafe/thread_ring.h"
 #include "trace/raw_format.h"
+#include "unwind/caller_stack_cache.h"
 
 namespace hybridprof {
 
@@ -52,6 +54,10 @@ struct ThreadState {
   uint64_t end_ns = 0;
   char name[16] = {};
 
+  // Traced-call wrappers only (this thread, outside handlers): the stacks
+  // of its recent traced calls. Made at the first one.
+  std::unique_ptr<CallerStackCache> caller_stacks;
+
   // Drain only: CCT nodes of the traced regions this thread is inside, so a
   // leave names the context its enter had.
   std::vector<uint32_t> open_regions;
@@ -67,13 +73,16 @@ struct ThreadState {
 // meanwhile is dropped and counted instead of racing the work.
 class BusyScope {
  public:
+  // Only this thread changes `busy`, and a handler that interrupts it
+  // leaves the value as it found it: a plain load and store suffice (no
+  // locked instruction on the traced-call path).
   explicit BusyScope(ThreadState* t) : t_(t) {
-    if (t_) t_->busy.fetch_add(1, std::memory_order_relaxed);
+    if (t_) t_->busy.store(t_->busy.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   ~BusyScope() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (t_) t_->busy.fetch_sub(1, std::memory_order_relaxed);
+    if (t_) t_->busy.store(t_->busy.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   }
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;

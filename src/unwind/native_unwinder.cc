@@ -77,24 +77,37 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
   return depth;
 }
 
-uint32_t unwind_from_caller(uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
-  void** raw = reinterpret_cast<void**>(ips);
-  // One frame more than kept, to tell a stack of exactly max_depth frames
-  // from a longer (truncated) one.
-  const int n = unw_backtrace(raw, static_cast<int>(max_depth + 1));
-  if (n <= 0) {
+bool is_stack_root(uint64_t ip) { return ip == tls_root_ip || in_program_entry(ip); }
+
+// unw_step rather than unw_backtrace: the stack pointer of every frame is
+// needed for the slots. Frame 0 is this function and is not kept.
+uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, uint32_t* flags) {
+  unw_context_t context;
+  unw_cursor_t cursor;
+  if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) {
     *flags |= kSampleUnwindFailed;
     return 0;
   }
-  uint32_t depth = static_cast<uint32_t>(n);
-  if (depth > max_depth) {
-    depth = max_depth;
-    *flags |= kSampleTruncated;
-    return depth;
+  // One frame more than kept, to tell a stack of exactly max_depth frames
+  // from a longer (truncated) one.
+  uint32_t n = 0;
+  int step = 0;
+  while (n <= max_depth && (step = unw_step(&cursor)) > 0) {
+    unw_word_t ip = 0, sp = 0;
+    unw_get_reg(&cursor, UNW_REG_IP, &ip);
+    unw_get_reg(&cursor, UNW_REG_SP, &sp);
+    ips[n] = ip;
+    // The call pushed the return address just below the caller's stack
+    // pointer as it is once the callee returned.
+    if (slots) slots[n] = *reinterpret_cast<const uint64_t*>(sp - 8) == ip ? sp - 8 : 0;
+    ++n;
   }
-  const uint64_t last = ips[depth - 1];
-  if (last != tls_root_ip && !in_program_entry(last)) *flags |= kSampleUnwindFailed;
-  return depth;
+  if (n > max_depth) {
+    *flags |= kSampleTruncated;
+    return max_depth;
+  }
+  if (step < 0 || n == 0 || !is_stack_root(ips[n - 1])) *flags |= kSampleUnwindFailed;
+  return n;
 }
 
 }  // namespace hybridprof

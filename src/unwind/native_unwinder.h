@@ -25,7 +25,13 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
 // Outside signal handlers (traced-region enters): unwinds the calling
 // thread from this function's caller outwards into ips[0..max_depth); every
 // entry is a return address. Same flags as above. `ips` needs max_depth + 1
-// entries.
-uint32_t unwind_from_caller(uint64_t* ips, uint32_t max_depth, uint32_t* flags);
+// entries. With `slots` (same size), slots[i] is the stack address that
+// holds ips[i] (x86-64: just below the caller's frame), or 0 where the
+// return address is not on the stack there (a signal frame): what
+// CallerStackCache checks to reuse the stack.
+uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, uint32_t* flags);
+
+// The outermost frame a complete unwind of this thread ends in.
+bool is_stack_root(uint64_t ip);
 
 }  // namespace hybridprof

@@ -1,0 +1,142 @@
+// CallerStackCache: a remembered stack is reused only while every return
+// address on it is still in place; otherwise the thread is unwound again.
+#include "unwind/caller_stack_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "trace/records.h"
+#include "unwind/native_unwinder.h"
+
+namespace hybridprof {
+namespace {
+
+constexpr uint32_t kMaxDepth = 64;
+
+// What one capture saw, and the return addresses its callers saw themselves.
+struct Seen {
+  std::vector<uint64_t> ips;
+  uint32_t flags = 0;
+  uint64_t into_caller = 0;       // the capturing function's return address
+  uint64_t into_grandcaller = 0;  // its caller's
+};
+
+volatile int g_sink;
+
+__attribute__((noinline)) void capture_here(CallerStackCache* cache, Seen* seen) {
+  std::vector<uint64_t> ips(kMaxDepth + 1);
+  const uint32_t n = cache->capture(ips.data(), &seen->flags);
+  ips.resize(n);
+  seen->ips = ips;
+  seen->into_caller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  g_sink = g_sink + 1;  // no tail call
+}
+
+__attribute__((noinline)) void small_frame(CallerStackCache* cache, Seen* seen) {
+  capture_here(cache, seen);
+  seen->into_grandcaller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  g_sink = g_sink + 1;
+}
+
+// The same frame as small_frame (so capture_here runs at the same stack
+// depth and its own slot matches), a different function: only the slots
+// further out tell the two stacks apart.
+__attribute__((noinline)) void twin_frame(CallerStackCache* cache, Seen* seen) {
+  capture_here(cache, seen);
+  seen->into_grandcaller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  g_sink = g_sink + 2;  // not folded into small_frame
+}
+
+__attribute__((noinline)) void at_depth(int depth, CallerStackCache* cache, Seen* seen) {
+  if (depth == 0) {
+    capture_here(cache, seen);
+  } else {
+    at_depth(depth - 1, cache, seen);
+  }
+  g_sink = g_sink + 1;
+}
+
+// ips[0] is the return into capture_here, ips[1] into its caller, ...
+void expect_callers(const Seen& s) {
+  ASSERT_GE(s.ips.size(), 3u);
+  EXPECT_EQ(s.ips[1], s.into_caller);
+  if (s.into_grandcaller) {
+    EXPECT_EQ(s.ips[2], s.into_grandcaller);
+  }
+  EXPECT_EQ(s.flags & kSampleUnwindFailed, 0u) << "the unwind reaches the thread's root";
+}
+
+class CallerStacks : public ::testing::Test {
+ protected:
+  void SetUp() override { prepare_unwinder_for_thread(); }
+  CallerStackCache cache{kMaxDepth};
+};
+
+TEST_F(CallerStacks, ALoopUnwindsOnceAndGetsTheSameStackEveryTime) {
+  std::vector<Seen> seen(101);
+  for (Seen& s : seen) small_frame(&cache, &s);  // one call site
+  expect_callers(seen[0]);
+  for (const Seen& s : seen) EXPECT_EQ(s.ips, seen[0].ips);
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_EQ(cache.hits(), 100u);
+}
+
+TEST_F(CallerStacks, ADifferentCallerAtTheSameCallSiteIsUnwoundAgain) {
+  // Both callers leave their return address where the other's was.
+  void (*const callers[])(CallerStackCache*, Seen*) = {small_frame, twin_frame, small_frame, twin_frame};
+  std::vector<Seen> seen(4);
+  for (int i = 0; i < 4; ++i) {
+    callers[i](&cache, &seen[size_t(i)]);
+    expect_callers(seen[size_t(i)]);
+  }
+  EXPECT_NE(seen[0].ips, seen[1].ips);
+  EXPECT_EQ(seen[0].ips, seen[2].ips);
+  EXPECT_EQ(seen[1].ips, seen[3].ips);
+  EXPECT_EQ(cache.misses(), 2u);
+  EXPECT_EQ(cache.hits(), 2u);
+}
+
+TEST_F(CallerStacks, RecursionDepthIsNeverConfused) {
+  std::vector<size_t> depths;
+  for (int round = 0; round < 2; ++round) {
+    for (int depth : {3, 5, 3, 7}) {
+      Seen s;
+      at_depth(depth, &cache, &s);
+      expect_callers(s);
+      depths.push_back(s.ips.size());
+    }
+  }
+  EXPECT_EQ(depths[1], depths[0] + 2);
+  EXPECT_EQ(depths[3], depths[0] + 4);
+  EXPECT_EQ(depths[2], depths[0]);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(depths[i + 4], depths[i]);
+  EXPECT_EQ(cache.misses(), 3u);  // depths 3, 5 and 7, each once
+}
+
+TEST_F(CallerStacks, MoreCallSitesThanEntriesStillGiveTheRightStacks) {
+  const int kSites = int(CallerStackCache::kEntries) + 3;
+  for (int round = 0; round < 3; ++round) {
+    for (int depth = 0; depth < kSites; ++depth) {
+      Seen s;
+      at_depth(depth, &cache, &s);
+      expect_callers(s);
+    }
+  }
+  EXPECT_EQ(cache.hits() + cache.misses(), uint64_t(3 * kSites));
+}
+
+TEST_F(CallerStacks, TooDeepIsTruncated) {
+  CallerStackCache shallow(4);
+  Seen s;
+  std::vector<uint64_t> ips(5);
+  uint32_t flags = 0;
+  EXPECT_EQ(shallow.capture(ips.data(), &flags), 4u);
+  EXPECT_NE(flags & kSampleTruncated, 0u);
+  flags = 0;
+  EXPECT_EQ(shallow.capture(ips.data(), &flags), 4u);  // a remembered truncated stack keeps its flag
+  EXPECT_NE(flags & kSampleTruncated, 0u);
+}
+
+}  // namespace
+}  // namespace hybridprof
