@@ -59,6 +59,19 @@ std::vector<std::string> raw_files(const std::string& dir) {
 
 std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
+// OTF2 readers correct a location's times only between two offsets or more.
+// A rank that died before MPI_Finalize measured one (at MPI_Init): repeat it
+// at the process's last event, so its timeline is shifted all the same.
+std::vector<raw::ClockOffset> offsets_for_readers(const RawProcess& p) {
+  std::vector<raw::ClockOffset> offsets = p.clock_offsets;
+  if (offsets.size() == 1) {
+    raw::ClockOffset last = offsets.front();
+    last.timestamp_ns = std::max(p.last_ns, last.timestamp_ns + 1);
+    offsets.push_back(last);
+  }
+  return offsets;
+}
+
 std::string join(const std::vector<std::string>& parts, const char* sep) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
@@ -166,7 +179,7 @@ class Finalizer {
       const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, thread_name); });
       refs.locations[index] = loc;
       set_thread_properties(t, loc);
-      for (const auto& c : p.clock_offsets)
+      for (const auto& c : offsets_for_readers(p))
         writers_.each([&](ArchiveWriter& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
     }
     return refs;

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <vector>
 
 #include "otf2/archive_reader.h"
 #include "trace/raw_stream.h"
@@ -50,7 +52,7 @@ class Finalizer : public ::testing::Test {
   }
 
   // A process whose thread 0 ends cleanly and thread 1 does not (killed).
-  void write_stream(bool with_process_end) {
+  void write_stream(bool with_process_end, const std::vector<raw::ClockOffset>& clock_offsets = {}) {
     raw::StreamWriter w;
     ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
     raw::ProcessBegin b;
@@ -68,6 +70,7 @@ class Finalizer : public ::testing::Test {
     w.append(raw::ModuleLoad{1, 0, load_bias(), 0, UINT64_MAX, exe});
     w.append(raw::ThreadBegin{0, 42, 1000, ""});
     w.append(raw::ThreadBegin{1, 43, 1000, ""});
+    for (const auto& c : clock_offsets) w.append(c);
     // caller -> leaf, complete; and a truncated stack ending in leaf.
     w.append(raw::CctNode{3, raw::kRootComplete, 1, offset_of(finalizer_test_caller)});
     w.append(raw::CctNode{4, 3, 1, offset_of(finalizer_test_leaf)});
@@ -145,6 +148,25 @@ TEST_F(Finalizer, KilledProcessStillGivesAnArchiveAndSaysWhatIsMissing) {
   uint64_t samples = 0;
   reader.read_events([&](const otf2::SampleEvent&) { ++samples; });
   EXPECT_EQ(samples, 5u);
+}
+
+// An MPI rank killed before MPI_Finalize measured its clock offset once (at
+// MPI_Init). OTF2 readers ignore a single offset, so the finalizer repeats
+// it at the process's last event: the rank's events are still shifted.
+TEST_F(Finalizer, ASingleClockOffsetStillAlignsAKilledRank) {
+  constexpr int64_t kOffset = 1000000;
+  write_stream(false, {raw::ClockOffset{1500, kOffset, 10}});
+  Options options;
+  options.directory = dir_.string();
+  Result result;
+  std::string error;
+  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  otf2::ArchiveReader reader(dir_.string());
+  std::multiset<uint64_t> times;
+  reader.read_events([&](const otf2::SampleEvent& s) { times.insert(s.timestamp); });
+  // The weight-3 sample at 3000 is three events.
+  EXPECT_EQ(times, (std::multiset<uint64_t>{2000 + kOffset, 2500 + kOffset, 3000 + kOffset, 3000 + kOffset,
+                                             3000 + kOffset}));
 }
 
 TEST_F(Finalizer, RefusesEmptyDirectoriesAndExistingArchives) {
