@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <filesystem>
+
 #include "integration_support.h"
 
 namespace hybridprof::integration {
@@ -74,6 +76,28 @@ TEST_F(Lifecycle, MergeRebuildsTheArchiveFromRawData) {
   EXPECT_EQ(after->samples().size(), before->samples().size());
   EXPECT_EQ(after->self_samples("leaf_fifty"), before->self_samples("leaf_fifty"));
   EXPECT_GT(after->self_samples("leaf_fifty"), 0u);
+}
+
+// mpirun may stop a job while the launcher that saw the last rank end is
+// still writing the archive (it holds JOB/.finalizing with its pid); a
+// merge run then waits for it, and clears what an interrupted writer left.
+TEST_F(Lifecycle, MergeWaitsForALauncherStillWritingAndClearsPartialArchives) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("split_workload"), "1", "0.2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::filesystem::remove(d + "/traces.otf2");  // as if its writer was killed halfway
+  ASSERT_TRUE(std::filesystem::exists(d + "/traces"));
+  // A live launcher (profiling `sleep 1`) holds the claim.
+  const std::string script = "'" + launcher() + "' -o '" + std::string(scratch / "E") + "' -- sleep 1 & echo $! > '" + d +
+                             "/.finalizing'; exec '" + merge_tool() + "' '" + d + "'";
+  const RunResult merged = run({"/bin/sh", "-c", script});
+  ASSERT_EQ(merged.exit_code, 0) << merged.describe();
+  EXPECT_NE(merged.err.find("waiting for hybridprof (pid"), std::string::npos) << merged.describe();
+  EXPECT_NE(merged.err.find("incomplete archive"), std::string::npos) << merged.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_GT(p->self_samples("leaf_fifty"), 0u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "finalize/archive_claim.h"
 #include "hybridprof/output_directory.h"
 
 namespace hybridprof::launcher {
@@ -56,10 +57,7 @@ bool end_rank(const JobRank& job, pid_t pid, const std::string& status) {
     if (!out || rename(tmp.c_str(), (job.rank_dir + "/" + kEndedFile).c_str()) != 0) return false;
   }
   if (job.size <= 0 || ended_ranks(job.job_dir) < job.size) return false;
-  const int fd = open((job.job_dir + "/.finalizing").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) return false;  // another rank's launcher got there first
-  close(fd);
-  return true;
+  return finalize::claim_archive(job.job_dir);
 }
 
 std::map<uint64_t, std::string> rank_exit_statuses(const std::string& job_dir) {

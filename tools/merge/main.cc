@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "finalize/archive_claim.h"
 #include "finalize/finalizer.h"
 
 namespace {
@@ -51,10 +52,21 @@ int main(int argc, char** argv) {
   namespace fs = std::filesystem;
   const fs::path dir(options.directory);
   bool has_raw = fs::is_directory(dir / "raw");
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
+  std::error_code scan_error;
+  for (const auto& e : fs::directory_iterator(dir, scan_error))
     has_raw = has_raw || (e.path().filename().string().rfind("rank-", 0) == 0 && fs::is_directory(e.path() / "raw"));
   if (!has_raw) return fail(options.directory + " has no raw/ or rank-N/raw/ data from a hybridprof run");
+  // A rank's launcher may still be writing the job's archive (mpirun
+  // stopped the job, not the launcher that saw the last rank end).
+  if (const pid_t writer = hybridprof::finalize::archive_writer(options.directory)) {
+    std::fprintf(stderr, "hybridprof-merge: waiting for hybridprof (pid %d), which is writing the archive\n", int(writer));
+    while (hybridprof::finalize::archive_writer(options.directory)) usleep(100 * 1000);
+  }
+  std::error_code ec;
+  if (!fs::exists(dir / "traces.otf2") && (fs::exists(dir / "traces") || fs::exists(dir / "traces.def"))) {
+    std::fprintf(stderr, "hybridprof-merge: removing the incomplete archive of an interrupted writer\n");
+    for (const char* name : {"traces.def", "traces", "enter-leave"}) fs::remove_all(dir / name, ec);
+  }
   if (fs::exists(dir / "traces.otf2")) {
     if (!force) return fail(options.directory + " already has an archive (use --force to rebuild it)");
     for (const char* name : {"traces.otf2", "traces.def", "traces", "enter-leave"}) fs::remove_all(dir / name, ec);
