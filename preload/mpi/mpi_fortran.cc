@@ -76,27 +76,29 @@ MPI_Fint fint(const void* p) { return *static_cast<const MPI_Fint*>(p); }
 template <typename C>
 class FortranArg;
 
-template <>
-class FortranArg<int> {
+// An input: converted once, nothing to write back.
+template <typename T>
+class InputArg {
  public:
-  explicit FortranArg(void* p) : value_(fint(p)) {}
-  int c() const { return value_; }
+  explicit InputArg(T value) : value_(value) {}
+  T c() const { return value_; }
   void finish() {}
 
  private:
-  int value_;
+  T value_;
+};
+
+template <>
+class FortranArg<int> : public InputArg<int> {
+ public:
+  explicit FortranArg(void* p) : InputArg(fint(p)) {}
 };
 
 // A handle passed in: the Fortran integer names it.
 template <auto F2c>
-class HandleIn {
+class HandleIn : public InputArg<decltype((std::declval<FortranAbi>().*F2c)(0))> {
  public:
-  explicit HandleIn(void* p) : value_((abi().*F2c)(fint(p))) {}
-  auto c() const { return value_; }
-  void finish() {}
-
- private:
-  decltype((std::declval<FortranAbi>().*F2c)(0)) value_;
+  explicit HandleIn(void* p) : HandleIn::InputArg((abi().*F2c)(fint(p))) {}
 };
 template <> class FortranArg<MPI_Comm> : public HandleIn<&FortranAbi::Comm_f2c> { using HandleIn::HandleIn; };
 template <> class FortranArg<MPI_Datatype> : public HandleIn<&FortranAbi::Type_f2c> { using HandleIn::HandleIn; };
@@ -141,29 +143,19 @@ class FortranArg<MPI_Status*> {
 // Buffers: Fortran's MPI_BOTTOM and MPI_IN_PLACE are addresses of common
 // blocks, C's are the constants.
 template <typename Pointer>
-class BufferArg {
+class BufferArg : public InputArg<Pointer> {
  public:
   explicit BufferArg(void* p)
-      : value_(p == abi().bottom ? MPI_BOTTOM : p == abi().in_place ? MPI_IN_PLACE : p) {}
-  Pointer c() const { return value_; }
-  void finish() {}
-
- private:
-  Pointer value_;
+      : InputArg<Pointer>(p == abi().bottom ? MPI_BOTTOM : p == abi().in_place ? MPI_IN_PLACE : p) {}
 };
 template <> class FortranArg<void*> : public BufferArg<void*> { using BufferArg::BufferArg; };
 template <> class FortranArg<const void*> : public BufferArg<const void*> { using BufferArg::BufferArg; };
 
 // INTEGER and LOGICAL arrays and outputs are ints already.
 template <typename Pointer>
-class PassThrough {
+class PassThrough : public InputArg<Pointer> {
  public:
-  explicit PassThrough(void* p) : value_(reinterpret_cast<Pointer>(p)) {}
-  Pointer c() const { return value_; }
-  void finish() {}
-
- private:
-  Pointer value_;
+  explicit PassThrough(void* p) : InputArg<Pointer>(reinterpret_cast<Pointer>(p)) {}
 };
 template <> class FortranArg<int*> : public PassThrough<int*> { using PassThrough::PassThrough; };
 template <> class FortranArg<const int*> : public PassThrough<const int*> { using PassThrough::PassThrough; };

@@ -176,6 +176,38 @@ TEST_F(Mpi, FortranRingIsTracedThroughTheFortranBindings) {
   }
 }
 
+// The hand-written Fortran bindings: request and status arrays, WAITANY's
+// index from 1, MPI_STATUSES_IGNORE, MPI_IN_PLACE, a communicator made and
+// freed. The fixture checks what the program sees; this, what is recorded.
+TEST_F(Mpi, FortranHaloConvertsArraysIndicesAndSpecialArguments) {
+  const std::string program = fixture("mpi_halo_f");
+  if (!file_exists(program)) GTEST_SKIP() << "mpi_halo_f not built (no Fortran compiler or MPI for Fortran)";
+  constexpr int kRanks = 3, kExchanges = 4;  // e mod 3 = 0, 1, 2, 0: WAITALL 3 times, WAITANY 4 times
+  const RunResult r = mpirun(kRanks, {program, std::to_string(kExchanges)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  const otf2::Archive& a = t.reader.archive();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    for (auto kind : {MpiEventKind::kIsend, MpiEventKind::kIsendComplete, MpiEventKind::kIrecvRequest,
+                      MpiEventKind::kIrecv})
+      EXPECT_EQ(t.count(rank, kind), size_t(2 * kExchanges)) << "rank " << rank;
+    EXPECT_EQ(t.enters[rank]["MPI_Waitall"], 3u);
+    EXPECT_EQ(t.enters[rank]["MPI_Waitany"], 4u);
+    EXPECT_EQ(t.enters[rank]["MPI_Comm_split"], 1u);
+    EXPECT_EQ(t.enters[rank]["MPI_Comm_free"], 1u);
+    for (const auto& e : t.events[rank]) {
+      if (e.kind != MpiEventKind::kCollectiveEnd || e.op != otf2::CollectiveOp::kAllreduce) continue;
+      EXPECT_EQ(e.sent, 4u);
+      const auto& members = a.comms.at(e.comm).world_ranks;
+      EXPECT_EQ(members.size(), rank % 2 == 0 ? 2u : 1u) << "the split half of world rank " << rank;
+      for (uint32_t m : members) EXPECT_EQ(int(m) % 2, rank % 2);
+    }
+    EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kAllreduce), 1u);
+    EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kBarrier), 1u);
+  }
+  expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
+}
+
 TEST_F(Mpi, Mpi4pyRingIsTracedThroughTheCApi) {
   const std::string python = HP_MPI4PY_PYTHON;
   if (python.empty()) GTEST_SKIP() << "no python3 with mpi4py (Debian: python3-mpi4py)";
