@@ -658,18 +658,41 @@ void ArchiveWriter::write_global_definitions(const ClockInfo& clock_in) {
               OTF2_BASE_DECIMAL, g.time_based ? -9 : 0, g.period),
           what);
   }
-  for (uint32_t ref = 0; ref < groups_.size(); ++ref) {
+  // Viewer form (below): a communicator with every world rank in order is
+  // the world's COMM_LOCATIONS group itself, not a duplicate of it.
+  auto is_world_copy = [&](uint32_t ref) {
     const Group& g = groups_[ref];
-    const OTF2_GroupType type = g.type == GroupType::kWorldLocations ? OTF2_GROUP_TYPE_COMM_LOCATIONS
-                                : g.type == GroupType::kCommMembers  ? OTF2_GROUP_TYPE_COMM_GROUP
-                                                                     : OTF2_GROUP_TYPE_COMM_SELF;
-    check(OTF2_GlobalDefWriter_WriteGroup(w, ref, empty_name, type, OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
-                                          uint32_t(g.members.size()), g.members.data()),
+    if (!options_.enter_leave || g.type != GroupType::kCommMembers || g.members.size() != world_size_) return false;
+    for (uint64_t rank = 0; rank < g.members.size(); ++rank)
+      if (g.members[rank] != rank) return false;
+    return true;
+  };
+  // Refs as written: dense, without the world copies (readers expect no gaps).
+  std::vector<uint32_t> written_group(groups_.size(), 0);
+  for (uint32_t ref = 0, next = 0; ref < groups_.size(); ++ref) written_group[ref] = is_world_copy(ref) ? 0 : next++;
+  for (uint32_t ref = 0; ref < groups_.size(); ++ref) {
+    if (is_world_copy(ref)) continue;
+    const Group& g = groups_[ref];
+    OTF2_GroupType type = g.type == GroupType::kWorldLocations ? OTF2_GROUP_TYPE_COMM_LOCATIONS
+                          : g.type == GroupType::kCommMembers  ? OTF2_GROUP_TYPE_COMM_GROUP
+                                                               : OTF2_GROUP_TYPE_COMM_SELF;
+    std::vector<uint64_t> members = g.members;
+    // For viewers: ViTE 1.2 finds a message's peer only through a
+    // COMM_LOCATIONS group (COMM_GROUP is "not yet implemented" there, and
+    // then it draws no message). So a communicator's members are written
+    // as their locations, in rank order. The main archive keeps OTF2's form.
+    if (options_.enter_leave && g.type == GroupType::kCommMembers) {
+      type = OTF2_GROUP_TYPE_COMM_LOCATIONS;
+      for (uint64_t& m : members) m = groups_[0].members.at(m);  // group 0: the world's locations
+    }
+    check(OTF2_GlobalDefWriter_WriteGroup(w, written_group[ref], empty_name, type, OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+                                          uint32_t(members.size()), members.data()),
           what);
   }
   for (uint32_t ref = 0; ref < comms_.size(); ++ref) {
     const Comm& c = comms_[ref];
-    check(OTF2_GlobalDefWriter_WriteComm(w, ref, c.name, c.group, c.parent, OTF2_COMM_FLAG_NONE), what);
+    check(OTF2_GlobalDefWriter_WriteComm(w, ref, c.name, written_group[c.group], c.parent, OTF2_COMM_FLAG_NONE),
+          what);
   }
   for (const auto& [key, value] : process_properties_) {
     OTF2_AttributeValue v;

@@ -48,7 +48,12 @@ class ArchiveWriter {
   struct Options {
     std::string directory;      // archive directory (created); anchor is <directory>/<name>.otf2
     std::string name = "traces";
-    bool enter_leave = false;   // write samples as Enter/Leave (for viewers like ViTE that ignore CallingContext records)
+    // For viewers such as ViTE, which ignore CallingContext records and
+    // resolve message peers only through COMM_LOCATIONS groups: samples are
+    // written as Enter/Leave, and communicators' groups as their members'
+    // locations (otf2-print then warns that a Comm names a COMM_LOCATIONS
+    // group; the main archive keeps OTF2's COMM_GROUP form).
+    bool enter_leave = false;
     // Memory per open location = event_chunk_bytes * max_chunks_per_thread.
     // OTF2 accepts chunks of 256 KiB .. 16 MiB.
     uint64_t event_chunk_bytes = 256 * 1024;

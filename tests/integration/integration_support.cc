@@ -214,6 +214,33 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+size_t ViteExport::count(const std::string& element) const {
+  size_t n = 0;
+  for (size_t at = svg.find(element); at != std::string::npos; at = svg.find(element, at + 1)) ++n;
+  return n;
+}
+
+ViteExport vite_export(const std::string& archive, const std::string& work_directory) {
+  const std::string svg = work_directory + "/vite.svg";
+  RunOptions options;
+  options.env["QT_QPA_PLATFORM"] = "offscreen";
+  options.working_directory = work_directory;
+  ViteExport e;
+  e.run = run({"vite", "-f", archive, "-e", svg}, options);
+  // ViTE reports "N errors and M warnings were found during parsing.", and
+  // "cannot find rank R in communicator C" for a message it cannot draw.
+  for (const std::string& line : split_lines(e.run.out + "\n" + e.run.err)) {
+    std::string l = line;
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (l.find("0 errors and 0 warnings") != std::string::npos)
+      e.parsed_clean = true;
+    else if (l.find("error") != std::string::npos || l.find("cannot find") != std::string::npos)
+      e.complaints.push_back(line);
+  }
+  if (file_exists(svg)) e.svg = read_text(svg);
+  return e;
+}
+
 bool have_program(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path ? path : "/usr/bin:/bin");

@@ -92,6 +92,17 @@ bool file_exists(const std::string& path);
 std::string read_text(const std::string& path);
 bool have_program(const std::string& name);  // on $PATH
 
+// ViTE exporting `archive` to SVG, headless, as a user would check a trace
+// opens: what it said, and what it drew.
+struct ViteExport {
+  RunResult run;
+  bool parsed_clean = false;             // it said "0 errors and 0 warnings"
+  std::vector<std::string> complaints;   // other lines naming an error or a missing rank
+  std::string svg;                       // the drawing ("" if none)
+  size_t count(const std::string& element) const;  // e.g. "<rect", "<line" (message arrows)
+};
+ViteExport vite_export(const std::string& archive, const std::string& work_directory);
+
 // Samples of an archive, with the names along their calling-context paths.
 class Profile {
  public:

@@ -3,6 +3,7 @@
 // (tests/fixtures/mpi/*.c headers), sends matched with receives,
 // communicators with the right members.
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
@@ -206,6 +207,26 @@ TEST_F(Mpi, FortranHaloConvertsArraysIndicesAndSpecialArguments) {
     EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kBarrier), 1u);
   }
   expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
+}
+
+// The viewer archive (--enter-leave) of a job opens in ViTE with an arrow
+// per message, also on communicators other than the world.
+TEST_F(Mpi, ViteDrawsAnArrowForEveryMessage) {
+  if (!have_program("vite")) GTEST_SKIP() << "vite is not installed";
+  struct Job { std::vector<std::string> program; int ranks; size_t messages; };
+  const Job jobs[] = {
+      {{fixture("mpi_ring"), "3"}, 3, 9},    // 3 rounds of 3 sends, on MPI_COMM_WORLD
+      {{fixture("mpi_split")}, 4, 2},        // one in each half of a split communicator
+  };
+  for (const Job& job : jobs) {
+    std::filesystem::remove_all(dir);
+    const RunResult r = mpirun(job.ranks, job.program, {"--enter-leave"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const ViteExport vite = vite_export(dir + "/enter-leave/traces.otf2", scratch.path());
+    EXPECT_TRUE(vite.parsed_clean) << vite.run.describe();
+    EXPECT_TRUE(vite.complaints.empty()) << job.program[0] << ": vite said: " << vite.complaints.front();
+    EXPECT_EQ(vite.count("<line"), job.messages) << job.program[0] << ": one arrow per message";
+  }
 }
 
 TEST_F(Mpi, Mpi4pyRingIsTracedThroughTheCApi) {

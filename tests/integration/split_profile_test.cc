@@ -17,11 +17,6 @@ bool is_leaf_function(const std::string& name) {
   return std::find(kLeaves.begin(), kLeaves.end(), name) != kLeaves.end();
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
-}
-
 class SplitProfile : public IntegrationTest {};
 
 TEST_F(SplitProfile, SharesPathsAndThreadCounts) {
@@ -133,30 +128,16 @@ TEST_F(SplitProfile, EnterLeaveArchiveOpensInVite) {
     EXPECT_GT(leaf_enters, 0u);
   }
   if (!have_program("vite")) GTEST_SKIP() << "vite is not installed";
-  const std::string svg = scratch / "out.svg";
-  RunOptions options;
-  options.env["QT_QPA_PLATFORM"] = "offscreen";
-  options.working_directory = scratch.path();
-  const RunResult vite = run({"vite", "-f", el, "-e", svg}, options);
-  EXPECT_EQ(vite.exit_code, 0) << vite.describe();
-  // ViTE reports "N errors and M warnings were found during parsing."
-  bool parsed_clean = false;
-  for (const std::string& line : split_lines(vite.out + "\n" + vite.err)) {
-    if (line.find("0 errors and 0 warnings") != std::string::npos) {
-      parsed_clean = true;
-      continue;
-    }
-    EXPECT_EQ(lower(line).find("error"), std::string::npos) << "vite said: " << line;
-  }
-  EXPECT_TRUE(parsed_clean) << vite.describe();
-  ASSERT_TRUE(file_exists(svg)) << vite.describe();
+  const ViteExport vite = vite_export(el, scratch.path());
+  EXPECT_EQ(vite.run.exit_code, 0) << vite.run.describe();
+  EXPECT_TRUE(vite.parsed_clean) << vite.run.describe();
+  EXPECT_TRUE(vite.complaints.empty()) << "vite said: " << vite.complaints.front();
+  ASSERT_FALSE(vite.svg.empty()) << vite.run.describe();
   // ViTE's SVG labels only containers, not states: count the state
   // rectangles it drew. Each sampled function entered is one; a calling-
   // context archive would give none.
-  const std::string text = read_text(svg);
-  size_t rectangles = 0;
-  for (size_t at = text.find("<rect"); at != std::string::npos; at = text.find("<rect", at + 1)) ++rectangles;
-  EXPECT_GT(rectangles, 100u) << "ViTE drew too few states in " << svg;
+  const size_t rectangles = vite.count("<rect");
+  EXPECT_GT(rectangles, 100u) << "ViTE drew too few states";
 }
 
 }  // namespace
