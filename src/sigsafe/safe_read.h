@@ -1,0 +1,20 @@
+// Reading memory that may have gone away (another thread's interpreter
+// frames, a code object being freed): process_vm_readv on our own pid
+// returns an error for an unmapped address where a plain load would crash.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hybridprof {
+
+// SIGNAL PATH: async-signal-safe (one system call, no allocation). Copies
+// `bytes` from `address` into `out`; false if any of it is not readable.
+bool safe_read(uint64_t address, void* out, size_t bytes);
+
+template <typename T>
+bool safe_read_value(uint64_t address, T* out) {
+  return safe_read(address, out, sizeof(T));
+}
+
+}  // namespace hybridprof

@@ -1,0 +1,72 @@
+// Where CPython keeps what a stack walk needs, per interpreter version:
+// one table per minor version (3.8 to 3.12, measured with offsetof against
+// each version's own headers by src/unwind/python/offsets_probe.c), and from 3.13
+// on the table the interpreter publishes itself (_PyRuntime.debug_offsets).
+// Read through one struct, chosen once at start.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace hybridprof::python {
+
+// How frames are linked.
+enum class FrameModel : uint8_t {
+  kFrameObjects,        // <= 3.10: PyFrameObject f_back chain, one native eval call per frame
+  kEntryFlag,           // 3.11: _PyInterpreterFrame, is_entry marks the first frame of a native eval call
+  kCStackShims,         // 3.12+: a shim frame owned by the C stack starts each native eval call
+};
+
+// How a code object maps instruction offsets to lines.
+enum class LineTableFormat : uint8_t {
+  kLnotab,     // 3.8, 3.9: co_lnotab (byte increment, signed line increment)
+  kLinetable,  // 3.10: co_linetable (start delta, signed line delta; -128 = no line)
+  kLocations,  // 3.11+: co_linetable location entries
+};
+
+inline constexpr uint32_t kAbsent = UINT32_MAX;  // a field this version does not have
+
+struct PythonLayout {
+  uint8_t major = 0, minor = 0;
+  FrameModel frames = FrameModel::kFrameObjects;
+  LineTableFormat lines = LineTableFormat::kLnotab;
+  // _PyRuntimeState, PyInterpreterState, PyThreadState.
+  uint32_t runtime_interpreters_head = 0;
+  uint32_t interp_next = 0, interp_threads_head = 0;
+  uint32_t tstate_next = 0, tstate_thread_id = 0;
+  // The innermost frame: tstate->frame (<= 3.10), tstate->cframe then
+  // cframe->current_frame (3.11, 3.12), tstate->current_frame (3.13+).
+  uint32_t tstate_frame = 0;
+  uint32_t cframe_current_frame = kAbsent;
+  // A frame: its code object, the next older frame, the instruction (an int
+  // index <= 3.10, a pointer into the code from 3.11), entry flag or owner.
+  uint32_t frame_code = 0, frame_previous = 0, frame_instruction = 0;
+  uint32_t frame_is_entry = kAbsent;  // 3.11 (bool)
+  uint32_t frame_owner = kAbsent;     // 3.12+ (char; 3 = owned by the C stack)
+  // A code object.
+  uint32_t code_filename = 0, code_name = 0, code_qualname = 0, code_firstlineno = 0, code_linetable = 0;
+  uint32_t code_instructions = kAbsent;  // 3.11+: where the bytecode starts inside the code object
+  // Unicode (compact) and bytes objects.
+  uint32_t unicode_length = 0, unicode_state = 0, unicode_ascii_data = 0, unicode_compact_data = 0;
+  uint32_t bytes_size = 0, bytes_data = 0;
+
+  // Bytes of one frame to read at once (covers every frame field).
+  uint32_t frame_read_bytes() const;
+  // Byte offset of the instruction within the bytecode, from the raw field
+  // (f_lasti <= 3.10; the instruction pointer minus the bytecode start
+  // from 3.11). Negative: the frame has not started.
+  int64_t instruction_byte_offset(uint64_t code, uint64_t raw) const;
+};
+
+// The built-in table for `major.minor`, or nullptr (3.13+ publish their own).
+const PythonLayout* builtin_layout(int major, int minor);
+
+// The layout from an interpreter's published debug offsets (the first
+// bytes of _PyRuntime, `size` of them). False with `why` when the cookie is
+// missing or the version's table format is not one this build knows.
+bool layout_from_debug_offsets(const uint8_t* data, size_t size, int major, int minor, PythonLayout* out,
+                               std::string* why);
+inline constexpr size_t kDebugOffsetsBytes = 73 * 8;  // what layout_from_debug_offsets reads (3.13)
+
+}  // namespace hybridprof::python

@@ -1,0 +1,103 @@
+#include "unwind/python/python_stack.h"
+
+#include <cstring>
+
+#include "sigsafe/safe_read.h"
+
+namespace hybridprof::python {
+namespace {
+
+constexpr int kMaxInterpreters = 64;
+constexpr int kMaxThreadStates = 4096;
+constexpr uint8_t kOwnedByCStack = 3;  // FRAME_OWNED_BY_CSTACK (3.12+)
+
+uint64_t read_pointer(uint64_t address) {
+  uint64_t v = 0;
+  return safe_read_value(address, &v) ? v : 0;
+}
+
+uint64_t field(const uint8_t* buffer, uint32_t offset) {
+  uint64_t v;
+  std::memcpy(&v, buffer + offset, 8);
+  return v;
+}
+
+}  // namespace
+
+// SIGNAL PATH. Every interpreter's thread list, bounded.
+uint64_t PythonStackReader::find_thread_state(uint64_t thread_id) const {
+  uint64_t interp = read_pointer(runtime_ + layout_.runtime_interpreters_head);
+  for (int i = 0; interp != 0 && i < kMaxInterpreters; ++i) {
+    uint64_t t = read_pointer(interp + layout_.interp_threads_head);
+    for (int j = 0; t != 0 && j < kMaxThreadStates; ++j) {
+      if (read_pointer(t + layout_.tstate_thread_id) == thread_id) return t;
+      t = read_pointer(t + layout_.tstate_next);
+    }
+    interp = read_pointer(interp + layout_.interp_next);
+  }
+  return 0;
+}
+
+// SIGNAL PATH.
+uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonFrame* out, uint32_t max,
+                                 bool* complete) const {
+  *complete = true;
+  if (runtime_ == 0 || max == 0) return 0;
+  // The cached thread state is still ours while it names this thread.
+  if (*tstate == 0 || read_pointer(*tstate + layout_.tstate_thread_id) != thread_id)
+    *tstate = find_thread_state(thread_id);
+  if (*tstate == 0) return 0;  // not a Python thread (yet)
+
+  uint64_t frame = read_pointer(*tstate + layout_.tstate_frame);
+  if (layout_.cframe_current_frame != kAbsent && frame != 0)
+    frame = read_pointer(frame + layout_.cframe_current_frame);
+
+  uint8_t buffer[128];
+  const uint32_t bytes = layout_.frame_read_bytes();
+  if (bytes > sizeof buffer) return 0;
+  uint32_t n = 0;
+  while (frame != 0) {
+    if (n == max) {
+      *complete = false;  // deeper than we keep
+      break;
+    }
+    if (!safe_read(frame, buffer, bytes)) {
+      *complete = false;
+      break;
+    }
+    const uint64_t code = field(buffer, layout_.frame_code);
+    const uint64_t previous = field(buffer, layout_.frame_previous);
+    if (layout_.frame_owner != kAbsent && buffer[layout_.frame_owner] == kOwnedByCStack) {
+      // The shim a native eval call starts with: the frame before it was
+      // that call's outermost.
+      if (n > 0) out[n - 1].flags |= kEndsEvalCall;
+      frame = previous;
+      continue;
+    }
+    if (code == 0) {
+      *complete = false;
+      break;
+    }
+    PythonFrame& f = out[n++];
+    f.code = code;
+    const int64_t offset = layout_.instruction_byte_offset(code, field(buffer, layout_.frame_instruction));
+    f.byte_offset = offset > INT32_MAX ? -1 : int32_t(offset);
+    f.flags = 0;
+    switch (layout_.frames) {
+      case FrameModel::kFrameObjects:
+        f.flags = kEndsEvalCall;  // one native eval call per frame
+        break;
+      case FrameModel::kEntryFlag:
+        if (buffer[layout_.frame_is_entry]) f.flags = kEndsEvalCall;
+        break;
+      case FrameModel::kCStackShims:
+        break;  // marked when its shim is reached
+    }
+    frame = previous;
+  }
+  // The outermost frame ends the outermost eval call.
+  if (n > 0) out[n - 1].flags |= kEndsEvalCall;
+  return n;
+}
+
+}  // namespace hybridprof::python

@@ -1,0 +1,48 @@
+// The Python frames of the calling thread, read from the interpreter's
+// memory inside the sample handler: no GIL, no Python API, no allocation;
+// every read is a safe_read (a frame being torn down by another thread
+// reads as an error, not a crash), and the walk is bounded.
+#pragma once
+
+#include <cstdint>
+
+#include "unwind/python/python_layout.h"
+
+namespace hybridprof::python {
+
+struct PythonFrame {
+  uint64_t code = 0;       // the code object's address (named later, outside the handler)
+  int32_t byte_offset = 0; // of the instruction in the bytecode; -1 before the first
+  uint32_t flags = 0;      // PythonFrameFlags
+};
+static_assert(sizeof(PythonFrame) == 16);
+
+enum PythonFrameFlags : uint32_t {
+  // The outermost Python frame of one native evaluation call
+  // (_PyEval_EvalFrameDefault): the merge puts this frame and the younger
+  // ones up to the previous such frame where that native frame was.
+  kEndsEvalCall = 1u << 0,
+};
+
+class PythonStackReader {
+ public:
+  PythonStackReader() = default;
+  PythonStackReader(const PythonLayout& layout, uint64_t runtime) : layout_(layout), runtime_(runtime) {}
+  bool enabled() const { return runtime_ != 0; }
+  const PythonLayout& layout() const { return layout_; }
+
+  // SIGNAL PATH: async-signal-safe. The frames of the thread whose
+  // pthread_t is `thread_id`, innermost first, into out[0..max). `tstate`
+  // is the thread's own cache of its thread-state address (0 at first).
+  // Sets *complete to false when a read failed part-way (the frames read so
+  // far are kept).
+  uint32_t read(uint64_t thread_id, uint64_t* tstate, PythonFrame* out, uint32_t max, bool* complete) const;
+
+ private:
+  uint64_t find_thread_state(uint64_t thread_id) const;
+
+  PythonLayout layout_;
+  uint64_t runtime_ = 0;
+};
+
+}  // namespace hybridprof::python
