@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "preload/real_functions.h"
 #include "unwind/native_unwinder.h"
+#include "unwind/python/python_runtime.h"
 
 namespace hybridprof::preload {
 namespace {
@@ -166,6 +167,13 @@ void start_process(Runtime& rt) {
     options.own_code_start = self.start;
     options.own_code_end = self.end;
   }
+  // CPython: its frames are read at every sample, and named by the drain.
+  python::PythonRuntime py;
+  std::string python_notice;
+  if (python::find_python(&py, &python_notice)) {
+    rt.python = python::PythonStackReader(py.layout, py.runtime);
+    options.python = py;
+  }
   std::string error;
   if (!rt.drain.start(options, begin, &error)) {
     say(error + "; profiling is off for this process");
@@ -173,6 +181,10 @@ void start_process(Runtime& rt) {
     return;
   }
   if (!rt.plan.notice.empty()) rt.drain.append(raw::Notice{rt.plan.notice});
+  if (!python_notice.empty()) {
+    if (!rt.config.quiet) say(python_notice);
+    rt.drain.append(raw::Notice{python_notice});
+  }
   g_enabled = true;
 }
 

@@ -13,6 +13,7 @@
 #include "sampling/sampling.h"
 #include "trace/drain.h"
 #include "trace/module_table.h"
+#include "unwind/python/python_stack.h"
 
 namespace hybridprof::preload {
 
@@ -30,6 +31,8 @@ struct Runtime {
   std::string raw_dir;
   ModuleTable modules;
   Drain drain{modules};
+  // CPython's frames, when the program is a Python interpreter we can read.
+  python::PythonStackReader python;
   // Samples arriving on threads that have no state (before their start or
   // after their end) — counted, never silent.
   std::atomic<uint64_t> samples_without_thread{0};

@@ -8,6 +8,7 @@
 //   2. errno is preserved.
 //   3. A signal that is not ours goes to the program's own disposition.
 #include <errno.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -37,22 +38,53 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   uint64_t* const ips = t.unwind_scratch;
   uint32_t flags = 0;
   const uint32_t depth = unwind_signal_context(ucontext, ips, rt.config.max_depth, &flags);
-  RecordHeader* h = t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),
-                                   static_cast<uint16_t>(depth));
-  if (h == nullptr) {
-    t.dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
+  // Python frames of this thread, if the program is CPython and the thread
+  // runs Python (read from the interpreter's memory, see python_stack.h).
+  uint32_t python_depth = 0;
+  if (rt.python.enabled()) {
+    bool complete = true;
+    // pthread_self() reads the thread pointer: safe here; CPython keys its
+    // thread states by the same value.
+    python_depth = rt.python.read(uint64_t(pthread_self()), &t.python_thread_state, t.python_scratch,
+                                  kPythonScratchFrames, &complete);
+    if (!complete) flags |= kSamplePythonIncomplete;
   }
-  auto* s = reinterpret_cast<SampleRecord*>(h);
-  s->timestamp_ns = now;
-  s->flags = flags;
-  // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
-  // many periods this one sample covers.
-  s->weight = sampling::ThreadSampler::sample_weight(info);
-  uint64_t* out = s->ips();
-  for (uint32_t i = 0; i < depth; ++i) out[i] = ips[i];
+  const uint32_t weight = sampling::ThreadSampler::sample_weight(info);
+  if (python_depth == 0) {
+    RecordHeader* h = t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),
+                                     static_cast<uint16_t>(depth));
+    if (h == nullptr) {
+      t.dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    auto* s = reinterpret_cast<SampleRecord*>(h);
+    s->timestamp_ns = now;
+    s->flags = flags;
+    // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
+    // many periods this one sample covers.
+    s->weight = weight;
+    uint64_t* out = s->ips();
+    for (uint32_t i = 0; i < depth; ++i) out[i] = ips[i];
+  } else {
+    RecordHeader* h = t.ring.reserve(mixed_sample_record_bytes(depth, python_depth),
+                                     static_cast<uint16_t>(RecordType::kMixedSample), static_cast<uint16_t>(depth));
+    if (h == nullptr) {
+      t.dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    auto* s = reinterpret_cast<MixedSampleRecord*>(h);
+    s->timestamp_ns = now;
+    s->flags = flags;
+    s->weight = weight;
+    s->python_depth = python_depth;
+    s->reserved = 0;
+    uint64_t* out = s->ips();
+    for (uint32_t i = 0; i < depth; ++i) out[i] = ips[i];
+    auto* frames = reinterpret_cast<python::PythonFrame*>(s->python_frames());
+    for (uint32_t i = 0; i < python_depth; ++i) frames[i] = t.python_scratch[i];
+  }
   t.ring.commit();
-  t.samples.fetch_add(s->weight, std::memory_order_relaxed);
+  t.samples.fetch_add(weight, std::memory_order_relaxed);
   if (flags & kSampleTruncated) t.truncated.fetch_add(1, std::memory_order_relaxed);
   if (flags & kSampleUnwindFailed) t.unwind_failed.fetch_add(1, std::memory_order_relaxed);
 }

@@ -37,6 +37,7 @@ Drain::~Drain() {
 
 bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::string* error) {
   options_ = options;
+  if (options.python.runtime != 0) python_codes_ = std::make_unique<PythonCodeTable>(options.python.layout);
   if (!writer_.open(options.raw_path)) {
     *error = "cannot create " + options.raw_path + ": " + std::strerror(errno);
     return false;
@@ -135,6 +136,7 @@ void Drain::drain_rings_locked() {
   std::vector<raw::Record> changes;
   modules_.refresh(monotonic_ns(), &changes);
   for (const auto& r : changes) writer_.append(r);
+  if (python_codes_) python_codes_->new_pass();
   // Copy: end_thread_locked() removes entries.
   const std::vector<ThreadState*> threads = threads_;
   for (ThreadState* t : threads) {
@@ -160,6 +162,23 @@ const Drain::TracedCode* Drain::traced_code_at(uint64_t address) const {
   return address < it->end ? &*it : nullptr;
 }
 
+uint32_t Drain::intern_native_locked(uint32_t node, uint64_t address, uint64_t timestamp_ns, ModuleInfo* module,
+                                     bool* have_module, uint32_t* innermost_region) {
+  if (address >= options_.own_code_start && address < options_.own_code_end) {
+    if (const TracedCode* code = traced_code_at(address)) {
+      node = cct_.child(node, raw::kTracedRegionModule, code->region, &new_nodes_);
+      if (innermost_region) *innermost_region = code->region;
+    }
+    return node;  // the profiler's own frames are not the program's
+  }
+  if (!*have_module || address < module->start || address >= module->end)
+    *have_module = modules_.find(address, timestamp_ns, module);
+  node = *have_module ? cct_.child(node, module->id, address - module->bias, &new_nodes_)
+                      : cct_.child(node, raw::kUnknownModule, address, &new_nodes_);
+  if (innermost_region) *innermost_region = kNoRegion;
+  return node;
+}
+
 uint32_t Drain::intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
                                     uint64_t timestamp_ns, uint32_t* innermost_region) {
   ModuleInfo module;
@@ -169,18 +188,33 @@ uint32_t Drain::intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t
     // Return addresses point after the call: step back into it so the
     // call's own line is what gets symbolized.
     const uint64_t address = (i == 0 && !all_return_addresses) ? ips[0] : ips[i] - 1;
-    if (address >= options_.own_code_start && address < options_.own_code_end) {
-      if (const TracedCode* code = traced_code_at(address)) {
-        node = cct_.child(node, raw::kTracedRegionModule, code->region, &new_nodes_);
-        if (innermost_region) *innermost_region = code->region;
-      }
-      continue;  // the profiler's own frames are not the program's
+    node = intern_native_locked(node, address, timestamp_ns, &module, &have_module, innermost_region);
+  }
+  return node;
+}
+
+uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags) {
+  const uint64_t* ips = s.ips();
+  const auto* frames = reinterpret_cast<const python::PythonFrame*>(s.python_frames());
+  if (!merge_stacks(ips, s.header.aux, frames, s.python_depth, options_.python.eval_start, options_.python.eval_end,
+                    &merged_))
+    *flags |= kSamplePythonIncomplete;
+  uint32_t node = *flags & kSampleTruncated      ? raw::kRootTruncated
+                  : *flags & kSampleUnwindFailed ? raw::kRootUnwindFailed
+                                                 : raw::kRootComplete;
+  ModuleInfo module;
+  bool have_module = false;
+  for (size_t k = merged_.size(); k-- > 0;) {
+    const MergedFrame& m = merged_[k];
+    if (!m.python) {
+      const uint64_t address = m.index == 0 ? ips[0] : ips[m.index] - 1;
+      node = intern_native_locked(node, address, s.timestamp_ns, &module, &have_module, nullptr);
+      continue;
     }
-    if (!have_module || address < module.start || address >= module.end)
-      have_module = modules_.find(address, timestamp_ns, &module);
-    node = have_module ? cct_.child(node, module.id, address - module.bias, &new_nodes_)
-                       : cct_.child(node, raw::kUnknownModule, address, &new_nodes_);
-    if (innermost_region) *innermost_region = kNoRegion;
+    const python::PythonFrame& f = frames[m.index];
+    const uint32_t code = python_codes_ ? python_codes_->id_for(f.code, &new_codes_) : 0;
+    const uint64_t offset = (uint64_t{code} << 32) | uint32_t(f.byte_offset < 0 ? 0 : f.byte_offset + 1);
+    node = cct_.child(node, raw::kPythonModule, offset, &new_nodes_);
   }
   return node;
 }
@@ -203,6 +237,16 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       const uint32_t node = intern_stack_locked(root_for(s.flags), s.ips(), h.aux, false, s.timestamp_ns, nullptr);
       for (const auto& n : new_nodes_) writer_.append(n);
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, s.flags, s.weight ? s.weight : 1});
+      break;
+    }
+    case RecordType::kMixedSample: {
+      const auto& s = reinterpret_cast<const MixedSampleRecord&>(h);
+      uint32_t flags = s.flags;
+      new_codes_.clear();
+      const uint32_t node = intern_mixed_locked(s, &flags);
+      for (const auto& c : new_codes_) writer_.append(c);
+      for (const auto& n : new_nodes_) writer_.append(n);
+      writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;
     }
     case RecordType::kRegionEnter: {

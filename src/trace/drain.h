@@ -15,8 +15,12 @@
 
 #include "trace/calling_context_tree.h"
 #include "trace/module_table.h"
+#include "trace/python_code_table.h"
 #include "trace/raw_stream.h"
+#include "trace/records.h"
+#include "trace/stack_merge.h"
 #include "trace/thread_state.h"
+#include "unwind/python/python_runtime.h"
 
 namespace hybridprof {
 
@@ -35,6 +39,9 @@ class Drain {
     // The runtime's own code [start, end): frames there are profiler
     // internals, dropped from stacks unless they lie in traced code.
     uint64_t own_code_start = 0, own_code_end = 0;
+    // The program's CPython (runtime == 0: none): samples with Python frames
+    // are merged with the native ones and their code objects named.
+    python::PythonRuntime python;
   };
   // Code of the runtime that stands for a traced region (an MPI wrapper):
   // a frame there becomes the region's node, so samples taken inside the
@@ -94,6 +101,11 @@ class Drain {
   static constexpr uint32_t kNoRegion = 0xffffffffu;
   uint32_t intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
                                uint64_t timestamp_ns, uint32_t* innermost_region);
+  // One native frame under `node` (the loop step of intern_stack_locked).
+  uint32_t intern_native_locked(uint32_t node, uint64_t address, uint64_t timestamp_ns, ModuleInfo* module,
+                                bool* have_module, uint32_t* innermost_region);
+  // A sample with Python frames: merged (stack_merge.h), then interned.
+  uint32_t intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags);
   const TracedCode* traced_code_at(uint64_t address) const;
   void end_thread_locked(ThreadState* t);
   void finish_locked(const raw::ProcessEnd& end);
@@ -106,6 +118,9 @@ class Drain {
   std::vector<ThreadState*> threads_;
   std::vector<raw::CctNode> new_nodes_;
   std::vector<TracedCode> traced_code_;  // sorted by start
+  std::unique_ptr<PythonCodeTable> python_codes_;  // with options_.python
+  std::vector<raw::PythonCode> new_codes_;
+  std::vector<MergedFrame> merged_;
   uint32_t next_thread_index_ = 0;
   bool finished_ = false;
 

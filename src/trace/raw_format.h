@@ -25,7 +25,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '3'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '4'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -48,6 +48,7 @@ enum class Tag : uint32_t {
   kCommDef = 14,
   kMpiWorld = 15,
   kClockOffset = 16,
+  kPythonCode = 17,
 };
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under
@@ -62,6 +63,10 @@ inline constexpr uint32_t kFirstCctNode = 3;
 // region under the caller's native frames, and samples taken inside the call
 // continue below it.
 inline constexpr uint32_t kTracedRegionModule = 0xfffffffeu;
+// A CCT node whose module is kPythonModule is a Python frame: its offset is
+// (PythonCode id << 32) | (bytecode offset + 1), 0 before the first
+// instruction.
+inline constexpr uint32_t kPythonModule = 0xfffffffdu;
 // Module id 0 means "address in no known module"; offset is then absolute.
 inline constexpr uint32_t kUnknownModule = 0;
 
@@ -168,9 +173,19 @@ struct MpiWorld { uint32_t rank = 0, size = 0; };
 // At local CLOCK_MONOTONIC `timestamp_ns`, rank 0's clock read
 // `timestamp_ns + offset_ns` (measured at MPI init and finalize).
 struct ClockOffset { uint64_t timestamp_ns = 0; int64_t offset_ns = 0; uint64_t stddev_ns = 0; };
+// A Python code object as the drain saw it while the program ran (it may be
+// freed later): names, and the table mapping bytecode offsets to lines in
+// the interpreter's own format (python::LineTableFormat).
+struct PythonCode {
+  uint32_t id = 0;
+  std::string qualname, filename;
+  uint32_t firstlineno = 0;
+  uint32_t line_format = 0;
+  std::string linetable;
+};
 
 using Record = std::variant<ProcessBegin, ModuleLoad, ModuleUnload, ThreadBegin, ThreadEnd,
                             CctNode, Sample, RegionDef, Enter, Leave, ProcessEnd, Notice,
-                            MpiEvent, CommDef, MpiWorld, ClockOffset>;
+                            MpiEvent, CommDef, MpiWorld, ClockOffset, PythonCode>;
 
 }  // namespace hybridprof::raw

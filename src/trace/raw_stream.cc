@@ -194,6 +194,13 @@ class Decoder {
         out = r;
         break;
       }
+      case Tag::kPythonCode: {
+        PythonCode r;
+        r.id = u32(); r.qualname = string(); r.filename = string(); r.firstlineno = u32();
+        r.line_format = u32(); r.linetable = string();
+        out = std::move(r);
+        break;
+      }
       default:
         return fail() != 0;
     }
@@ -339,6 +346,10 @@ void StreamWriter::append(const Record& record) {
         } else if constexpr (std::is_same_v<T, ClockOffset>) {
           tag(Tag::kClockOffset);
           put_varint(r.timestamp_ns); put_signed(r.offset_ns); put_varint(r.stddev_ns);
+        } else if constexpr (std::is_same_v<T, PythonCode>) {
+          tag(Tag::kPythonCode);
+          put_varint(r.id); put_string(r.qualname); put_string(r.filename); put_varint(r.firstlineno);
+          put_varint(r.line_format); put_string(r.linetable);
         } else {
           static_assert(sizeof(T) == 0, "every raw record needs an encoding");
         }

@@ -15,12 +15,14 @@ enum class RecordType : uint16_t {
   kRegionEnter = 2,   // RegionRecord + the caller's stack
   kRegionLeave = 3,   // RegionRecord
   kMpiEvent = 4,      // MpiEventRecord
+  kMixedSample = 5,   // MixedSampleRecord: native IPs and Python frames
 };
 
 // Bits of SampleRecord::flags.
 enum SampleFlags : uint32_t {
   kSampleTruncated = 1u << 0,     // the unwind hit --max-depth
   kSampleUnwindFailed = 1u << 1,  // the unwinder stopped with an error
+  kSamplePythonIncomplete = 1u << 2,  // the Python frame chain could not be read to its end
 };
 
 // A native stack sample. header.aux = number of IPs that follow; ips[0] is the
@@ -38,6 +40,29 @@ static_assert(sizeof(SampleRecord) == 24);
 
 constexpr uint32_t sample_record_bytes(uint32_t depth) {
   return static_cast<uint32_t>(sizeof(SampleRecord)) + 8u * depth;
+}
+
+// A sample of a thread running Python: the native stack as in SampleRecord
+// (header.aux IPs), then python_depth Python frames (python::PythonFrame,
+// 16 bytes each: code object, instruction offset, flags), innermost first.
+// The drain merges the two.
+struct MixedSampleRecord {
+  RecordHeader header;
+  uint64_t timestamp_ns;
+  uint32_t flags;
+  uint32_t weight;
+  uint32_t python_depth;
+  uint32_t reserved;
+  const uint64_t* ips() const { return reinterpret_cast<const uint64_t*>(this + 1); }
+  uint64_t* ips() { return reinterpret_cast<uint64_t*>(this + 1); }
+  // Python frames start after the IPs: 16 bytes each.
+  const unsigned char* python_frames() const { return reinterpret_cast<const unsigned char*>(ips() + header.aux); }
+  unsigned char* python_frames() { return reinterpret_cast<unsigned char*>(ips() + header.aux); }
+};
+static_assert(sizeof(MixedSampleRecord) == 32);
+
+constexpr uint32_t mixed_sample_record_bytes(uint32_t depth, uint32_t python_depth) {
+  return static_cast<uint32_t>(sizeof(MixedSampleRecord)) + 8u * depth + 16u * python_depth;
 }
 
 // Enter/leave of a traced region (MPI call, OpenMP construct, NVTX range...).

@@ -14,6 +14,7 @@
 #include "sigsafe/thread_ring.h"
 #include "trace/raw_format.h"
 #include "unwind/caller_stack_cache.h"
+#include "unwind/python/python_stack.h"
 
 namespace hybridprof {
 
@@ -21,6 +22,8 @@ namespace hybridprof {
 // handler's own frames. Kept per thread (the busy guard makes it exclusive)
 // instead of on the interrupted thread's stack, which may be small.
 inline constexpr size_t kUnwindScratchEntries = 512 + 16;
+// Python frames read by the handler before they are copied into the ring.
+inline constexpr size_t kPythonScratchFrames = 256;
 
 struct ThreadState {
   // `storage` holds the ring (`ring_bytes`, a power of two) followed by the
@@ -28,12 +31,17 @@ struct ThreadState {
   ThreadState(void* storage, size_t ring_bytes)
       : ring(storage, ring_bytes),
         unwind_scratch(reinterpret_cast<uint64_t*>(static_cast<unsigned char*>(storage) + ring_bytes)),
+        python_scratch(reinterpret_cast<python::PythonFrame*>(unwind_scratch + kUnwindScratchEntries)),
         ring_storage(storage),
         ring_bytes(ring_bytes) {}
-  static size_t storage_bytes(size_t ring_bytes) { return ring_bytes + kUnwindScratchEntries * sizeof(uint64_t); }
+  static size_t storage_bytes(size_t ring_bytes) {
+    return ring_bytes + kUnwindScratchEntries * sizeof(uint64_t) + kPythonScratchFrames * sizeof(python::PythonFrame);
+  }
 
   ThreadRing ring;
   uint64_t* const unwind_scratch;
+  python::PythonFrame* const python_scratch;  // kPythonScratchFrames
+  uint64_t python_thread_state = 0;           // the handler's cache of this thread's PyThreadState
   void* const ring_storage;  // mapped by the drain, unmapped when it frees the state
   const size_t ring_bytes;
   uint32_t index = 0;  // dense per process, the thread's id in the raw stream

@@ -14,6 +14,7 @@
 #include "otf2/archive_writer.h"
 #include "otf2/property_names.h"
 #include "symbolizer/symbolizer.h"
+#include "unwind/python/python_lines.h"
 
 namespace hybridprof::finalize {
 namespace {
@@ -284,6 +285,29 @@ class Finalizer {
   // One OTF2 calling context per frame: a raw node whose address lies in
   // inlined code becomes a chain (the out-of-line function, then each
   // inlined callee). Returns, per raw node, its innermost context.
+  // A Python frame: its function is a region of paradigm Python named by
+  // qualname, in its file; the line of the sampled instruction is the
+  // context's source location.
+  uint32_t define_python_context(const RawProcess& p, const raw::CctNode& n, uint32_t parent) {
+    const uint32_t code_id = uint32_t(n.offset >> 32);
+    const int64_t byte_offset = int64_t(uint32_t(n.offset)) - 1;
+    auto c = p.python_codes.find(code_id);
+    if (c == p.python_codes.end()) {
+      return writers_.each([&](ArchiveWriter& w) {
+        const uint32_t region = w.define_region("[Python code not readable]", "", 0, Paradigm::kPython);
+        return w.define_calling_context(region, kUndefined, parent);
+      });
+    }
+    const raw::PythonCode& code = c->second;
+    const uint32_t line = python::line_for_offset(static_cast<python::LineTableFormat>(code.line_format),
+                                                  code.linetable, code.firstlineno, byte_offset);
+    return writers_.each([&](ArchiveWriter& w) {
+      const uint32_t region = w.define_region(code.qualname, code.filename, code.firstlineno, Paradigm::kPython);
+      const uint32_t scl = line ? w.define_source_location(code.filename, line) : kUndefined;
+      return w.define_calling_context(region, scl, parent);
+    });
+  }
+
   std::vector<uint32_t> define_contexts(const RawProcess& p) {
     std::vector<uint32_t> ctx(std::max<size_t>(p.nodes.size(), raw::kFirstCctNode), kUndefined);
     auto synthetic = [&](const char* name) {
@@ -306,6 +330,10 @@ class Finalizer {
           const uint32_t region = w.define_region(r->second.name, "", 0, static_cast<Paradigm>(r->second.paradigm));
           return w.define_calling_context(region, kUndefined, parent);
         });
+        continue;
+      }
+      if (n.module == raw::kPythonModule) {
+        ctx[id] = define_python_context(p, n, parent);
         continue;
       }
       auto m = p.modules.find(n.module);

@@ -36,6 +36,8 @@ struct RawProcess {
   std::optional<raw::MpiWorld> mpi_world;
   std::map<uint32_t, raw::CommDef> comms;
   std::vector<raw::ClockOffset> clock_offsets;
+  // Python code objects named by the drain, by id.
+  std::map<uint32_t, raw::PythonCode> python_codes;
   raw::ReadSummary summary;
   uint64_t last_ns = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace hybridprof::python {
 namespace {
@@ -90,13 +91,18 @@ PythonLayout python312() {
   return l;
 }
 
-const PythonLayout kBuiltin[] = {
-    frame_objects(8, 104, LineTableFormat::kLnotab),
-    frame_objects(9, 104, LineTableFormat::kLnotab),
-    frame_objects(10, 96, LineTableFormat::kLinetable),
-    python311(),
-    python312(),
-};
+// Made on first use: the runtime asks from its constructor, which may run
+// before this file's static initializers.
+const std::vector<PythonLayout>& builtin_layouts() {
+  static const std::vector<PythonLayout> layouts = {
+      frame_objects(8, 104, LineTableFormat::kLnotab),
+      frame_objects(9, 104, LineTableFormat::kLnotab),
+      frame_objects(10, 96, LineTableFormat::kLinetable),
+      python311(),
+      python312(),
+  };
+  return layouts;
+}
 
 }  // namespace
 
@@ -120,7 +126,7 @@ int64_t PythonLayout::instruction_byte_offset(uint64_t code, uint64_t raw) const
 }
 
 const PythonLayout* builtin_layout(int major, int minor) {
-  for (const PythonLayout& l : kBuiltin)
+  for (const PythonLayout& l : builtin_layouts())
     if (l.major == major && l.minor == minor) return &l;
   return nullptr;
 }
