@@ -88,8 +88,11 @@ TEST_F(Lifecycle, MergeWaitsForALauncherStillWritingAndClearsPartialArchives) {
   std::filesystem::remove(d + "/traces.otf2");  // as if its writer was killed halfway
   ASSERT_TRUE(std::filesystem::exists(d + "/traces"));
   // A live launcher (profiling `sleep 1`) holds the claim.
-  const std::string script = "'" + launcher() + "' -o '" + std::string(scratch / "E") + "' -- sleep 1 & echo $! > '" + d +
-                             "/.finalizing'; exec '" + merge_tool() + "' '" + d + "'";
+  // (The merge starts once the background child is the launcher, not yet
+  // the shell that forks it.)
+  const std::string script = "'" + launcher() + "' -o '" + std::string(scratch / "E") + "' -- sleep 1 & p=$!; echo $p > '" +
+                             d + "/.finalizing'; while [ \"$(cat /proc/$p/comm)\" != hybridprof ]; do sleep 0.01; done; exec '" +
+                             merge_tool() + "' '" + d + "'";
   const RunResult merged = run({"/bin/sh", "-c", script});
   ASSERT_EQ(merged.exit_code, 0) << merged.describe();
   EXPECT_NE(merged.err.find("waiting for hybridprof (pid"), std::string::npos) << merged.describe();

@@ -1,0 +1,124 @@
+// Python programs under the launcher: Python frames in every sample,
+// merged with the native ones, named qualname + file + line, for each
+// CPython this machine has.
+#include <filesystem>
+#include <regex>
+
+#include "integration_support.h"
+
+namespace hybridprof::integration {
+namespace {
+
+const char* kDebianPython = "/usr/bin/python3";
+
+class Python : public IntegrationTest {
+ protected:
+  std::unique_ptr<Profile> run_split(const std::string& python, const std::string& seconds = "1") {
+    const std::string d = scratch / "D";
+    std::filesystem::remove_all(d);
+    const RunResult r = profile({"-o", d}, {python, fixture("python_split.py"), seconds});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    std::string error;
+    auto p = load_profile(d, &error);
+    EXPECT_TRUE(p) << error;
+    if (p) {
+      for (const auto& line : r.err_lines())
+        EXPECT_FALSE(line.find("Python") != std::string::npos && line.find("not supported") != std::string::npos)
+            << line;
+    }
+    return p;
+  }
+};
+
+// Python frames of a sample's path, root first.
+std::vector<std::string> python_path(const Profile& p, uint32_t context) {
+  std::vector<std::string> names;
+  const auto& a = p.archive();
+  for (uint32_t c = context; c != otf2::kUndefined; c = a.contexts.at(c).parent) {
+    const auto& region = a.regions.at(a.contexts.at(c).region);
+    if (region.paradigm == otf2::Paradigm::kPython) names.insert(names.begin(), region.name);
+  }
+  return names;
+}
+
+TEST_F(Python, SplitBetweenTwoFunctionsMatchesCProfile) {
+  if (!file_exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  auto p = run_split(kDebianPython);
+  ASSERT_TRUE(p);
+  const double sixty = double(p->inclusive_samples("sixty")), forty = double(p->inclusive_samples("forty"));
+  ASSERT_GT(sixty + forty, 100.0) << "Python frames in the samples";
+  const double ours = sixty / (sixty + forty);
+
+  const RunResult c = run({kDebianPython, fixture("python_split.py"), "1", "--cprofile"});
+  ASSERT_EQ(c.exit_code, 0) << c.describe();
+  std::smatch m;
+  const std::regex figures("sixty=([0-9.]+) forty=([0-9.]+)");
+  ASSERT_TRUE(std::regex_search(c.out, m, figures)) << c.describe();
+  const double c60 = std::stod(m[1]), c40 = std::stod(m[2]);
+  const double theirs = c60 / (c60 + c40);
+  EXPECT_NEAR(ours, theirs, 0.06) << "hybridprof " << ours << " vs cProfile " << theirs;
+  EXPECT_NEAR(ours, 0.6, 0.08);
+}
+
+TEST_F(Python, StacksRunFromModuleToTheSampledFunction) {
+  if (!file_exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  auto p = run_split(kDebianPython);
+  ASSERT_TRUE(p);
+  uint64_t in_spin = 0, complete = 0;
+  for (const auto& s : p->samples()) {
+    const auto path = python_path(*p, s.context);
+    if (path.empty() || path.back() != "spin") continue;
+    ++in_spin;
+    const std::vector<std::string> via_sixty = {"<module>", "main", "sixty", "spin"};
+    const std::vector<std::string> via_forty = {"<module>", "main", "forty", "spin"};
+    complete += path == via_sixty || path == via_forty;
+  }
+  ASSERT_GT(in_spin, 100u);
+  EXPECT_GE(double(complete), 0.97 * double(in_spin)) << complete << " of " << in_spin << " complete";
+  // Regions name the file; contexts carry the sampled line.
+  bool spin_region = false;
+  for (const auto& [ref, r] : p->archive().regions) {
+    if (r.name != "spin") continue;
+    spin_region = true;
+    EXPECT_EQ(r.paradigm, otf2::Paradigm::kPython);
+    EXPECT_NE(r.file.find("python_split.py"), std::string::npos) << r.file;
+  }
+  EXPECT_TRUE(spin_region);
+  // The interpreter's native frames stay above the Python ones: the
+  // evaluation frames themselves are replaced.
+  for (const auto& s : p->samples()) {
+    const auto& names = p->path_names(s.context);
+    if (std::find(names.begin(), names.end(), "spin") == names.end()) continue;
+    EXPECT_EQ(std::count(names.begin(), names.end(), "_PyEval_EvalFrameDefault"), 0);
+    EXPECT_NE(std::find(names.begin(), names.end(), "Py_RunMain"), names.end());
+    break;
+  }
+}
+
+// Every CPython under pyenv's usual place (3.8 to 3.13 here); skipped for
+// versions not installed.
+class PythonVersions : public Python, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(PythonVersions, FramesAreReadAndNamed) {
+  std::string python;
+  const std::string root = "/root/.pyenv/versions";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(root, ec))
+    if (e.path().filename().string().rfind(GetParam() + ".", 0) == 0) python = (e.path() / "bin/python3").string();
+  if (python.empty() || !file_exists(python)) GTEST_SKIP() << "no Python " << GetParam() << " under " << root;
+  auto p = run_split(python, "0.5");
+  ASSERT_TRUE(p);
+  EXPECT_GT(p->inclusive_samples("spin"), 50u);
+  EXPECT_GT(p->inclusive_samples("sixty"), p->inclusive_samples("forty"));
+  EXPECT_GT(p->inclusive_samples("<module>"), 50u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Installed, PythonVersions, ::testing::Values("3.8", "3.9", "3.10", "3.11", "3.12", "3.13"),
+                         [](const auto& info) {
+                           std::string name = "Python" + info.param;
+                           name.erase(std::remove(name.begin(), name.end(), '.'), name.end());
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace hybridprof::integration
