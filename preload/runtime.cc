@@ -251,6 +251,7 @@ void thread_begin() {
   if (!state) return;
   auto* ctx = new ThreadContext();
   ctx->state = state;
+  if (rt->python.enabled()) state->python_window = std::make_unique<python::PythonReadWindow>();
   {
     BusyScope busy(state);
     prepare_unwinder_for_thread();

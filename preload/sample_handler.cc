@@ -41,12 +41,12 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   // Python frames of this thread, if the program is CPython and the thread
   // runs Python (read from the interpreter's memory, see python_stack.h).
   uint32_t python_depth = 0;
-  if (rt.python.enabled()) {
+  if (rt.python.enabled() && t.python_window) {
     bool complete = true;
     // pthread_self() reads the thread pointer: safe here; CPython keys its
     // thread states by the same value.
-    python_depth = rt.python.read(uint64_t(pthread_self()), &t.python_thread_state, t.python_scratch,
-                                  kPythonScratchFrames, &complete);
+    python_depth = rt.python.read(uint64_t(pthread_self()), &t.python_thread_state, t.python_window.get(),
+                                  t.python_scratch, kPythonScratchFrames, &complete);
     if (!complete) flags |= kSamplePythonIncomplete;
   }
   const uint32_t weight = sampling::ThreadSampler::sample_weight(info);

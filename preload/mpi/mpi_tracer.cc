@@ -111,6 +111,13 @@ MpiCall::~MpiCall() {
   --tls_mpi_depth;
   if (thread_ == nullptr) return;
   const uint64_t now = end_ns();
+  // A program making MPI calls back to back fills its ring faster than the
+  // drain's interval empties it: past half full, ask for a pass (at most
+  // once a millisecond).
+  if (thread_->ring.pending_bytes() * 2 > thread_->ring.capacity() && now - thread_->drain_woken_ns > 1000000) {
+    thread_->drain_woken_ns = now;
+    if (Runtime* rt = runtime()) rt->drain.wake();
+  }
   BusyScope busy(thread_);
   RecordHeader* h = thread_->ring.reserve_exclusive(sizeof(RegionRecord), static_cast<uint16_t>(RecordType::kRegionLeave), 0);
   if (h == nullptr) {

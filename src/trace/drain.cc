@@ -93,6 +93,12 @@ void Drain::loop() {
   }
 }
 
+void Drain::wake() {
+  if (wake_fd_ < 0) return;
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t w = write(wake_fd_, &one, sizeof one);
+}
+
 ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns) {
   void* storage = mmap(nullptr, ThreadState::storage_bytes(options_.ring_bytes), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -71,6 +71,10 @@ class Drain {
   // Synchronously empties all rings and writes to disk (exec, tests).
   void flush_now();
 
+  // Async-signal-safe: asks the drain thread for a pass now rather than at
+  // the next interval (a producer whose ring is filling up).
+  void wake();
+
   // Adds ranges of traced code (see TracedCode). Thread-safe.
   void add_traced_code(const std::vector<TracedCode>& code);
 

@@ -226,7 +226,7 @@ ViteExport vite_export(const std::string& archive, const std::string& work_direc
   options.env["QT_QPA_PLATFORM"] = "offscreen";
   options.working_directory = work_directory;
   ViteExport e;
-  e.run = run({"vite", "-f", archive, "-e", svg}, options);
+  e.run = run({"vite", archive, "-e", svg}, options);  // (this ViTE has no -f: it takes the file as it is)
   // ViTE reports "N errors and M warnings were found during parsing.", and
   // "cannot find rank R in communicator C" for a message it cannot draw.
   for (const std::string& line : split_lines(e.run.out + "\n" + e.run.err)) {

@@ -99,7 +99,7 @@ struct ViteExport {
   bool parsed_clean = false;             // it said "0 errors and 0 warnings"
   std::vector<std::string> complaints;   // other lines naming an error or a missing rank
   std::string svg;                       // the drawing ("" if none)
-  size_t count(const std::string& element) const;  // e.g. "<rect", "<line" (message arrows)
+  size_t count(const std::string& element) const;  // e.g. "<rect" (states), "<polygon" (message arrowheads)
 };
 ViteExport vite_export(const std::string& archive, const std::string& work_directory);
 

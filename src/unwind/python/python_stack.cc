@@ -24,6 +24,25 @@ uint64_t field(const uint8_t* buffer, uint32_t offset) {
 
 }  // namespace
 
+// SIGNAL PATH.
+bool PythonReadWindow::read(uint64_t address, void* out, uint64_t n) {
+  if (address < start || address + n > start + length) {
+    // The page holding `address` and the next one; the second may be
+    // unmapped, then the first alone.
+    const uint64_t page = address & ~uint64_t{4095};
+    start = page;
+    length = 0;
+    if (safe_read(page, bytes, kBytes)) {
+      length = kBytes;
+    } else if (safe_read(page, bytes, 4096)) {
+      length = 4096;
+    }
+    if (address + n > start + length) return safe_read(address, out, n);  // straddles: read it alone
+  }
+  std::memcpy(out, bytes + (address - start), n);
+  return true;
+}
+
 // SIGNAL PATH. Every interpreter's thread list, bounded.
 uint64_t PythonStackReader::find_thread_state(uint64_t thread_id) const {
   uint64_t interp = read_pointer(runtime_ + layout_.runtime_interpreters_head);
@@ -39,9 +58,10 @@ uint64_t PythonStackReader::find_thread_state(uint64_t thread_id) const {
 }
 
 // SIGNAL PATH.
-uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonFrame* out, uint32_t max,
-                                 bool* complete) const {
+uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonReadWindow* window, PythonFrame* out,
+                                 uint32_t max, bool* complete) const {
   *complete = true;
+  window->start = window->length = 0;
   if (runtime_ == 0 || max == 0) return 0;
   // The cached thread state is still ours while it names this thread.
   if (*tstate == 0 || read_pointer(*tstate + layout_.tstate_thread_id) != thread_id)
@@ -61,7 +81,7 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonFra
       *complete = false;  // deeper than we keep
       break;
     }
-    if (!safe_read(frame, buffer, bytes)) {
+    if (!window->read(frame, buffer, bytes)) {
       *complete = false;
       break;
     }

@@ -24,6 +24,18 @@ enum PythonFrameFlags : uint32_t {
   kEndsEvalCall = 1u << 0,
 };
 
+// Memory the reader copies interpreter pages into: frames of one thread lie
+// close together (3.11+: in its frame stack chunks), so one system call
+// usually brings many of them.
+struct PythonReadWindow {
+  static constexpr uint64_t kBytes = 8192;
+  uint64_t start = 0, length = 0;  // what `bytes` holds now
+  alignas(8) uint8_t bytes[kBytes];
+  // SIGNAL PATH: copies [address, address + n) from the window, refilling
+  // it from the page that holds `address` when needed.
+  bool read(uint64_t address, void* out, uint64_t n);
+};
+
 class PythonStackReader {
  public:
   PythonStackReader() = default;
@@ -33,10 +45,13 @@ class PythonStackReader {
 
   // SIGNAL PATH: async-signal-safe. The frames of the thread whose
   // pthread_t is `thread_id`, innermost first, into out[0..max). `tstate`
-  // is the thread's own cache of its thread-state address (0 at first).
+  // is the thread's own cache of its thread-state address (0 at first);
+  // `window` its copy buffer (emptied at each call: memory changes between
+  // samples).
   // Sets *complete to false when a read failed part-way (the frames read so
   // far are kept).
-  uint32_t read(uint64_t thread_id, uint64_t* tstate, PythonFrame* out, uint32_t max, bool* complete) const;
+  uint32_t read(uint64_t thread_id, uint64_t* tstate, PythonReadWindow* window, PythonFrame* out, uint32_t max,
+                bool* complete) const;
 
  private:
   uint64_t find_thread_state(uint64_t thread_id) const;

@@ -162,10 +162,11 @@ TEST(PythonStacks, EachVersionsFramesAreReadInnermostFirstWithTheirEvalCalls) {
     const uint64_t me = 0x7f00aa55;
     const FakeInterpreter fake = build(l, m, me, frames);
     PythonStackReader reader(l, fake.runtime);
+    PythonReadWindow window;
     uint64_t tstate = 0;
     PythonFrame out[16];
     bool complete = false;
-    const uint32_t n = reader.read(me, &tstate, out, 16, &complete);
+    const uint32_t n = reader.read(me, &tstate, &window, out, 16, &complete);
     EXPECT_TRUE(complete);
     ASSERT_EQ(n, frames.size());
     for (uint32_t i = 0; i < n; ++i) {
@@ -178,7 +179,7 @@ TEST(PythonStacks, EachVersionsFramesAreReadInnermostFirstWithTheirEvalCalls) {
     // The thread state is remembered; another thread id finds nothing.
     EXPECT_NE(tstate, 0u);
     uint64_t other_cache = 0;
-    EXPECT_EQ(reader.read(me + 7, &other_cache, out, 16, &complete), 0u);
+    EXPECT_EQ(reader.read(me + 7, &other_cache, &window, out, 16, &complete), 0u);
   }
 }
 
@@ -187,21 +188,22 @@ TEST(PythonStacks, ABrokenChainKeepsWhatWasReadAndSaysSo) {
   FakeMemory m;
   const FakeInterpreter fake = build(l, m, 1, {{false, 2}, {true, 4}});
   PythonStackReader reader(l, fake.runtime);
+  PythonReadWindow window;
   // Point the outer frame's `previous` at unmapped memory.
   uint64_t tstate = 0;
   PythonFrame out[8];
   bool complete = true;
-  ASSERT_EQ(reader.read(1, &tstate, out, 8, &complete), 2u);
+  ASSERT_EQ(reader.read(1, &tstate, &window, out, 8, &complete), 2u);
   uint64_t cframe = 0, inner = 0, outer = 0;
   std::memcpy(&cframe, reinterpret_cast<void*>(tstate + l.tstate_frame), 8);
   std::memcpy(&inner, reinterpret_cast<void*>(cframe + l.cframe_current_frame), 8);
   std::memcpy(&outer, reinterpret_cast<void*>(inner + l.frame_previous), 8);
   FakeMemory::put64(outer + l.frame_previous, 0x10);  // page zero: never mapped
-  EXPECT_EQ(reader.read(1, &tstate, out, 8, &complete), 2u);
+  EXPECT_EQ(reader.read(1, &tstate, &window, out, 8, &complete), 2u);
   EXPECT_FALSE(complete);
   // Deeper than the room given: truncated, not overrun.
   FakeMemory::put64(outer + l.frame_previous, 0);
-  EXPECT_EQ(reader.read(1, &tstate, out, 1, &complete), 1u);
+  EXPECT_EQ(reader.read(1, &tstate, &window, out, 1, &complete), 1u);
   EXPECT_FALSE(complete);
 }
 
