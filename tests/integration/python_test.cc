@@ -95,6 +95,39 @@ TEST_F(Python, StacksRunFromModuleToTheSampledFunction) {
   }
 }
 
+// Each Python thread shows its Python stack, also one that released the GIL
+// to hash in C: its samples have the Python caller above the native code.
+TEST_F(Python, ThreadsShowTheirStacksAlsoWithTheGilReleased) {
+  if (!file_exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {kDebianPython, fixture("python_threads.py"), "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  uint64_t spin = 0, hashing_native = 0, hashing_total = 0;
+  for (const auto& s : p->samples()) {
+    const auto py = python_path(*p, s.context);
+    if (py.empty()) continue;
+    if (py.back() == "python_spin") ++spin;
+    if (py.back() != "native_hash") continue;
+    ++hashing_total;
+    // Below the Python frame: native code of the hash (not the eval loop).
+    const auto& names = p->path_names(s.context);
+    hashing_native += names.back() != "native_hash";
+  }
+  EXPECT_GT(spin, 100u);
+  EXPECT_GT(hashing_total, 100u);
+  EXPECT_GT(double(hashing_native), 0.8 * double(hashing_total)) << "native frames under native_hash";
+  // ... and each thread's stack starts at the thread's run().
+  for (const auto& s : p->samples()) {
+    const auto py = python_path(*p, s.context);
+    if (py.empty() || (py.back() != "python_spin" && py.back() != "native_hash")) continue;
+    EXPECT_EQ(py.front(), "Thread._bootstrap") << "outermost Python frame of a thread";
+    break;
+  }
+}
+
 // Every CPython under pyenv's usual place (3.8 to 3.13 here); skipped for
 // versions not installed.
 class PythonVersions : public Python, public ::testing::WithParamInterface<std::string> {};
