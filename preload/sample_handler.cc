@@ -49,38 +49,30 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
                                   t.python_scratch, kPythonScratchFrames, &complete);
     if (!complete) flags |= kSamplePythonIncomplete;
   }
+  // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
+  // many periods this one sample covers.
   const uint32_t weight = sampling::ThreadSampler::sample_weight(info);
-  if (python_depth == 0) {
-    RecordHeader* h = t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),
-                                     static_cast<uint16_t>(depth));
-    if (h == nullptr) {
-      t.dropped.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    auto* s = reinterpret_cast<SampleRecord*>(h);
-    s->timestamp_ns = now;
-    s->flags = flags;
-    // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
-    // many periods this one sample covers.
-    s->weight = weight;
-    uint64_t* out = s->ips();
-    for (uint32_t i = 0; i < depth; ++i) out[i] = ips[i];
-  } else {
-    RecordHeader* h = t.ring.reserve(mixed_sample_record_bytes(depth, python_depth),
-                                     static_cast<uint16_t>(RecordType::kMixedSample), static_cast<uint16_t>(depth));
-    if (h == nullptr) {
-      t.dropped.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    auto* s = reinterpret_cast<MixedSampleRecord*>(h);
-    s->timestamp_ns = now;
-    s->flags = flags;
-    s->weight = weight;
-    s->python_depth = python_depth;
-    s->reserved = 0;
-    uint64_t* out = s->ips();
-    for (uint32_t i = 0; i < depth; ++i) out[i] = ips[i];
-    auto* frames = reinterpret_cast<python::PythonFrame*>(s->python_frames());
+  const bool mixed = python_depth > 0;
+  RecordHeader* h = mixed ? t.ring.reserve(mixed_sample_record_bytes(depth, python_depth),
+                                           static_cast<uint16_t>(RecordType::kMixedSample), static_cast<uint16_t>(depth))
+                          : t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),
+                                           static_cast<uint16_t>(depth));
+  if (h == nullptr) {
+    t.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Both records start with the same fields (static_asserts in records.h).
+  auto* s = reinterpret_cast<SampleRecord*>(h);
+  s->timestamp_ns = now;
+  s->flags = flags;
+  s->weight = weight;
+  uint64_t* out = mixed ? reinterpret_cast<MixedSampleRecord*>(h)->ips() : s->ips();
+  for (uint32_t i = 0; i < depth; ++i) out[i] = ips[i];
+  if (mixed) {
+    auto* m = reinterpret_cast<MixedSampleRecord*>(h);
+    m->python_depth = python_depth;
+    m->reserved = 0;
+    auto* frames = reinterpret_cast<python::PythonFrame*>(m->python_frames());
     for (uint32_t i = 0; i < python_depth; ++i) frames[i] = t.python_scratch[i];
   }
   t.ring.commit();

@@ -3,6 +3,7 @@
 // them into the raw stream (raw_format.h); nothing here outlives a drain.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "sigsafe/thread_ring.h"
@@ -60,6 +61,10 @@ struct MixedSampleRecord {
   unsigned char* python_frames() { return reinterpret_cast<unsigned char*>(ips() + header.aux); }
 };
 static_assert(sizeof(MixedSampleRecord) == 32);
+// The sample handler fills the fields both records share through SampleRecord.
+static_assert(offsetof(MixedSampleRecord, timestamp_ns) == offsetof(SampleRecord, timestamp_ns) &&
+              offsetof(MixedSampleRecord, flags) == offsetof(SampleRecord, flags) &&
+              offsetof(MixedSampleRecord, weight) == offsetof(SampleRecord, weight));
 
 constexpr uint32_t mixed_sample_record_bytes(uint32_t depth, uint32_t python_depth) {
   return static_cast<uint32_t>(sizeof(MixedSampleRecord)) + 8u * depth + 16u * python_depth;

@@ -37,7 +37,10 @@ TEST_F(Events, ForcedPosixTimers) {
   const std::string d = scratch / "D";
   RunOptions options;
   options.env["HYBRIDPROF_FORCE_TIMER"] = "1";
-  const RunResult r = profile({"-o", d}, {fixture("split_workload"), "1", "0.5"}, options);
+  // 1.5 s of CPU: POSIX CPU timers fire on scheduler ticks (4 ms here), so
+  // this is ~375 samples; half a second was too few to order 30% and 20%
+  // reliably on a loaded machine.
+  const RunResult r = profile({"-o", d}, {fixture("split_workload"), "1", "1.5"}, options);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   std::string error;
   auto p = load_profile(d, &error);

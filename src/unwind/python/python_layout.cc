@@ -18,7 +18,6 @@ PythonLayout frame_objects(uint8_t minor, uint32_t lasti, LineTableFormat lines)
   l.runtime_interpreters_head = 32;
   l.interp_next = 0;
   l.interp_threads_head = 8;
-  l.tstate_next = 8;
   l.tstate_thread_id = 176;
   l.tstate_frame = 24;
   l.frame_code = 32;
@@ -29,12 +28,6 @@ PythonLayout frame_objects(uint8_t minor, uint32_t lasti, LineTableFormat lines)
   l.code_qualname = 112;
   l.code_firstlineno = 40;
   l.code_linetable = 120;
-  l.unicode_length = 16;
-  l.unicode_state = 32;
-  l.unicode_ascii_data = 48;
-  l.unicode_compact_data = 72;
-  l.bytes_size = 16;
-  l.bytes_data = 32;
   return l;
 }
 
@@ -47,7 +40,6 @@ PythonLayout python311() {
   l.runtime_interpreters_head = 40;
   l.interp_next = 0;
   l.interp_threads_head = 16;
-  l.tstate_next = 8;
   l.tstate_thread_id = 152;
   l.tstate_frame = 56;
   l.cframe_current_frame = 8;
@@ -61,12 +53,6 @@ PythonLayout python311() {
   l.code_firstlineno = 72;
   l.code_linetable = 136;
   l.code_instructions = 184;
-  l.unicode_length = 16;
-  l.unicode_state = 32;
-  l.unicode_ascii_data = 48;
-  l.unicode_compact_data = 72;
-  l.bytes_size = 16;
-  l.bytes_data = 32;
   return l;
 }
 
@@ -74,7 +60,6 @@ PythonLayout python312() {
   PythonLayout l = python311();
   l.minor = 12;
   l.frames = FrameModel::kCStackShims;
-  l.interp_next = 0;
   l.interp_threads_head = 72;
   l.tstate_thread_id = 136;
   l.tstate_frame = 56;

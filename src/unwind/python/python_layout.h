@@ -34,7 +34,7 @@ struct PythonLayout {
   // _PyRuntimeState, PyInterpreterState, PyThreadState.
   uint32_t runtime_interpreters_head = 0;
   uint32_t interp_next = 0, interp_threads_head = 0;
-  uint32_t tstate_next = 0, tstate_thread_id = 0;
+  uint32_t tstate_next = 8, tstate_thread_id = 0;
   // The innermost frame: tstate->frame (<= 3.10), tstate->cframe then
   // cframe->current_frame (3.11, 3.12), tstate->current_frame (3.13+).
   uint32_t tstate_frame = 0;
@@ -47,9 +47,9 @@ struct PythonLayout {
   // A code object.
   uint32_t code_filename = 0, code_name = 0, code_qualname = 0, code_firstlineno = 0, code_linetable = 0;
   uint32_t code_instructions = kAbsent;  // 3.11+: where the bytecode starts inside the code object
-  // Unicode (compact) and bytes objects.
-  uint32_t unicode_length = 0, unicode_state = 0, unicode_ascii_data = 0, unicode_compact_data = 0;
-  uint32_t bytes_size = 0, bytes_data = 0;
+  // Unicode (compact) and bytes objects (defaults: 3.8 to 3.11).
+  uint32_t unicode_length = 16, unicode_state = 32, unicode_ascii_data = 48, unicode_compact_data = 72;
+  uint32_t bytes_size = 16, bytes_data = 32;
 
   // Bytes of one frame to read at once (covers every frame field).
   uint32_t frame_read_bytes() const;
