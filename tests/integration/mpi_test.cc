@@ -240,6 +240,21 @@ TEST_F(Mpi, Mpi4pyRingIsTracedThroughTheCApi) {
   expect_ring(t, kRanks, kRounds);
   expect_allreduce_and_barrier(t, kRanks, 8);  // one double
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.enters[rank]["MPI_Init_thread"], 1u);
+  // Python frames in the same archive: every rank's samples include some
+  // (start-up imports mpi4py in Python) next to its MPI records.
+  const otf2::Archive& a = t.reader.archive();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    size_t with_python = 0;
+    for (const auto& s : t.samples[rank]) {
+      for (uint32_t c : a.context_path(s.context)) {
+        if (a.regions.at(a.contexts.at(c).region).paradigm == otf2::Paradigm::kPython) {
+          ++with_python;
+          break;
+        }
+      }
+    }
+    EXPECT_GT(with_python, 0u) << "rank " << rank << ": " << t.samples[rank].size() << " samples";
+  }
 }
 
 TEST_F(Mpi, HaloExchangeCompletesEveryNonBlockingMessage) {
