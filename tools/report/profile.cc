@@ -57,7 +57,19 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
 std::vector<std::string> function_chain(const otf2::Archive& archive, uint32_t context) {
   if (!archive.contexts.count(context)) return {"<unknown context " + std::to_string(context) + ">"};
   std::vector<std::string> names;
-  for (uint32_t region : region_path(archive, context)) names.push_back(region_name(archive, region));
+  for (uint32_t c : archive.context_path(context)) {
+    const otf2::ContextInfo& info = archive.contexts.at(c);
+    std::string name = region_name(archive, info.region);
+    // A Python frame reads "qualname (file:line)", the line it was at.
+    auto region = archive.regions.find(info.region);
+    auto where = archive.source_locations.find(info.source_location);
+    if (region != archive.regions.end() && region->second.paradigm == otf2::Paradigm::kPython &&
+        where != archive.source_locations.end()) {
+      const std::string& file = where->second.file;
+      name += " (" + file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(where->second.line) + ")";
+    }
+    names.push_back(std::move(name));
+  }
   return names;
 }
 
