@@ -84,6 +84,12 @@ TEST_F(Python, StacksRunFromModuleToTheSampledFunction) {
     EXPECT_NE(r.file.find("python_split.py"), std::string::npos) << r.file;
   }
   EXPECT_TRUE(spin_region);
+  // The report's call paths show Python frames as "qualname (file:line)",
+  // the line being where the function was (spin's loop is line 16).
+  const RunResult report = run({report_tool(), scratch / "D"});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  EXPECT_NE(report.out.find("main (python_split.py:"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("spin (python_split.py:16)"), std::string::npos) << report.out;
   // The interpreter's native frames stay above the Python ones: the
   // evaluation frames themselves are replaced.
   for (const auto& s : p->samples()) {
