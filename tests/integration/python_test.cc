@@ -90,6 +90,21 @@ TEST_F(Python, StacksRunFromModuleToTheSampledFunction) {
   ASSERT_EQ(report.exit_code, 0) << report.describe();
   EXPECT_NE(report.out.find("main (python_split.py:"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("spin (python_split.py:16)"), std::string::npos) << report.out;
+  // --python-only: Python frames alone; spin is the hottest function by
+  // self time (its clock calls are native frames, hidden here), and paths
+  // start at <module>.
+  const RunResult python_only = run({report_tool(), "--python-only", scratch / "D"});
+  ASSERT_EQ(python_only.exit_code, 0) << python_only.describe();
+  const std::string& text = python_only.out;
+  const size_t flat = text.find("Flat profile"), paths = text.find("Hottest call paths");
+  ASSERT_NE(flat, std::string::npos);
+  ASSERT_NE(paths, std::string::npos);
+  const size_t first_row = text.find('\n', text.find("Function", flat)) + 1;
+  EXPECT_NE(text.substr(first_row, text.find('\n', first_row) - first_row).find(" spin "), std::string::npos)
+      << text.substr(flat, paths - flat);
+  const std::string path_rows = text.substr(paths, text.find("\n\n", paths) - paths);
+  EXPECT_EQ(path_rows.find("_start"), std::string::npos) << path_rows;
+  EXPECT_NE(path_rows.find("<module> (python_split.py:"), std::string::npos) << path_rows;
   // The interpreter's native frames stay above the Python ones: the
   // evaluation frames themselves are replaced.
   for (const auto& s : p->samples()) {

@@ -18,6 +18,7 @@ const char* const kUsage =
     "                 their first 3 and last 8 frames, names cut at 40 characters)\n"
     "  --folded       print folded stacks instead (\"root;caller;leaf count\" per line),\n"
     "                 for flamegraph.pl or speedscope\n"
+    "  --python-only  show Python frames only (flat profile, call paths, folded stacks)\n"
     "  -h, --help     this help\n";
 
 namespace {
@@ -61,6 +62,8 @@ Options parse_options(const std::vector<std::string>& args) {
       options.full_paths = true;
     } else if (arg == "--folded") {
       options.folded = true;
+    } else if (arg == "--python-only") {
+      options.python_only = true;
     } else {
       throw std::invalid_argument("unknown option '" + arg + "' (try --help)");
     }

@@ -13,6 +13,7 @@ struct Options {
   size_t top_paths = 10;
   bool full_paths = false;
   bool folded = false;
+  bool python_only = false;  // only Python frames in the profile and paths
   bool help = false;
 };
 

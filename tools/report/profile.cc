@@ -20,9 +20,21 @@ std::string region_source(const otf2::Archive& archive, uint32_t region) {
 
 // Region refs along the path, root first; a context the archive lacks stays
 // visible as an unknown frame instead of silently vanishing.
-std::vector<uint32_t> region_path(const otf2::Archive& archive, uint32_t context) {
+// The contexts along the path of `context` that `view` shows, root first.
+std::vector<uint32_t> view_path(const otf2::Archive& archive, uint32_t context, FrameView view) {
+  std::vector<uint32_t> path = archive.context_path(context);
+  if (view == FrameView::kPythonOnly) {
+    std::erase_if(path, [&](uint32_t c) {
+      auto r = archive.regions.find(archive.contexts.at(c).region);
+      return r == archive.regions.end() || r->second.paradigm != otf2::Paradigm::kPython;
+    });
+  }
+  return path;
+}
+
+std::vector<uint32_t> region_path(const otf2::Archive& archive, uint32_t context, FrameView view) {
   std::vector<uint32_t> regions;
-  for (uint32_t c : archive.context_path(context)) regions.push_back(archive.contexts.at(c).region);
+  for (uint32_t c : view_path(archive, context, view)) regions.push_back(archive.contexts.at(c).region);
   return regions;
 }
 
@@ -54,10 +66,10 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
   return counts;
 }
 
-std::vector<std::string> function_chain(const otf2::Archive& archive, uint32_t context) {
+std::vector<std::string> function_chain(const otf2::Archive& archive, uint32_t context, FrameView view) {
   if (!archive.contexts.count(context)) return {"<unknown context " + std::to_string(context) + ">"};
   std::vector<std::string> names;
-  for (uint32_t c : archive.context_path(context)) {
+  for (uint32_t c : view_path(archive, context, view)) {
     const otf2::ContextInfo& info = archive.contexts.at(c);
     std::string name = region_name(archive, info.region);
     // A Python frame reads "qualname (file:line)", the line it was at.
@@ -99,15 +111,15 @@ class HotLines {
 
 std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-std::vector<FunctionRow> flat_profile(const otf2::Archive& archive, const SampleCounts& counts) {
+std::vector<FunctionRow> flat_profile(const otf2::Archive& archive, const SampleCounts& counts, FrameView view) {
   std::map<uint32_t, FunctionRow> rows;
   HotLines lines;
   for (const auto& [context, samples] : counts.by_context) {
-    const std::vector<uint32_t> path = region_path(archive, context);
-    if (path.empty()) continue;  // unknown context: no function to charge
+    const std::vector<uint32_t> path = region_path(archive, context, view);
+    if (path.empty()) continue;  // unknown context (or no frame in view): no function to charge
     rows[path.back()].self += samples;
     for (uint32_t region : std::set<uint32_t>(path.begin(), path.end())) rows[region].inclusive += samples;
-    const std::vector<uint32_t> contexts = archive.context_path(context);
+    const std::vector<uint32_t> contexts = view_path(archive, context, view);
     for (size_t i = 0; i < contexts.size(); ++i) {
       const auto& c = archive.contexts.at(contexts[i]);
       lines.add(c.region, c.source_location, samples, i + 1 == contexts.size());
@@ -129,24 +141,27 @@ std::vector<FunctionRow> flat_profile(const otf2::Archive& archive, const Sample
   return sorted;
 }
 
-std::vector<PathRow> hottest_paths(const otf2::Archive& archive, const SampleCounts& counts) {
+std::vector<PathRow> hottest_paths(const otf2::Archive& archive, const SampleCounts& counts, FrameView view) {
   std::map<std::vector<std::string>, uint64_t> merged;
-  for (const auto& [context, samples] : counts.by_context) merged[function_chain(archive, context)] += samples;
+  for (const auto& [context, samples] : counts.by_context) {
+    std::vector<std::string> chain = function_chain(archive, context, view);
+    if (!chain.empty()) merged[std::move(chain)] += samples;
+  }
   std::vector<PathRow> rows;
   for (auto& [frames, samples] : merged) rows.push_back({frames, samples});
   std::stable_sort(rows.begin(), rows.end(), [](const PathRow& a, const PathRow& b) { return a.samples > b.samples; });
   return rows;
 }
 
-std::vector<std::string> folded_stacks(const otf2::Archive& archive, const SampleCounts& counts) {
+std::vector<std::string> folded_stacks(const otf2::Archive& archive, const SampleCounts& counts, FrameView view) {
   std::map<std::string, uint64_t> merged;
   for (const auto& [context, samples] : counts.by_context) {
     std::string line;
-    for (const std::string& frame : function_chain(archive, context)) {
+    for (const std::string& frame : function_chain(archive, context, view)) {
       if (!line.empty()) line += ';';
       line += folded_frame(frame);
     }
-    merged[line] += samples;
+    if (!line.empty()) merged[line] += samples;
   }
   std::vector<std::string> lines;
   for (const auto& [stack, samples] : merged) lines.push_back(stack + " " + std::to_string(samples));

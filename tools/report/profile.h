@@ -24,6 +24,10 @@ struct SampleCounts {
 };
 SampleCounts count_samples(otf2::ArchiveReader&);
 
+// Which frames the profile shows: all, or only Python frames (a sample
+// without any then counts toward the total but shows in no row).
+enum class FrameView { kAll, kPythonOnly };
+
 struct FunctionRow {
   uint32_t region = 0;
   std::string name;
@@ -33,7 +37,7 @@ struct FunctionRow {
   uint64_t inclusive = 0;  // samples with this function anywhere on the path (once per sample)
 };
 // All functions with samples, by self desc, then inclusive desc, then name.
-std::vector<FunctionRow> flat_profile(const otf2::Archive&, const SampleCounts&);
+std::vector<FunctionRow> flat_profile(const otf2::Archive&, const SampleCounts&, FrameView = FrameView::kAll);
 
 struct PathRow {
   std::vector<std::string> frames;  // function names, root first
@@ -41,15 +45,15 @@ struct PathRow {
 };
 // Leaf contexts merged by their function chain (contexts that differ only in
 // call-site lines read the same), by samples desc, then frames.
-std::vector<PathRow> hottest_paths(const otf2::Archive&, const SampleCounts&);
+std::vector<PathRow> hottest_paths(const otf2::Archive&, const SampleCounts&, FrameView = FrameView::kAll);
 
 // "root;caller;leaf count" per distinct chain, sorted: flamegraph.pl and
 // speedscope input. ';' inside names becomes ':' and line breaks spaces.
-std::vector<std::string> folded_stacks(const otf2::Archive&, const SampleCounts&);
+std::vector<std::string> folded_stacks(const otf2::Archive&, const SampleCounts&, FrameView = FrameView::kAll);
 
 // Display names along the path of `context`, root first ("<unknown ...>" for
 // refs the archive does not define).
-std::vector<std::string> function_chain(const otf2::Archive&, uint32_t context);
+std::vector<std::string> function_chain(const otf2::Archive&, uint32_t context, FrameView = FrameView::kAll);
 
 // More than 12 frames: the first 3, "…", the last 8 (unless `full`).
 std::vector<std::string> abbreviate(const std::vector<std::string>& frames, bool full);

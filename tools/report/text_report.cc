@@ -118,8 +118,9 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
   }
 }
 
-void print_flat_profile(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts, size_t top) {
-  const std::vector<FunctionRow> rows = flat_profile(archive, counts);
+void print_flat_profile(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts, size_t top,
+                        FrameView view) {
+  const std::vector<FunctionRow> rows = flat_profile(archive, counts, view);
   heading(out, "Flat profile (" + std::to_string(std::min(top, rows.size())) + " of " + std::to_string(rows.size()) +
                    " functions, by self samples)");
   Table table({{"Self%", Align::kRight},
@@ -139,8 +140,8 @@ void print_flat_profile(std::ostream& out, const otf2::Archive& archive, const S
 }
 
 void print_hottest_paths(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts, size_t top,
-                         bool full_paths) {
-  const std::vector<PathRow> rows = hottest_paths(archive, counts);
+                         bool full_paths, FrameView view) {
+  const std::vector<PathRow> rows = hottest_paths(archive, counts, view);
   heading(out, "Hottest call paths (" + std::to_string(std::min(top, rows.size())) + " of " +
                    std::to_string(rows.size()) + ", root → leaf)");
   Table table({{"Samples", Align::kRight}, {"%", Align::kRight}, {"Path", Align::kLeft}});
@@ -221,15 +222,16 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
       out << "No samples in this archive.\n";
     }
   } else {
-    print_flat_profile(out, archive, counts, options.top_functions);
-    print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths);
+    const FrameView view = options.python_only ? FrameView::kPythonOnly : FrameView::kAll;
+    print_flat_profile(out, archive, counts, options.top_functions, view);
+    print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths, view);
   }
   if (counts.mpi) print_mpi_summary(out, *counts.mpi, options.top_functions);
   print_processes_and_threads(out, archive, counts, options.top_functions);
 }
 
-void print_folded(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts) {
-  for (const std::string& line : folded_stacks(archive, counts)) out << line << '\n';
+void print_folded(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts, FrameView view) {
+  for (const std::string& line : folded_stacks(archive, counts, view)) out << line << '\n';
 }
 
 int run_report(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -247,7 +249,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out, std::ost
     otf2::ArchiveReader reader(options.archive);
     const SampleCounts counts = count_samples(reader);
     if (options.folded) {
-      print_folded(out, reader.archive(), counts);
+      print_folded(out, reader.archive(), counts, options.python_only ? FrameView::kPythonOnly : FrameView::kAll);
       if (counts.total == 0) err << "hybridprof-report: no samples in " << reader.archive().anchor << '\n';
     } else {
       print_report(out, reader.archive(), counts, options);
