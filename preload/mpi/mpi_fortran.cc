@@ -282,29 +282,30 @@ struct FortranBinding<MpiFunction::MPI_Testall, CFunction> {
   }
 };
 
+// Waitany and Testany: one completed request, its index counted from 1.
+// `complete(count, requests, index, status)` makes the C call.
+template <typename Complete>
+void any_completion(MPI_Fint* ierr, void* count, void* requests, void* index, void* status, Complete complete) {
+  RequestArray r(requests, fint(count));
+  FortranArg<MPI_Status*> s(status);
+  int* i = static_cast<int*>(index);
+  *ierr = complete(fint(count), r.c(), i, s.c());
+  r.finish();
+  s.finish();
+  to_fortran_index(i);
+}
 template <auto CFunction>
 struct FortranBinding<MpiFunction::MPI_Waitany, CFunction> {
   static void call(MPI_Fint* ierr, void* count, void* requests, void* index, void* status) {
-    RequestArray r(requests, fint(count));
-    FortranArg<MPI_Status*> s(status);
-    int* i = static_cast<int*>(index);
-    *ierr = MPI_Waitany(fint(count), r.c(), i, s.c());
-    r.finish();
-    s.finish();
-    to_fortran_index(i);
+    any_completion(ierr, count, requests, index, status, MPI_Waitany);
   }
 };
-
 template <auto CFunction>
 struct FortranBinding<MpiFunction::MPI_Testany, CFunction> {
   static void call(MPI_Fint* ierr, void* count, void* requests, void* index, void* flag, void* status) {
-    RequestArray r(requests, fint(count));
-    FortranArg<MPI_Status*> s(status);
-    int* i = static_cast<int*>(index);
-    *ierr = MPI_Testany(fint(count), r.c(), i, static_cast<int*>(flag), s.c());
-    r.finish();
-    s.finish();
-    to_fortran_index(i);
+    any_completion(ierr, count, requests, index, status, [flag](int n, MPI_Request* r, int* i, MPI_Status* st) {
+      return MPI_Testany(n, r, i, static_cast<int*>(flag), st);
+    });
   }
 };
 

@@ -168,6 +168,16 @@ const Drain::TracedCode* Drain::traced_code_at(uint64_t address) const {
   return address < it->end ? &*it : nullptr;
 }
 
+namespace {
+
+uint32_t root_for(uint32_t flags) {
+  return (flags & kSampleTruncated)      ? raw::kRootTruncated
+         : (flags & kSampleUnwindFailed) ? raw::kRootUnwindFailed
+                                         : raw::kRootComplete;
+}
+
+}  // namespace
+
 uint32_t Drain::intern_native_locked(uint32_t node, uint64_t address, uint64_t timestamp_ns, ModuleInfo* module,
                                      bool* have_module, uint32_t* innermost_region) {
   if (address >= options_.own_code_start && address < options_.own_code_end) {
@@ -205,9 +215,7 @@ uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags)
   if (!merge_stacks(ips, s.header.aux, frames, s.python_depth, options_.python.eval_start, options_.python.eval_end,
                     &merged_))
     *flags |= kSamplePythonIncomplete;
-  uint32_t node = *flags & kSampleTruncated      ? raw::kRootTruncated
-                  : *flags & kSampleUnwindFailed ? raw::kRootUnwindFailed
-                                                 : raw::kRootComplete;
+  uint32_t node = root_for(*flags);
   ModuleInfo module;
   bool have_module = false;
   for (size_t k = merged_.size(); k-- > 0;) {
@@ -225,15 +233,6 @@ uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags)
   return node;
 }
 
-namespace {
-
-uint32_t root_for(uint32_t flags) {
-  return (flags & kSampleTruncated)      ? raw::kRootTruncated
-         : (flags & kSampleUnwindFailed) ? raw::kRootUnwindFailed
-                                         : raw::kRootComplete;
-}
-
-}  // namespace
 
 void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
   new_nodes_.clear();

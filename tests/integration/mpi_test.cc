@@ -124,6 +124,21 @@ void expect_ring(const MpiTrace& t, int ranks, int rounds) {
   EXPECT_TRUE(world) << "MPI_COMM_WORLD with every rank, in order";
 }
 
+// MPI regions are calling contexts whose parents are the caller's frames:
+// every MPI_Send context hangs under `caller`.
+void expect_send_called_from(const MpiTrace& t, const std::string& caller) {
+  const otf2::Archive& a = t.reader.archive();
+  size_t sends = 0;
+  for (const auto& [ref, ctx] : a.contexts) {
+    if (a.regions.at(ctx.region).name != "MPI_Send") continue;
+    ++sends;
+    EXPECT_EQ(a.regions.at(ctx.region).paradigm, otf2::Paradigm::kMpi);
+    ASSERT_NE(ctx.parent, otf2::kUndefined);
+    EXPECT_EQ(a.regions.at(a.contexts.at(ctx.parent).region).name, caller);
+  }
+  EXPECT_GT(sends, 0u) << "no MPI_Send context";
+}
+
 // The one allreduce and one barrier after the Fortran and mpi4py rings.
 void expect_allreduce_and_barrier(const MpiTrace& t, int ranks, uint64_t allreduce_bytes) {
   for (int rank = 0; rank < ranks; ++rank) {
@@ -146,14 +161,7 @@ TEST_F(Mpi, RingIsOneArchiveWithMatchedBlockingMessages) {
   MpiTrace t(dir);
   expect_ring(t, kRanks, kRounds);
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.enters[rank]["MPI_Init"], 1u);
-  // MPI regions are calling contexts whose parents are the caller's frames.
-  const otf2::Archive& a = t.reader.archive();
-  for (const auto& [ref, ctx] : a.contexts) {
-    if (a.regions.at(ctx.region).name != "MPI_Send") continue;
-    EXPECT_EQ(a.regions.at(ctx.region).paradigm, otf2::Paradigm::kMpi);
-    ASSERT_NE(ctx.parent, otf2::kUndefined);
-    EXPECT_EQ(a.regions.at(a.contexts.at(ctx.parent).region).name, "main");
-  }
+  expect_send_called_from(t, "main");
 }
 
 // Open MPI's Fortran bindings call PMPI_ directly: only the runtime's own
@@ -169,12 +177,7 @@ TEST_F(Mpi, FortranRingIsTracedThroughTheFortranBindings) {
   expect_allreduce_and_barrier(t, kRanks, 4);  // one INTEGER
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.enters[rank]["MPI_Init"], 1u);
   // The caller of MPI_SEND is the Fortran program, not the binding.
-  const otf2::Archive& a = t.reader.archive();
-  for (const auto& [ref, ctx] : a.contexts) {
-    if (a.regions.at(ctx.region).name != "MPI_Send") continue;
-    ASSERT_NE(ctx.parent, otf2::kUndefined);
-    EXPECT_EQ(a.regions.at(a.contexts.at(ctx.parent).region).name, "mpi_ring_f");
-  }
+  expect_send_called_from(t, "mpi_ring_f");
 }
 
 // The hand-written Fortran bindings: request and status arrays, WAITANY's

@@ -48,19 +48,16 @@ bool find_python(PythonRuntime* out, std::string* notice) {
     return false;
   }
   out->version = std::to_string(major) + "." + std::to_string(minor);
+  // Built-in tables up to 3.12; from 3.13 the interpreter's own offsets,
+  // read in place (_PyRuntime is initialized data).
+  std::string why = "no offset table";
   if (const PythonLayout* l = builtin_layout(major, minor)) {
     out->layout = *l;
-  } else {
-    std::string why;
-    if (major == 3 && minor >= 13 &&
-        layout_from_debug_offsets(static_cast<const uint8_t*>(runtime), kDebugOffsetsBytes, major, minor,
-                                  &out->layout, &why)) {
-      // (read in place: _PyRuntime is initialized data)
-    } else {
-      *notice = "Python " + out->version + " is not supported (" +
-                (why.empty() ? std::string("no offset table") : why) + "); profiling natively";
-      return false;
-    }
+  } else if (!(major == 3 && minor >= 13 &&
+               layout_from_debug_offsets(static_cast<const uint8_t*>(runtime), kDebugOffsetsBytes, major, minor,
+                                         &out->layout, &why))) {
+    *notice = "Python " + out->version + " is not supported (" + why + "); profiling natively";
+    return false;
   }
   if (!code_range("_PyEval_EvalFrameDefault", &out->eval_start, &out->eval_end)) {
     *notice = "Python " + out->version + ": _PyEval_EvalFrameDefault not found; profiling natively";

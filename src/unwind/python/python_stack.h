@@ -41,7 +41,6 @@ class PythonStackReader {
   PythonStackReader() = default;
   PythonStackReader(const PythonLayout& layout, uint64_t runtime) : layout_(layout), runtime_(runtime) {}
   bool enabled() const { return runtime_ != 0; }
-  const PythonLayout& layout() const { return layout_; }
 
   // SIGNAL PATH: async-signal-safe. The frames of the thread whose
   // pthread_t is `thread_id`, innermost first, into out[0..max). `tstate`
