@@ -18,6 +18,7 @@ RealFunctions resolve_all() {
   resolve(r.sigprocmask, "sigprocmask");
   resolve(r.pthread_sigmask, "pthread_sigmask");
   resolve(r.dlclose, "dlclose");
+  resolve(r.dl_iterate_phdr, "dl_iterate_phdr");
   resolve(r.execve, "execve");
   resolve(r.execv, "execv");
   resolve(r.execvp, "execvp");

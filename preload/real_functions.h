@@ -2,6 +2,7 @@
 // dlsym(RTLD_NEXT) so wrappers can call through to the real ones.
 #pragma once
 
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -14,6 +15,7 @@ struct RealFunctions {
   int (*sigprocmask)(int, const sigset_t*, sigset_t*) = nullptr;
   int (*pthread_sigmask)(int, const sigset_t*, sigset_t*) = nullptr;
   int (*dlclose)(void*) = nullptr;
+  int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info*, size_t, void*), void*) = nullptr;
   int (*execve)(const char*, char* const[], char* const[]) = nullptr;
   int (*execv)(const char*, char* const[]) = nullptr;
   int (*execvp)(const char*, char* const[]) = nullptr;

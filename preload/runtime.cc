@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "preload/real_functions.h"
+#include "unwind/loader_snapshot.h"
 #include "unwind/native_unwinder.h"
 #include "unwind/python/python_runtime.h"
 
@@ -112,6 +113,7 @@ void after_fork_child() {
   Runtime* rt = runtime();
   if (!rt) return;
   rt->drain.after_fork_in_child();
+  LoaderSnapshot::instance().after_fork_child();
   // The forking thread's state and sampler belong to the parent's thread:
   // the fd counts the parent's thread and the ring holds the parent's data.
   if (ThreadContext* old = tls_thread) {

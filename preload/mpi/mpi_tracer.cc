@@ -90,7 +90,10 @@ MpiCall::MpiCall(MpiFunction f) : function_(f) {
   BusyScope busy(&t);
   if (!t.caller_stacks) t.caller_stacks = std::make_unique<CallerStackCache>(rt->config.max_depth);
   uint32_t flags = 0;
-  const uint32_t depth = t.caller_stacks->capture(t.unwind_scratch, &flags);
+  CallerStackCache::Ref stack;
+  uint32_t depth = t.caller_stacks->capture(t.unwind_scratch, &flags, &stack);
+  // A stack the drain has already seen goes by its reference alone.
+  if (stack.generation != 0 && !stack.stored) depth = 0;
   enter_ns_ = monotonic_ns();
   RecordHeader* h = t.ring.reserve_exclusive(static_cast<uint32_t>(sizeof(RegionRecord) + 8u * depth),
                                    static_cast<uint16_t>(RecordType::kRegionEnter), static_cast<uint16_t>(depth));
@@ -102,6 +105,8 @@ MpiCall::MpiCall(MpiFunction f) : function_(f) {
   r->timestamp_ns = enter_ns_;
   r->region = mpi_region(f);
   r->flags = flags;
+  r->stack_slot = stack.slot;
+  r->stack_generation = stack.generation;
   std::memcpy(r->ips(), t.unwind_scratch, 8u * depth);
   t.ring.commit_exclusive();
   thread_ = &t;
@@ -130,6 +135,8 @@ MpiCall::~MpiCall() {
   r->timestamp_ns = now;
   r->region = mpi_region(function_);
   r->flags = 0;
+  r->stack_slot = 0;
+  r->stack_generation = 0;
   thread_->ring.commit_exclusive();
 }
 

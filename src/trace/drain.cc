@@ -100,8 +100,12 @@ void Drain::wake() {
 }
 
 ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns) {
+  // Populated now, at the thread's start: otherwise the first pass over the
+  // ring takes a page fault every 4 KiB inside the writers (the sample
+  // handler, traced-call wrappers), costly on a VM, and the ring's memory
+  // is all in use after one pass anyway.
   void* storage = mmap(nullptr, ThreadState::storage_bytes(options_.ring_bytes), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (storage == MAP_FAILED) return nullptr;
   auto* t = new ThreadState(storage, options_.ring_bytes);
   t->tid = tid;
@@ -234,6 +238,26 @@ uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags)
 }
 
 
+uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r) {
+  const uint32_t depth = r.header.aux;
+  const bool remembered = r.stack_generation != 0 && r.stack_slot < t.remembered_stacks.size();
+  if (remembered && depth == 0) {
+    // A stack seen before. Its return addresses were live on the thread's
+    // stack at this enter, so their code is still what it was then.
+    const ThreadState::RememberedStack& known = t.remembered_stacks[r.stack_slot];
+    if (known.generation == r.stack_generation) return known.node;
+    // The enter that carried it was lost to a full ring.
+    return cct_.child(raw::kRootUnwindFailed, raw::kTracedRegionModule, r.region, &new_nodes_);
+  }
+  uint32_t innermost = kNoRegion;
+  uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), depth, true, r.timestamp_ns, &innermost);
+  // The enter's own frame is the region's (its wrapper is traced code);
+  // when the unwind did not show it, the region still ends the path.
+  if (innermost != r.region) node = cct_.child(node, raw::kTracedRegionModule, r.region, &new_nodes_);
+  if (remembered) t.remembered_stacks[r.stack_slot] = {r.stack_generation, node};
+  return node;
+}
+
 void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
   new_nodes_.clear();
   switch (static_cast<RecordType>(h.type)) {
@@ -256,11 +280,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
     }
     case RecordType::kRegionEnter: {
       const auto& r = reinterpret_cast<const RegionRecord&>(h);
-      uint32_t innermost = kNoRegion;
-      uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), h.aux, true, r.timestamp_ns, &innermost);
-      // The enter's own frame is the region's (its wrapper is traced code);
-      // when the unwind did not show it, the region still ends the path.
-      if (innermost != r.region) node = cct_.child(node, raw::kTracedRegionModule, r.region, &new_nodes_);
+      const uint32_t node = enter_context_locked(t, r);
       for (const auto& n : new_nodes_) writer_.append(n);
       t.open_regions.push_back(node);
       writer_.append(raw::Enter{{t.index, r.timestamp_ns, r.region, node}});

@@ -99,6 +99,8 @@ class Drain {
   void loop();
   void drain_rings_locked();
   void convert_locked(ThreadState& t, const RecordHeader& h);
+  // The context node of a traced-call enter (its stack, then its region).
+  uint32_t enter_context_locked(ThreadState& t, const RegionRecord& r);
   // Interns a stack (innermost first) under `node`; `all_return_addresses`
   // when ips[0] is a return address too (not an interrupted instruction).
   // *innermost_region: the traced region of the innermost frame kept, or kNoRegion.

@@ -11,6 +11,8 @@
 #include <climits>
 #include <cstddef>
 
+#include "unwind/loader_snapshot.h"
+
 namespace hybridprof {
 namespace {
 
@@ -86,6 +88,7 @@ void ModuleTable::refresh(uint64_t now_ns, std::vector<raw::Record>* changes, bo
   collected.vdso_base = getauxval(AT_SYSINFO_EHDR);
   collected.vdso_path = vdso_path_;
   dl_iterate_phdr(collect, &collected);
+  LoaderSnapshot::instance().rebuild();
   std::vector<Mapping>& now = collected.mappings;
   for (auto& m : modules_) {
     if (m.unload_ns != UINT64_MAX) continue;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -11,10 +12,27 @@
 namespace hybridprof::raw {
 namespace {
 
-uint32_t fnv1a(const unsigned char* p, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
-  return h;
+// The chunk checksum: catches torn and overwritten chunks, not tampering.
+// Eight bytes a step (a byte-wise hash cost the drain ~1 ns per byte, at a
+// rate of tens of MB/s of MPI events).
+uint32_t chunk_checksum(const unsigned char* p, size_t n) {
+  uint64_t h = 0x84222325cbf29ce4ull ^ n;
+  auto mix = [&h](uint64_t word) {
+    h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  };
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    mix(word);
+  }
+  if (i < n) {
+    uint64_t word = 0;
+    std::memcpy(&word, p + i, n - i);
+    mix(word);
+  }
+  return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
 void put_u32(unsigned char* p, uint32_t v) { std::memcpy(p, &v, 4); }
@@ -244,18 +262,26 @@ void StreamWriter::close() {
 }
 
 void StreamWriter::abandon() {
-  chunk_.clear();
+  used_ = 0;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
 
+unsigned char* StreamWriter::room(size_t bytes) {
+  if (used_ == 0) used_ = kChunkHeader;
+  if (used_ + bytes > chunk_.size()) chunk_.resize(std::max(chunk_.size() * 2, used_ + bytes + 4096));
+  return chunk_.data() + used_;
+}
+
 void StreamWriter::put_varint(uint64_t v) {
-  if (chunk_.empty()) chunk_.resize(kChunkHeader);
+  unsigned char* p = room(10);
+  unsigned char* const start = p;
   while (v >= 0x80) {
-    chunk_.push_back(static_cast<unsigned char>(v | 0x80));
+    *p++ = static_cast<unsigned char>(v | 0x80);
     v >>= 7;
   }
-  chunk_.push_back(static_cast<unsigned char>(v));
+  *p++ = static_cast<unsigned char>(v);
+  used_ += static_cast<size_t>(p - start);
 }
 
 void StreamWriter::put_signed(int64_t v) {
@@ -264,7 +290,8 @@ void StreamWriter::put_signed(int64_t v) {
 
 void StreamWriter::put_string(const std::string& s) {
   put_varint(s.size());
-  chunk_.insert(chunk_.end(), s.begin(), s.end());
+  std::memcpy(room(s.size()), s.data(), s.size());
+  used_ += s.size();
 }
 
 uint64_t StreamWriter::delta(uint32_t thread, uint64_t ts) {
@@ -358,15 +385,15 @@ void StreamWriter::append(const Record& record) {
 }
 
 bool StreamWriter::flush() {
-  if (chunk_.size() <= kChunkHeader || fd_ < 0) return fd_ >= 0;
-  const size_t payload = chunk_.size() - kChunkHeader;
+  if (used_ <= kChunkHeader || fd_ < 0) return fd_ >= 0;
+  const size_t payload = used_ - kChunkHeader;
   put_u32(chunk_.data(), kChunkMagic);
   put_u32(chunk_.data() + 4, static_cast<uint32_t>(payload));
-  put_u32(chunk_.data() + 8, fnv1a(chunk_.data() + kChunkHeader, payload));
+  put_u32(chunk_.data() + 8, chunk_checksum(chunk_.data() + kChunkHeader, payload));
   put_u32(chunk_.data() + 12, 0);
-  const bool ok = write_all(fd_, chunk_.data(), chunk_.size());
-  if (ok) bytes_written_ += chunk_.size();
-  chunk_.clear();
+  const bool ok = write_all(fd_, chunk_.data(), used_);
+  if (ok) bytes_written_ += used_;
+  used_ = 0;
   // Deltas restart with every chunk so each chunk decodes on its own.
   last_ts_.assign(last_ts_.size(), 0);
   return ok;
@@ -417,7 +444,7 @@ bool read_stream(const std::string& path, const std::function<void(const Record&
     chunk.resize(payload);
     in.read(reinterpret_cast<char*>(chunk.data()), payload);
     const unsigned char* p = chunk.data();
-    if (!in || fnv1a(p, payload) != get_u32(header + 8)) {
+    if (!in || chunk_checksum(p, payload) != get_u32(header + 8)) {
       s.problem = "chunk checksum mismatch";
       s.bytes_ignored = left;
       break;

@@ -27,18 +27,22 @@ class StreamWriter {
   // parent's writer: that data is the parent's to write).
   void abandon();
 
-  size_t pending_bytes() const { return chunk_.size(); }
+  size_t pending_bytes() const { return used_; }
   uint64_t bytes_written() const { return bytes_written_; }
   bool is_open() const { return fd_ >= 0; }
 
  private:
+  // At least `bytes` writable at the end of the pending chunk (which
+  // starts with room for its header); the caller advances used_.
+  unsigned char* room(size_t bytes);
   void put_varint(uint64_t v);
   void put_signed(int64_t v);
   void put_string(const std::string& s);
   uint64_t delta(uint32_t thread, uint64_t ts);
 
   int fd_ = -1;
-  std::vector<unsigned char> chunk_;
+  std::vector<unsigned char> chunk_;  // grows, never shrinks; used_ bytes pending
+  size_t used_ = 0;
   std::vector<uint64_t> last_ts_;  // per thread, for timestamp deltas
   uint64_t bytes_written_ = 0;
 };

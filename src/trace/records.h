@@ -74,15 +74,24 @@ constexpr uint32_t mixed_sample_record_bytes(uint32_t depth, uint32_t python_dep
 // An enter is followed by header.aux return addresses: the stack the region
 // was entered from, innermost first (frames of the runtime itself included;
 // the drain maps or drops them). A leave has none.
+//
+// An enter's stack comes in one of three forms (CallerStackCache::Ref):
+//   header.aux IPs, stack_generation 0      a stack not remembered
+//   header.aux IPs, stack_generation g      remembered as entry stack_slot, g
+//   no IPs (aux 0), stack_generation g      the same stack as that entry
+// The third saves the copy of the addresses into the ring (and the drain
+// the interning of them) when a loop calls from one place.
 struct RegionRecord {
   RecordHeader header;
   uint64_t timestamp_ns;
   uint32_t region;  // RegionDef id
   uint32_t flags;   // SampleFlags of the enter's unwind
+  uint32_t stack_slot;
+  uint32_t stack_generation;
   const uint64_t* ips() const { return reinterpret_cast<const uint64_t*>(this + 1); }
   uint64_t* ips() { return reinterpret_cast<uint64_t*>(this + 1); }
 };
-static_assert(sizeof(RegionRecord) == 24);
+static_assert(sizeof(RegionRecord) == 32);
 
 // An MPI event; header.aux = raw::MpiEventKind. Fields as in raw::MpiEvent.
 struct MpiEventRecord {

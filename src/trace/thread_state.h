@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -71,6 +72,12 @@ struct ThreadState {
   // Drain only: CCT nodes of the traced regions this thread is inside, so a
   // leave names the context its enter had.
   std::vector<uint32_t> open_regions;
+  // Drain only: the context node of each stack the thread's CallerStackCache
+  // remembers (RegionRecord's stack_slot / stack_generation).
+  struct RememberedStack {
+    uint32_t generation = 0, node = 0;
+  };
+  std::array<RememberedStack, CallerStackCache::kEntries> remembered_stacks;
 
   raw::ThreadCounters counters() const {
     return {samples.load(std::memory_order_relaxed), dropped.load(std::memory_order_relaxed),

@@ -18,20 +18,23 @@ bool CallerStackCache::still_there(const Entry& e, uint64_t own_slot, uint64_t o
   return true;
 }
 
-uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags) {
+uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref) {
   // This function keeps a frame pointer (it asks for its frame address):
   // its return address sits just above the saved frame pointer.
   const uint64_t own_slot = reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 8;
   const uint64_t own_return = reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  for (const Entry& e : entries_) {
+  for (uint32_t i = 0; i < kEntries; ++i) {
+    const Entry& e = entries_[i];
     if (still_there(e, own_slot, own_return)) {
       ++hits_;
       std::memcpy(ips, e.ips.data(), 8u * e.depth);
       *flags |= e.flags;
+      if (ref) *ref = Ref{i, e.generation, false};
       return e.depth;
     }
   }
   ++misses_;
+  if (ref) *ref = Ref{};
   // The unwind starts in this function (its return address into here comes
   // first): one frame more, dropped.
   uint32_t unwind_flags = 0;
@@ -49,12 +52,16 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags) {
   for (uint32_t i = 1; i < depth; ++i) {
     if (own_slots[i] <= own_slots[i - 1]) return depth;
   }
-  Entry& e = entries_[next_victim_];
+  const uint32_t slot = next_victim_;
   next_victim_ = (next_victim_ + 1) % kEntries;
+  Entry& e = entries_[slot];
   e.ips.assign(own_ips, own_ips + depth);
   e.slots.assign(own_slots, own_slots + depth);
   e.flags = unwind_flags;
   e.depth = depth;
+  if (++generations_ == 0) generations_ = 1;  // 0 means "not remembered"
+  e.generation = generations_;
+  if (ref) *ref = Ref{slot, e.generation, true};
   return depth;
 }
 

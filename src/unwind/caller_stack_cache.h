@@ -26,13 +26,23 @@ class CallerStackCache {
  public:
   static constexpr uint32_t kEntries = 8;
 
+  // Which remembered stack a capture used or made: entry `slot` as it was
+  // when stored for the `generation`-th time. Lets a consumer that saw the
+  // stack once (stored: true) map later uses of it (stored: false) without
+  // seeing its addresses again. generation 0: not remembered.
+  struct Ref {
+    uint32_t slot = 0;
+    uint32_t generation = 0;
+    bool stored = false;  // this capture unwound and remembered the stack
+  };
+
   explicit CallerStackCache(uint32_t max_depth);
 
   // Like unwind_from_caller: the calling thread's return addresses from
   // this function's caller outwards into ips[0..max_depth) (room for
   // max_depth + 1), flags as there. Reuses a remembered stack when every
   // one of its return-address slots still holds the same address.
-  __attribute__((noinline)) uint32_t capture(uint64_t* ips, uint32_t* flags);
+  __attribute__((noinline)) uint32_t capture(uint64_t* ips, uint32_t* flags, Ref* ref = nullptr);
 
   uint64_t hits() const { return hits_; }
   uint64_t misses() const { return misses_; }
@@ -41,6 +51,7 @@ class CallerStackCache {
   struct Entry {
     uint32_t depth = 0;  // 0: empty
     uint32_t flags = 0;
+    uint32_t generation = 0;
     std::vector<uint64_t> ips, slots;  // ips[0] is capture()'s return address
   };
   bool still_there(const Entry& e, uint64_t own_slot, uint64_t own_return) const;
@@ -49,6 +60,7 @@ class CallerStackCache {
   std::vector<Entry> entries_;
   std::vector<uint64_t> scratch_ips_, scratch_slots_;
   uint32_t next_victim_ = 0;
+  uint32_t generations_ = 0;  // entries stored so far
   uint64_t hits_ = 0, misses_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <libunwind.h>
 
 #include "trace/records.h"
+#include "unwind/loader_snapshot.h"
 
 namespace hybridprof {
 namespace {
@@ -20,6 +21,9 @@ constexpr int kMaxDepthLimitForRoot = 1024;
 // The outermost frame of the calling thread, as the first unwind on it sees
 // it: threads end their unwind there when it is complete.
 __thread uint64_t tls_root_ip __attribute__((tls_model("initial-exec"))) = 0;
+
+// Nonzero while unwind_signal_context runs on this thread.
+__thread int tls_in_handler_unwind __attribute__((tls_model("initial-exec"))) = 0;
 
 bool in_program_entry(uint64_t ip) {
   // The main thread ends in the executable's _start (a few dozen bytes).
@@ -51,7 +55,9 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
   void** raw = reinterpret_cast<void**>(ips);
+  ++tls_in_handler_unwind;  // libunwind's module lookups go to LoaderSnapshot
   const int n = unw_backtrace(raw, static_cast<int>(max_depth + kHandlerFrames));
+  --tls_in_handler_unwind;
   int first = 0;
   while (first < n && reinterpret_cast<uint64_t>(raw[first]) != interrupted) ++first;
   if (first == n) {  // the interrupted frame was not found: unwind broken
@@ -76,6 +82,8 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
   }
   return depth;
 }
+
+bool unwinding_in_signal_handler() { return tls_in_handler_unwind != 0; }
 
 bool is_stack_root(uint64_t ip) { return ip == tls_root_ip || in_program_entry(ip); }
 

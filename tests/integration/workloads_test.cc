@@ -40,6 +40,21 @@ TEST_F(Workloads, DlopenedPluginIsNamedAfterItIsUnloaded) {
   EXPECT_GE(p->self_samples("after_unload_work"), 50u);
 }
 
+// The sample handler's unwind must never wait for the loader's lock: a
+// sample landing inside dlopen (Open MPI's MPI_Init) deadlocked on it.
+TEST_F(Workloads, SamplesDoNotWaitForTheLoaderLock) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-F", "1000", "-o", d}, {fixture("loader_lock_workload")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("work finished while the loader lock was held"), std::string::npos) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  // Unwound through the lookups, not just recorded: fresh_work under main.
+  EXPECT_GE(p->self_samples("fresh_work"), 20u);
+  EXPECT_GE(p->inclusive_samples("main"), p->self_samples("fresh_work"));
+}
+
 TEST_F(Workloads, ForkChildIsItsOwnProcess) {
   const std::string d = scratch / "D";
   const RunResult r = profile({"-o", d}, {fixture("fork_workload")});

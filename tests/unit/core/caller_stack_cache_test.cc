@@ -20,13 +20,14 @@ struct Seen {
   uint32_t flags = 0;
   uint64_t into_caller = 0;       // the capturing function's return address
   uint64_t into_grandcaller = 0;  // its caller's
+  CallerStackCache::Ref ref;
 };
 
 volatile int g_sink;
 
 __attribute__((noinline)) void capture_here(CallerStackCache* cache, Seen* seen) {
   std::vector<uint64_t> ips(kMaxDepth + 1);
-  const uint32_t n = cache->capture(ips.data(), &seen->flags);
+  const uint32_t n = cache->capture(ips.data(), &seen->flags, &seen->ref);
   ips.resize(n);
   seen->ips = ips;
   seen->into_caller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
@@ -95,6 +96,17 @@ TEST_F(CallerStacks, ADifferentCallerAtTheSameCallSiteIsUnwoundAgain) {
   EXPECT_EQ(seen[1].ips, seen[3].ips);
   EXPECT_EQ(cache.misses(), 2u);
   EXPECT_EQ(cache.hits(), 2u);
+  // What a consumer keys the stacks by: made once each, then referred to.
+  EXPECT_TRUE(seen[0].ref.stored);
+  EXPECT_TRUE(seen[1].ref.stored);
+  EXPECT_FALSE(seen[2].ref.stored);
+  EXPECT_FALSE(seen[3].ref.stored);
+  EXPECT_NE(seen[0].ref.generation, seen[1].ref.generation);
+  for (int i : {0, 1}) {
+    EXPECT_NE(seen[size_t(i)].ref.generation, 0u);
+    EXPECT_EQ(seen[size_t(i) + 2].ref.slot, seen[size_t(i)].ref.slot);
+    EXPECT_EQ(seen[size_t(i) + 2].ref.generation, seen[size_t(i)].ref.generation);
+  }
 }
 
 TEST_F(CallerStacks, RecursionDepthIsNeverConfused) {

@@ -1,0 +1,84 @@
+#include "unwind/loader_snapshot.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+
+namespace hybridprof {
+
+LoaderSnapshot& LoaderSnapshot::instance() {
+  static LoaderSnapshot snapshot;
+  return snapshot;
+}
+
+int LoaderSnapshot::collect(dl_phdr_info* info, size_t, void* data) {
+  auto* b = static_cast<Buffer*>(data);
+  Module m;
+  m.info = *info;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+      m.probe = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+      break;
+    }
+  }
+  dl_find_object found{};
+  if (m.probe != 0 && _dl_find_object(reinterpret_cast<void*>(m.probe), &found) == 0) m.link_map = found.dlfo_link_map;
+  b->modules.push_back(m);
+  b->headers.insert(b->headers.end(), info->dlpi_phdr, info->dlpi_phdr + info->dlpi_phnum);
+  b->names.emplace_back(info->dlpi_name ? info->dlpi_name : "");
+  return 0;
+}
+
+void LoaderSnapshot::rebuild() {
+  std::lock_guard lock(rebuild_mutex_);
+  const int next = 1 - current_.load(std::memory_order_relaxed);
+  // Readers that found `next` current before the last swap may still be
+  // inside it: a handler's walk takes microseconds.
+  while (readers_[next].load(std::memory_order_acquire) != 0) sched_yield();
+  Buffer& b = buffers_[next];
+  b.modules.clear();
+  b.headers.clear();
+  b.names.clear();
+  dl_iterate_phdr(collect, &b);
+  // Point into the copies only now: the vectors have stopped growing.
+  size_t header = 0;
+  for (size_t i = 0; i < b.modules.size(); ++i) {
+    b.modules[i].info.dlpi_phdr = b.headers.data() + header;
+    b.modules[i].info.dlpi_name = b.names[i].c_str();
+    header += b.modules[i].info.dlpi_phnum;
+  }
+  current_.store(next, std::memory_order_release);
+}
+
+// SIGNAL PATH.
+int LoaderSnapshot::iterate(Callback callback, void* data) {
+  int i;
+  for (;;) {
+    i = current_.load(std::memory_order_acquire);
+    readers_[i].fetch_add(1, std::memory_order_acq_rel);
+    if (current_.load(std::memory_order_acquire) == i) break;
+    readers_[i].fetch_sub(1, std::memory_order_release);
+  }
+  int result = 0;
+  for (Module& m : buffers_[i].modules) {
+    if (m.link_map != nullptr) {
+      dl_find_object found{};
+      if (_dl_find_object(reinterpret_cast<void*>(m.probe), &found) != 0 || found.dlfo_link_map != m.link_map)
+        continue;  // unloaded (or replaced) since the snapshot
+    }
+    result = callback(&m.info, sizeof m.info, data);
+    if (result != 0) break;
+  }
+  readers_[i].fetch_sub(1, std::memory_order_release);
+  return result;
+}
+
+void LoaderSnapshot::after_fork_child() {
+  readers_[0].store(0);
+  readers_[1].store(0);
+}
+
+size_t LoaderSnapshot::size_for_testing() {
+  return buffers_[current_.load()].modules.size();
+}
+
+}  // namespace hybridprof

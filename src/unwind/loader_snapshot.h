@@ -1,0 +1,70 @@
+// The loaded modules as dl_iterate_phdr describes them, copied where the
+// sample handler can read them without the dynamic loader's lock.
+//
+// Why: libunwind looks up the unwind tables of a frame it has not cached
+// with dl_iterate_phdr, which takes the loader's lock. A sample that lands
+// while its thread is taking or releasing that lock (inside dlopen, as
+// Open MPI's MPI_Init does dozens of times) then waits for itself forever,
+// and every other thread that unwinds waits behind libunwind's own lock.
+// The runtime's dl_iterate_phdr (preload/interpose_loader.cc) answers calls
+// made from inside the handler's unwind from this snapshot instead.
+//
+// The snapshot is rebuilt outside handlers whenever the loader's counters
+// say a module came or went (ModuleTable::refresh). A module loaded since
+// is missing until then (the unwind stops at its frames); a module unloaded
+// since is skipped: every entry is checked with _dl_find_object, which is
+// lock-free and async-signal-safe, before its callback sees it.
+#pragma once
+
+#include <link.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace hybridprof {
+
+class LoaderSnapshot {
+ public:
+  using Callback = int (*)(dl_phdr_info*, size_t, void*);
+
+  static LoaderSnapshot& instance();
+
+  // Outside signal handlers: re-reads every module with dl_iterate_phdr.
+  void rebuild();
+
+  // SIGNAL PATH: async-signal-safe (atomics, _dl_find_object, the callback).
+  // Calls `callback` for every module of the snapshot still loaded, like
+  // dl_iterate_phdr; stops at and returns the first nonzero result.
+  int iterate(Callback callback, void* data);
+
+  // In a fork child (one thread): no reader can still be inside.
+  void after_fork_child();
+
+  size_t size_for_testing();
+
+ private:
+  struct Module {
+    dl_phdr_info info{};   // dlpi_phdr and dlpi_name point into this snapshot
+    uint64_t probe = 0;    // an address inside the module's first segment
+    void* link_map = nullptr;  // what _dl_find_object said of `probe` at rebuild
+  };
+  struct Buffer {
+    std::vector<Module> modules;
+    std::vector<ElfW(Phdr)> headers;
+    std::vector<std::string> names;
+  };
+  static int collect(dl_phdr_info* info, size_t size, void* data);
+
+  std::mutex rebuild_mutex_;
+  Buffer buffers_[2];
+  std::atomic<int> current_{0};
+  std::atomic<int> readers_[2] = {};
+};
+
+// Set while this thread unwinds inside the sample handler (native_unwinder.cc).
+bool unwinding_in_signal_handler();
+
+}  // namespace hybridprof

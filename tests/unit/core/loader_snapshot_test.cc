@@ -1,0 +1,73 @@
+#include "unwind/loader_snapshot.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace hybridprof {
+namespace {
+
+struct Seen {
+  std::string name;
+  uint64_t addr;
+  std::vector<ElfW(Phdr)> headers;
+};
+
+int record(dl_phdr_info* info, size_t, void* data) {
+  static_cast<std::vector<Seen>*>(data)->push_back(
+      {info->dlpi_name, info->dlpi_addr, {info->dlpi_phdr, info->dlpi_phdr + info->dlpi_phnum}});
+  return 0;
+}
+
+int snapshot_record(dl_phdr_info* info, size_t size, void* data) { return record(info, size, data); }
+
+TEST(LoaderSnapshot, DescribesTheModulesLikeTheLoader) {
+  LoaderSnapshot::instance().rebuild();
+  std::vector<Seen> loader, snapshot;
+  dl_iterate_phdr(record, &loader);
+  LoaderSnapshot::instance().iterate(snapshot_record, &snapshot);
+  ASSERT_EQ(snapshot.size(), loader.size());
+  for (size_t i = 0; i < loader.size(); ++i) {
+    EXPECT_EQ(snapshot[i].name, loader[i].name);
+    EXPECT_EQ(snapshot[i].addr, loader[i].addr);
+    ASSERT_EQ(snapshot[i].headers.size(), loader[i].headers.size()) << loader[i].name;
+    for (size_t h = 0; h < loader[i].headers.size(); ++h) {
+      EXPECT_EQ(snapshot[i].headers[h].p_type, loader[i].headers[h].p_type);
+      EXPECT_EQ(snapshot[i].headers[h].p_vaddr, loader[i].headers[h].p_vaddr);
+      EXPECT_EQ(snapshot[i].headers[h].p_memsz, loader[i].headers[h].p_memsz);
+    }
+  }
+}
+
+int stop_at_second(dl_phdr_info*, size_t, void* data) {
+  return ++*static_cast<int*>(data) == 2 ? 7 : 0;
+}
+
+TEST(LoaderSnapshot, StopsAtTheFirstNonzeroResultAndReturnsIt) {
+  LoaderSnapshot::instance().rebuild();
+  int calls = 0;
+  EXPECT_EQ(LoaderSnapshot::instance().iterate(stop_at_second, &calls), 7);
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(LoaderSnapshot, SkipsAModuleUnloadedSinceItWasTaken) {
+  void* handle = dlopen(HYBRIDPROF_TEST_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  LoaderSnapshot::instance().rebuild();
+  auto names = [] {
+    std::vector<Seen> seen;
+    LoaderSnapshot::instance().iterate(snapshot_record, &seen);
+    std::string all;
+    for (const auto& s : seen) all += s.name + "\n";
+    return all;
+  };
+  EXPECT_NE(names().find("unload_me"), std::string::npos);
+  ASSERT_EQ(dlclose(handle), 0);
+  // Not rebuilt: the entry is still in the snapshot, but not handed out.
+  EXPECT_EQ(names().find("unload_me"), std::string::npos) << names();
+}
+
+}  // namespace
+}  // namespace hybridprof
