@@ -1,6 +1,5 @@
 // The dynamic loader's entry points the runtime stands in front of:
-// dl_iterate_phdr, so an unwind inside the sample handler never takes the
-// loader's lock (see unwind/loader_snapshot.h), and dlclose, so the module
+// dl_iterate_phdr, so the runtime's unwinds never take the loader's lock (see unwind/loader_snapshot.h), and dlclose, so the module
 // map learns of an unload when it happens.
 #include <link.h>
 
@@ -18,9 +17,10 @@ namespace raw = hybridprof::raw;
 extern "C" {
 
 // SIGNAL PATH when called from the handler's unwind (libunwind looking up
-// the unwind table of a frame): answered from the snapshot, no lock taken.
+// the unwind table of a frame): answered from the snapshot, no lock taken,
+// as for the runtime's other unwinds.
 int dl_iterate_phdr(int (*callback)(dl_phdr_info*, size_t, void*), void* data) {
-  if (hybridprof::unwinding_in_signal_handler()) return hybridprof::LoaderSnapshot::instance().iterate(callback, data);
+  if (hybridprof::libunwind_lookups_use_snapshot()) return hybridprof::LoaderSnapshot::instance().iterate(callback, data);
   return real().dl_iterate_phdr(callback, data);
 }
 

@@ -97,7 +97,10 @@ MpiCall::MpiCall(MpiFunction f) : function_(f) {
   enter_ns_ = monotonic_ns();
   RecordHeader* h = t.ring.reserve_exclusive(static_cast<uint32_t>(sizeof(RegionRecord) + 8u * depth),
                                    static_cast<uint16_t>(RecordType::kRegionEnter), static_cast<uint16_t>(depth));
+  thread_ = &t;
   if (h == nullptr) {
+    // The hooks still run (some talk to the other ranks, which expect it);
+    // only this call's region is lost.
     t.dropped_events.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -109,12 +112,12 @@ MpiCall::MpiCall(MpiFunction f) : function_(f) {
   r->stack_generation = stack.generation;
   std::memcpy(r->ips(), t.unwind_scratch, 8u * depth);
   t.ring.commit_exclusive();
-  thread_ = &t;
+  entered_ = true;
 }
 
 MpiCall::~MpiCall() {
   --tls_mpi_depth;
-  if (thread_ == nullptr) return;
+  if (!entered_) return;  // not traced, or the enter was lost: no leave either
   const uint64_t now = end_ns();
   // A program making MPI calls back to back fills its ring faster than the
   // drain's interval empties it: past half full, ask for a pass (at most

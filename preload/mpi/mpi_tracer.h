@@ -28,6 +28,8 @@ class MpiCall {
   MpiCall(const MpiCall&) = delete;
   MpiCall& operator=(const MpiCall&) = delete;
 
+  // This call is traced (its hooks run), whether or not its enter record
+  // found room in the ring.
   bool recording() const { return thread_ != nullptr; }
   uint64_t enter_ns() const { return enter_ns_; }
   // The time events at the call's end carry (read once, after the real call).
@@ -39,6 +41,7 @@ class MpiCall {
 
  private:
   ThreadState* thread_ = nullptr;
+  bool entered_ = false;  // the enter record is in the ring
   MpiFunction function_;
   uint64_t enter_ns_ = 0;
   uint64_t end_ns_ = 0;

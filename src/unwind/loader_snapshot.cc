@@ -3,12 +3,30 @@
 #include <dlfcn.h>
 #include <sched.h>
 
+#include <cstddef>
+
 namespace hybridprof {
 
 LoaderSnapshot& LoaderSnapshot::instance() {
   static LoaderSnapshot snapshot;
   return snapshot;
 }
+
+namespace {
+
+struct Counters {
+  unsigned long long adds = 0, subs = 0;
+};
+
+int read_counters(dl_phdr_info* info, size_t size, void* data) {
+  if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    static_cast<Counters*>(data)->adds = info->dlpi_adds;
+    static_cast<Counters*>(data)->subs = info->dlpi_subs;
+  }
+  return 1;  // the first module is enough
+}
+
+}  // namespace
 
 int LoaderSnapshot::collect(dl_phdr_info* info, size_t, void* data) {
   auto* b = static_cast<Buffer*>(data);
@@ -38,6 +56,8 @@ void LoaderSnapshot::rebuild() {
   b.modules.clear();
   b.headers.clear();
   b.names.clear();
+  Counters counters;
+  dl_iterate_phdr(read_counters, &counters);
   dl_iterate_phdr(collect, &b);
   // Point into the copies only now: the vectors have stopped growing.
   size_t header = 0;
@@ -47,6 +67,15 @@ void LoaderSnapshot::rebuild() {
     header += b.modules[i].info.dlpi_phnum;
   }
   current_.store(next, std::memory_order_release);
+  adds_.store(counters.adds, std::memory_order_relaxed);
+  subs_.store(counters.subs, std::memory_order_relaxed);
+}
+
+void LoaderSnapshot::refresh_if_changed() {
+  Counters counters;
+  dl_iterate_phdr(read_counters, &counters);
+  if (counters.adds != adds_.load(std::memory_order_relaxed) || counters.subs != subs_.load(std::memory_order_relaxed))
+    rebuild();
 }
 
 // SIGNAL PATH.

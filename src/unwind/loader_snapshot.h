@@ -6,14 +6,19 @@
 // while its thread is taking or releasing that lock (inside dlopen, as
 // Open MPI's MPI_Init does dozens of times) then waits for itself forever,
 // and every other thread that unwinds waits behind libunwind's own lock.
+// Nor may any of the runtime's unwinds outside handlers look modules up
+// through the loader: libunwind (Debian's build has no per-thread cache)
+// holds its global lock during the lookup, so one waiting for the loader's
+// lock blocks a handler on another thread whose thread holds that lock.
 // The runtime's dl_iterate_phdr (preload/interpose_loader.cc) answers calls
-// made from inside the handler's unwind from this snapshot instead.
+// made from inside the runtime's unwinds from this snapshot instead.
 //
 // The snapshot is rebuilt outside handlers whenever the loader's counters
-// say a module came or went (ModuleTable::refresh). A module loaded since
-// is missing until then (the unwind stops at its frames); a module unloaded
-// since is skipped: every entry is checked with _dl_find_object, which is
-// lock-free and async-signal-safe, before its callback sees it.
+// say a module came or went: by ModuleTable::refresh, and before every
+// unwind outside a handler. A module loaded since is missing until then
+// (a sample's unwind stops at its frames); a module unloaded since is
+// skipped: every entry is checked with _dl_find_object, which is lock-free
+// and async-signal-safe, before its callback sees it.
 #pragma once
 
 #include <link.h>
@@ -34,6 +39,8 @@ class LoaderSnapshot {
 
   // Outside signal handlers: re-reads every module with dl_iterate_phdr.
   void rebuild();
+  // The same when the loader's counters changed since the last rebuild.
+  void refresh_if_changed();
 
   // SIGNAL PATH: async-signal-safe (atomics, _dl_find_object, the callback).
   // Calls `callback` for every module of the snapshot still loaded, like
@@ -62,9 +69,10 @@ class LoaderSnapshot {
   Buffer buffers_[2];
   std::atomic<int> current_{0};
   std::atomic<int> readers_[2] = {};
+  std::atomic<unsigned long long> adds_{0}, subs_{0};  // the loader's counters at the last rebuild
 };
 
-// Set while this thread unwinds inside the sample handler (native_unwinder.cc).
-bool unwinding_in_signal_handler();
+// True while this thread runs one of the runtime's unwinds (native_unwinder.cc).
+bool libunwind_lookups_use_snapshot();
 
 }  // namespace hybridprof

@@ -22,8 +22,17 @@ constexpr int kMaxDepthLimitForRoot = 1024;
 // it: threads end their unwind there when it is complete.
 __thread uint64_t tls_root_ip __attribute__((tls_model("initial-exec"))) = 0;
 
-// Nonzero while unwind_signal_context runs on this thread.
-__thread int tls_in_handler_unwind __attribute__((tls_model("initial-exec"))) = 0;
+// Nonzero while one of the unwinds below runs on this thread: libunwind's
+// module lookups then go to LoaderSnapshot (see loader_snapshot.h).
+__thread int tls_snapshot_lookups __attribute__((tls_model("initial-exec"))) = 0;
+
+// For the length of an unwind. Also outside handlers: libunwind holds its
+// own lock while it looks a module up, and a handler on another thread may
+// need that lock while its thread holds the loader's.
+struct SnapshotLookups {
+  SnapshotLookups() { ++tls_snapshot_lookups; }
+  ~SnapshotLookups() { --tls_snapshot_lookups; }
+};
 
 bool in_program_entry(uint64_t ip) {
   // The main thread ends in the executable's _start (a few dozen bytes).
@@ -41,6 +50,8 @@ void prepare_unwinder_for_thread() {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     policy_set = true;
   }
+  LoaderSnapshot::instance().refresh_if_changed();  // the thread may start in a library just loaded
+  SnapshotLookups lookups;
   void* ips[kMaxDepthLimitForRoot];
   const int n = unw_backtrace(ips, kMaxDepthLimitForRoot);
   if (n > 0 && n < kMaxDepthLimitForRoot) tls_root_ip = reinterpret_cast<uint64_t>(ips[n - 1]);
@@ -55,9 +66,11 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
   void** raw = reinterpret_cast<void**>(ips);
-  ++tls_in_handler_unwind;  // libunwind's module lookups go to LoaderSnapshot
-  const int n = unw_backtrace(raw, static_cast<int>(max_depth + kHandlerFrames));
-  --tls_in_handler_unwind;
+  int n;
+  {
+    SnapshotLookups lookups;
+    n = unw_backtrace(raw, static_cast<int>(max_depth + kHandlerFrames));
+  }
   int first = 0;
   while (first < n && reinterpret_cast<uint64_t>(raw[first]) != interrupted) ++first;
   if (first == n) {  // the interrupted frame was not found: unwind broken
@@ -83,13 +96,15 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
   return depth;
 }
 
-bool unwinding_in_signal_handler() { return tls_in_handler_unwind != 0; }
+bool libunwind_lookups_use_snapshot() { return tls_snapshot_lookups != 0; }
 
 bool is_stack_root(uint64_t ip) { return ip == tls_root_ip || in_program_entry(ip); }
 
 // unw_step rather than unw_backtrace: the stack pointer of every frame is
 // needed for the slots. Frame 0 is this function and is not kept.
 uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, uint32_t* flags) {
+  LoaderSnapshot::instance().refresh_if_changed();
+  SnapshotLookups lookups;
   unw_context_t context;
   unw_cursor_t cursor;
   if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) {

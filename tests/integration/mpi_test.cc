@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "integration_support.h"
+#include "trace/raw_stream.h"
 
 namespace hybridprof::integration {
 namespace {
@@ -431,6 +432,38 @@ TEST_F(Mpi, ReportSummarisesCallsRanksAndTheCommunicationMatrix) {
     size_t cells = 0;
     for (size_t at = 0; (at = row.find("8.0 KiB", at)) != std::string::npos; ++at) ++cells;
     EXPECT_EQ(cells, 1u) << "rank " << from << " sends to one rank: " << row;
+  }
+}
+
+// A full ring loses records, never the hooks' own talk between ranks: a
+// rank whose MPI_Finalize enter found no room skipped the clock measurement
+// its peers waited for, and the job hung.
+TEST_F(Mpi, AFullRingLosesEventsButNotTheJob) {
+  constexpr int kRanks = 2;
+  RunOptions options;
+  for (const char* v : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "OMPI_MCA_rmaps_base_oversubscribe"})
+    options.env[v] = "1";
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const std::string job = dir + "-" + std::to_string(attempt);
+    const RunResult r = run({"mpirun", "-np", std::to_string(kRanks), "-x", "HYBRIDPROF_RING_KB=16", launcher(), "-F",
+                             "5000", "-o", job, "--", fixture("mpi_pingpong"), "8", "3000"},
+                            options);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const RunResult report = run({report_tool(), job});
+    EXPECT_NE(report.out.find("traced events lost to a full ring"), std::string::npos) << report.out;
+    // Every rank measured its clock at MPI_Init and again at MPI_Finalize.
+    for (int rank = 0; rank < kRanks; ++rank) {
+      size_t offsets = 0;
+      for (const auto& f : std::filesystem::directory_iterator(job + "/rank-" + std::to_string(rank) + "/raw")) {
+        if (f.path().extension() != ".hpr") continue;
+        std::string error;
+        ASSERT_TRUE(raw::read_stream(
+            f.path(), [&](const raw::Record& rec) { offsets += std::holds_alternative<raw::ClockOffset>(rec); },
+            nullptr, &error))
+            << error;
+      }
+      EXPECT_EQ(offsets, 2u) << "rank " << rank;
+    }
   }
 }
 
