@@ -2,7 +2,10 @@
 // merged with the native ones, named qualname + file + line, for each
 // CPython this machine has.
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <set>
+#include <sstream>
 
 #include "integration_support.h"
 
@@ -114,6 +117,67 @@ TEST_F(Python, StacksRunFromModuleToTheSampledFunction) {
     EXPECT_NE(std::find(names.begin(), names.end(), "Py_RunMain"), names.end());
     break;
   }
+}
+
+// --python-functions: spin runs on several lines (its loop test and its
+// body), each a path of its own by line; by function they are one path
+// whose samples are the sum, the count the archive itself gives.
+TEST_F(Python, ReportMergesAFunctionsLinesWithPythonFunctions) {
+  if (!file_exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  auto p = run_split(kDebianPython);
+  ASSERT_TRUE(p);
+  const std::vector<std::string> chain = {"<module>", "main", "sixty", "spin"};
+  uint64_t via_sixty = 0;
+  std::set<uint32_t> spin_lines;
+  for (const auto& s : p->samples()) {
+    if (python_path(*p, s.context) != chain) continue;
+    ++via_sixty;
+    // The innermost Python context is spin's: its line.
+    for (uint32_t c = s.context; c != otf2::kUndefined; c = p->archive().contexts.at(c).parent) {
+      const auto& context = p->archive().contexts.at(c);
+      if (p->archive().regions.at(context.region).name != "spin") continue;
+      auto where = p->archive().source_locations.find(context.source_location);
+      if (where != p->archive().source_locations.end()) spin_lines.insert(where->second.line);
+      break;
+    }
+  }
+  ASSERT_GT(via_sixty, 100u);
+  ASSERT_GE(spin_lines.size(), 2u) << "spin sampled on one line only: nothing to merge";
+
+  // "  <samples>  <percent>  <path>" rows of the call-path table.
+  auto path_rows = [](const std::string& text) {
+    std::map<std::string, uint64_t> rows;
+    const size_t start = text.find("Hottest call paths");
+    std::istringstream in(text.substr(start, text.find("\n\n", start) - start));
+    const std::regex row(R"(^\s+(\d+)\s+[0-9.]+%\s+(.*)$)");
+    std::smatch m;
+    for (std::string line; std::getline(in, line);)
+      if (std::regex_match(line, m, row)) rows[m[2]] += std::stoull(m[1]);
+    return rows;
+  };
+  const RunResult by_line = run({report_tool(), "--python-only", "--full-paths", "--paths", "1000", scratch / "D"});
+  ASSERT_EQ(by_line.exit_code, 0) << by_line.describe();
+  size_t spin_paths = 0;
+  for (const auto& [path, samples] : path_rows(by_line.out))
+    spin_paths += path.find("sixty (python_split.py:") != std::string::npos && path.find("spin (") != std::string::npos;
+  EXPECT_GE(spin_paths, 2u) << by_line.out;
+
+  const RunResult by_function =
+      run({report_tool(), "--python-only", "--python-functions", "--full-paths", "--paths", "1000", scratch / "D"});
+  ASSERT_EQ(by_function.exit_code, 0) << by_function.describe();
+  const auto rows = path_rows(by_function.out);
+  const std::string merged =
+      "<module> (python_split.py) → main (python_split.py) → sixty (python_split.py) → spin (python_split.py)";
+  ASSERT_TRUE(rows.count(merged)) << by_function.out;
+  EXPECT_EQ(rows.at(merged), via_sixty) << by_function.out;
+  for (const auto& [path, samples] : rows) EXPECT_EQ(path.find(".py:"), std::string::npos) << path;
+  // Folded stacks say the same.
+  const RunResult folded = run({report_tool(), "--folded", "--python-only", "--python-functions", scratch / "D"});
+  ASSERT_EQ(folded.exit_code, 0) << folded.describe();
+  EXPECT_NE(folded.out.find("<module> (python_split.py);main (python_split.py);sixty (python_split.py);spin "
+                            "(python_split.py) " + std::to_string(via_sixty) + "\n"),
+            std::string::npos)
+      << folded.out;
 }
 
 // Each Python thread shows its Python stack, also one that released the GIL

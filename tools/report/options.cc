@@ -19,6 +19,11 @@ const char* const kUsage =
     "  --folded       print folded stacks instead (\"root;caller;leaf count\" per line),\n"
     "                 for flamegraph.pl or speedscope\n"
     "  --python-only  show Python frames only (flat profile, call paths, folded stacks)\n"
+    "  --python-functions\n"
+    "                 one frame per Python function: frames of one function (qualified\n"
+    "                 name and file) merge whatever line they were at, and read\n"
+    "                 \"qualname (file)\" instead of \"qualname (file:line)\" in call\n"
+    "                 paths and folded stacks; combines with --python-only\n"
     "  -h, --help     this help\n";
 
 namespace {
@@ -64,6 +69,8 @@ Options parse_options(const std::vector<std::string>& args) {
       options.folded = true;
     } else if (arg == "--python-only") {
       options.python_only = true;
+    } else if (arg == "--python-functions") {
+      options.python_functions = true;
     } else {
       throw std::invalid_argument("unknown option '" + arg + "' (try --help)");
     }

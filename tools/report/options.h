@@ -13,7 +13,8 @@ struct Options {
   size_t top_paths = 10;
   bool full_paths = false;
   bool folded = false;
-  bool python_only = false;  // only Python frames in the profile and paths
+  bool python_only = false;       // only Python frames in the profile and paths
+  bool python_functions = false;  // one frame per Python function, whatever its line
   bool help = false;
 };
 

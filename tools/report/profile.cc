@@ -18,23 +18,48 @@ std::string region_source(const otf2::Archive& archive, uint32_t region) {
   return it->second.line ? it->second.file + ":" + std::to_string(it->second.line) : it->second.file;
 }
 
-// Region refs along the path, root first; a context the archive lacks stays
-// visible as an unknown frame instead of silently vanishing.
+bool is_python(const otf2::Archive& archive, uint32_t region) {
+  auto r = archive.regions.find(region);
+  return r != archive.regions.end() && r->second.paradigm == otf2::Paradigm::kPython;
+}
+
 // The contexts along the path of `context` that `view` shows, root first.
 std::vector<uint32_t> view_path(const otf2::Archive& archive, uint32_t context, FrameView view) {
   std::vector<uint32_t> path = archive.context_path(context);
-  if (view == FrameView::kPythonOnly) {
-    std::erase_if(path, [&](uint32_t c) {
-      auto r = archive.regions.find(archive.contexts.at(c).region);
-      return r == archive.regions.end() || r->second.paradigm != otf2::Paradigm::kPython;
-    });
-  }
+  if (view.python_only)
+    std::erase_if(path, [&](uint32_t c) { return !is_python(archive, archive.contexts.at(c).region); });
   return path;
 }
 
-std::vector<uint32_t> region_path(const otf2::Archive& archive, uint32_t context, FrameView view) {
+// The region a flat-profile row stands for. With view.python_functions,
+// Python regions of one function (qualified name and file) are one row
+// even if an archive defines them apart (ours defines one region per
+// function; other writers may define one per code object or line).
+class FunctionOf {
+ public:
+  FunctionOf(const otf2::Archive& archive, FrameView view) {
+    if (!view.python_functions) return;
+    std::map<std::pair<std::string, std::string>, uint32_t> first;
+    for (const auto& [ref, region] : archive.regions) {
+      if (region.paradigm != otf2::Paradigm::kPython) continue;
+      const uint32_t canonical = first.try_emplace({region.name, region.file}, ref).first->second;
+      if (canonical != ref) canonical_[ref] = canonical;
+    }
+  }
+  uint32_t operator()(uint32_t region) const {
+    auto it = canonical_.find(region);
+    return it == canonical_.end() ? region : it->second;
+  }
+
+ private:
+  std::map<uint32_t, uint32_t> canonical_;
+};
+
+// Rows' regions along the path, root first.
+std::vector<uint32_t> region_path(const otf2::Archive& archive, uint32_t context, FrameView view,
+                                  const FunctionOf& function_of) {
   std::vector<uint32_t> regions;
-  for (uint32_t c : view_path(archive, context, view)) regions.push_back(archive.contexts.at(c).region);
+  for (uint32_t c : view_path(archive, context, view)) regions.push_back(function_of(archive.contexts.at(c).region));
   return regions;
 }
 
@@ -72,13 +97,18 @@ std::vector<std::string> function_chain(const otf2::Archive& archive, uint32_t c
   for (uint32_t c : view_path(archive, context, view)) {
     const otf2::ContextInfo& info = archive.contexts.at(c);
     std::string name = region_name(archive, info.region);
-    // A Python frame reads "qualname (file:line)", the line it was at.
+    // A Python frame reads "qualname (file:line)", the line it was at, or
+    // "qualname (file)" when frames stand for whole functions.
     auto region = archive.regions.find(info.region);
-    auto where = archive.source_locations.find(info.source_location);
-    if (region != archive.regions.end() && region->second.paradigm == otf2::Paradigm::kPython &&
-        where != archive.source_locations.end()) {
-      const std::string& file = where->second.file;
-      name += " (" + file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(where->second.line) + ")";
+    if (region != archive.regions.end() && region->second.paradigm == otf2::Paradigm::kPython) {
+      auto where = archive.source_locations.find(info.source_location);
+      if (view.python_functions) {
+        const std::string& file = region->second.file;
+        if (!file.empty()) name += " (" + file.substr(file.find_last_of('/') + 1) + ")";
+      } else if (where != archive.source_locations.end()) {
+        const std::string& file = where->second.file;
+        name += " (" + file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(where->second.line) + ")";
+      }
     }
     names.push_back(std::move(name));
   }
@@ -114,15 +144,16 @@ std::string basename_of(const std::string& path) { return path.substr(path.find_
 std::vector<FunctionRow> flat_profile(const otf2::Archive& archive, const SampleCounts& counts, FrameView view) {
   std::map<uint32_t, FunctionRow> rows;
   HotLines lines;
+  const FunctionOf function_of(archive, view);
   for (const auto& [context, samples] : counts.by_context) {
-    const std::vector<uint32_t> path = region_path(archive, context, view);
+    const std::vector<uint32_t> path = region_path(archive, context, view, function_of);
     if (path.empty()) continue;  // unknown context (or no frame in view): no function to charge
     rows[path.back()].self += samples;
     for (uint32_t region : std::set<uint32_t>(path.begin(), path.end())) rows[region].inclusive += samples;
     const std::vector<uint32_t> contexts = view_path(archive, context, view);
     for (size_t i = 0; i < contexts.size(); ++i) {
       const auto& c = archive.contexts.at(contexts[i]);
-      lines.add(c.region, c.source_location, samples, i + 1 == contexts.size());
+      lines.add(function_of(c.region), c.source_location, samples, i + 1 == contexts.size());
     }
   }
   std::vector<FunctionRow> sorted;

@@ -24,9 +24,16 @@ struct SampleCounts {
 };
 SampleCounts count_samples(otf2::ArchiveReader&);
 
-// Which frames the profile shows: all, or only Python frames (a sample
-// without any then counts toward the total but shows in no row).
-enum class FrameView { kAll, kPythonOnly };
+// Which frames the profile shows, and how Python frames are named.
+struct FrameView {
+  // Only Python frames (a sample without any then counts toward the total
+  // but shows in no row).
+  bool python_only = false;
+  // One frame per Python function: frames of the same function (qualified
+  // name and file) are one whatever line they were at, read "qualname
+  // (file)" instead of "qualname (file:line)" in paths and folded stacks.
+  bool python_functions = false;
+};
 
 struct FunctionRow {
   uint32_t region = 0;
@@ -37,7 +44,7 @@ struct FunctionRow {
   uint64_t inclusive = 0;  // samples with this function anywhere on the path (once per sample)
 };
 // All functions with samples, by self desc, then inclusive desc, then name.
-std::vector<FunctionRow> flat_profile(const otf2::Archive&, const SampleCounts&, FrameView = FrameView::kAll);
+std::vector<FunctionRow> flat_profile(const otf2::Archive&, const SampleCounts&, FrameView = {});
 
 struct PathRow {
   std::vector<std::string> frames;  // function names, root first
@@ -45,15 +52,15 @@ struct PathRow {
 };
 // Leaf contexts merged by their function chain (contexts that differ only in
 // call-site lines read the same), by samples desc, then frames.
-std::vector<PathRow> hottest_paths(const otf2::Archive&, const SampleCounts&, FrameView = FrameView::kAll);
+std::vector<PathRow> hottest_paths(const otf2::Archive&, const SampleCounts&, FrameView = {});
 
 // "root;caller;leaf count" per distinct chain, sorted: flamegraph.pl and
 // speedscope input. ';' inside names becomes ':' and line breaks spaces.
-std::vector<std::string> folded_stacks(const otf2::Archive&, const SampleCounts&, FrameView = FrameView::kAll);
+std::vector<std::string> folded_stacks(const otf2::Archive&, const SampleCounts&, FrameView = {});
 
 // Display names along the path of `context`, root first ("<unknown ...>" for
 // refs the archive does not define).
-std::vector<std::string> function_chain(const otf2::Archive&, uint32_t context, FrameView = FrameView::kAll);
+std::vector<std::string> function_chain(const otf2::Archive&, uint32_t context, FrameView = {});
 
 // More than 12 frames: the first 3, "…", the last 8 (unless `full`).
 std::vector<std::string> abbreviate(const std::vector<std::string>& frames, bool full);

@@ -78,6 +78,10 @@ std::string process_label(const otf2::Archive& archive, uint32_t process) {
 
 void heading(std::ostream& out, const std::string& title) { out << '\n' << title << '\n'; }
 
+FrameView frame_view(const Options& options) {
+  return {.python_only = options.python_only, .python_functions = options.python_functions};
+}
+
 }  // namespace
 
 void print_summary(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts) {
@@ -222,7 +226,7 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
       out << "No samples in this archive.\n";
     }
   } else {
-    const FrameView view = options.python_only ? FrameView::kPythonOnly : FrameView::kAll;
+    const FrameView view = frame_view(options);
     print_flat_profile(out, archive, counts, options.top_functions, view);
     print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths, view);
   }
@@ -249,7 +253,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out, std::ost
     otf2::ArchiveReader reader(options.archive);
     const SampleCounts counts = count_samples(reader);
     if (options.folded) {
-      print_folded(out, reader.archive(), counts, options.python_only ? FrameView::kPythonOnly : FrameView::kAll);
+      print_folded(out, reader.archive(), counts, frame_view(options));
       if (counts.total == 0) err << "hybridprof-report: no samples in " << reader.archive().anchor << '\n';
     } else {
       print_report(out, reader.archive(), counts, options);

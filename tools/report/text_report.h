@@ -13,12 +13,12 @@ namespace hybridprof::report {
 
 void print_summary(std::ostream&, const otf2::Archive&, const SampleCounts&);
 void print_flat_profile(std::ostream&, const otf2::Archive&, const SampleCounts&, size_t top,
-                        FrameView view = FrameView::kAll);
+                        FrameView view = {});
 void print_hottest_paths(std::ostream&, const otf2::Archive&, const SampleCounts&, size_t top, bool full_paths,
-                         FrameView view = FrameView::kAll);
+                         FrameView view = {});
 void print_processes_and_threads(std::ostream&, const otf2::Archive&, const SampleCounts&, size_t top);
 void print_report(std::ostream&, const otf2::Archive&, const SampleCounts&, const Options&);
-void print_folded(std::ostream&, const otf2::Archive&, const SampleCounts&, FrameView view = FrameView::kAll);
+void print_folded(std::ostream&, const otf2::Archive&, const SampleCounts&, FrameView view = {});
 
 // The whole tool: parse args, read the archive, print. Returns the exit
 // status; any failure is one line on `err` ("hybridprof-report: error: ...").

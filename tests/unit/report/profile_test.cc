@@ -118,6 +118,107 @@ TEST(Folded, LinesAreExactlyTheStacks) {
   EXPECT_EQ(out.str(), "main;A 50\nmain;B 30\nmain;C 20\nmain;R;R;R 10\n");
 }
 
+// A Python program: native Py_RunMain -> <module> -> main, which calls
+// work (app.py) at two sites; work's own samples sit on two lines, and a
+// native hash function runs under one of them. A second `work`, in another
+// file, is another function.
+//   main:10 -> work:20          40
+//   main:10 -> work:21          25
+//   main:11 -> work:20          10
+//   main:10 -> work:21 -> hash  15
+//   main:12 -> work (other.py)   7
+//   main:13                      5
+void write_python_archive(const std::string& dir) {
+  ArchiveWriter w({.directory = dir});
+  const uint64_t t = w.define_thread(w.define_process("python3", w.define_system_tree_node("h", "node", kUndefined)), "main");
+  const uint32_t run = w.define_calling_context(w.define_region("Py_RunMain", "", 0, Paradigm::kSampling), kUndefined, kUndefined);
+  const uint32_t module_region = w.define_region("<module>", "/src/app.py", 1, Paradigm::kPython);
+  const uint32_t main_region = w.define_region("main", "/src/app.py", 9, Paradigm::kPython);
+  const uint32_t work_region = w.define_region("work", "/src/app.py", 19, Paradigm::kPython);
+  const uint32_t other_work = w.define_region("work", "/src/other.py", 3, Paradigm::kPython);
+  const uint32_t hash_region = w.define_region("hash", "hash.c", 0, Paradigm::kSampling);
+  auto at = [&](const char* file, uint32_t line) { return w.define_source_location(file, line); };
+  const uint32_t module = w.define_calling_context(module_region, at("/src/app.py", 30), run);
+  auto main_at = [&](uint32_t line) { return w.define_calling_context(main_region, at("/src/app.py", line), module); };
+  auto work_at = [&](uint32_t parent, uint32_t line) {
+    return w.define_calling_context(work_region, at("/src/app.py", line), parent);
+  };
+  const uint32_t work_21 = work_at(main_at(10), 21);
+  uint64_t time = 1'000'000;
+  auto add = [&](uint32_t context, int count) {
+    for (int i = 0; i < count; ++i) w.write_sample(t, time += 1'000'000, context, 1, kUndefined);
+  };
+  add(work_at(main_at(10), 20), 40);
+  add(work_21, 25);
+  add(work_at(main_at(11), 20), 10);
+  add(w.define_calling_context(hash_region, kUndefined, work_21), 15);
+  add(w.define_calling_context(other_work, at("/src/other.py", 4), main_at(12)), 7);
+  add(main_at(13), 5);
+  w.close({});
+}
+
+uint64_t samples_of(const std::vector<PathRow>& rows, const std::vector<std::string>& frames) {
+  for (const PathRow& row : rows) {
+    if (row.frames == frames) return row.samples;
+  }
+  return 0;
+}
+
+TEST(PythonFunctions, PathsShowOneFramePerFunctionWithTheLinesSummed) {
+  TempDir dir;
+  write_python_archive(dir.path());
+  Loaded loaded(dir.path());
+  const std::vector<std::string> to_work = {"Py_RunMain", "<module> (app.py)", "main (app.py)", "work (app.py)"};
+  // By line (the default), work's samples are spread over three paths.
+  const std::vector<PathRow> by_line = hottest_paths(loaded.archive(), loaded.counts);
+  EXPECT_EQ(samples_of(by_line, {"Py_RunMain", "<module> (app.py:30)", "main (app.py:10)", "work (app.py:20)"}), 40u);
+  EXPECT_EQ(samples_of(by_line, to_work), 0u);
+  // By function: one path, 40 + 25 + 10 samples; hash and the other file's
+  // work stay paths of their own.
+  const FrameView functions{.python_functions = true};
+  const std::vector<PathRow> rows = hottest_paths(loaded.archive(), loaded.counts, functions);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].frames, to_work);
+  EXPECT_EQ(rows[0].samples, 75u);
+  std::vector<std::string> to_hash = to_work;
+  to_hash.push_back("hash");
+  EXPECT_EQ(samples_of(rows, to_hash), 15u);
+  EXPECT_EQ(samples_of(rows, {"Py_RunMain", "<module> (app.py)", "main (app.py)", "work (other.py)"}), 7u);
+  EXPECT_EQ(samples_of(rows, {"Py_RunMain", "<module> (app.py)", "main (app.py)"}), 5u);
+  EXPECT_EQ(folded_stacks(loaded.archive(), loaded.counts, functions),
+            (std::vector<std::string>{"Py_RunMain;<module> (app.py);main (app.py) 5",
+                                      "Py_RunMain;<module> (app.py);main (app.py);work (app.py) 75",
+                                      "Py_RunMain;<module> (app.py);main (app.py);work (app.py);hash 15",
+                                      "Py_RunMain;<module> (app.py);main (app.py);work (other.py) 7"}));
+}
+
+TEST(PythonFunctions, CombineWithPythonOnly) {
+  TempDir dir;
+  write_python_archive(dir.path());
+  Loaded loaded(dir.path());
+  const FrameView view{.python_only = true, .python_functions = true};
+  // hash is not Python: its samples are work's own here.
+  EXPECT_EQ(folded_stacks(loaded.archive(), loaded.counts, view),
+            (std::vector<std::string>{"<module> (app.py);main (app.py) 5", "<module> (app.py);main (app.py);work (app.py) 90",
+                                      "<module> (app.py);main (app.py);work (other.py) 7"}));
+  const std::vector<FunctionRow> rows = flat_profile(loaded.archive(), loaded.counts, view);
+  ASSERT_EQ(rows.size(), 4u) << "<module>, main and the two works";
+  EXPECT_EQ(rows[0].name, "work");
+  EXPECT_EQ(rows[0].self, 90u);
+  EXPECT_EQ(rows[0].source, "/src/app.py:20") << "50 samples at line 20, 40 at 21";
+  EXPECT_EQ(row_named(rows, "main").self, 5u);
+  EXPECT_EQ(row_named(rows, "main").inclusive, 102u);
+  // The text report and the command line.
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report({"--python-only", "--python-functions", "--full-paths", dir.path()}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("       90  88.2%  <module> (app.py) → main (app.py) → work (app.py)\n"), std::string::npos)
+      << out.str();
+  std::ostringstream folded;
+  ASSERT_EQ(run_report({"--folded", "--python-functions", dir.path()}, folded, err), 0) << err.str();
+  EXPECT_NE(folded.str().find("Py_RunMain;<module> (app.py);main (app.py);work (app.py) 75\n"), std::string::npos)
+      << folded.str();
+}
+
 TEST(Abbreviate, DeepPathsKeepFirstThreeAndLastEight) {
   std::vector<std::string> frames;
   for (int i = 0; i < 20; ++i) frames.push_back("f" + std::to_string(i));
@@ -177,11 +278,14 @@ TEST(TextReport, EnterLeaveArchiveSaysItHasNoSamples) {
 }
 
 TEST(Options, ParseAndReject) {
-  Options o = parse_options({"--top", "5", "--paths=3", "--full-paths", "--folded", "dir"});
+  Options o = parse_options({"--top", "5", "--paths=3", "--full-paths", "--folded", "--python-functions", "dir"});
   EXPECT_EQ(o.top_functions, 5u);
   EXPECT_EQ(o.top_paths, 3u);
   EXPECT_TRUE(o.full_paths);
   EXPECT_TRUE(o.folded);
+  EXPECT_TRUE(o.python_functions);
+  EXPECT_FALSE(o.python_only);
+  EXPECT_FALSE(parse_options({"dir"}).python_functions);
   EXPECT_EQ(o.archive, "dir");
   EXPECT_EQ(parse_options({"dir"}).top_functions, 25u);
   EXPECT_EQ(parse_options({"dir"}).top_paths, 10u);
