@@ -175,6 +175,7 @@ void start_process(Runtime& rt) {
   if (python::find_python(&py, &python_notice)) {
     rt.python = python::PythonStackReader(py.layout, py.runtime);
     options.python = py;
+    begin.python = py.version;
   }
   std::string error;
   if (!rt.drain.start(options, begin, &error)) {

@@ -17,6 +17,7 @@ inline constexpr const char* kNotices = "HYBRIDPROF::NOTICES";      // one notic
 inline constexpr const char* kPid = "PID";
 inline constexpr const char* kExitStatus = "EXIT_STATUS";
 inline constexpr const char* kSamplesWithoutThread = "SAMPLES_WITHOUT_THREAD";
+inline constexpr const char* kPython = "PYTHON";  // "3.11": the process ran Python and its frames were read
 
 // Thread (OTF2 location) properties, stored as uint64.
 inline constexpr const char* kSamples = "SAMPLES";
@@ -25,5 +26,9 @@ inline constexpr const char* kDroppedEvents = "DROPPED_EVENTS";  // traced event
 inline constexpr const char* kUnwindFailures = "UNWIND_FAILURES";
 inline constexpr const char* kTruncated = "TRUNCATED";
 inline constexpr const char* kTid = "TID";
+// Samples whose Python stack is incomplete: the frame chain could not be read
+// to its end, or did not match the native evaluation frames it replaces.
+// Only on threads of processes with the PYTHON property.
+inline constexpr const char* kPythonIncomplete = "PYTHON_INCOMPLETE";
 
 }  // namespace hybridprof::otf2::property

@@ -82,6 +82,7 @@ struct ProcessBegin {
   bool frequency = false; // period holds a frequency in Hz
   uint64_t max_depth = 0;
   uint64_t signal = 0;
+  std::string python;     // "3.11" when the process's Python frames are read, else ""
 };
 struct ModuleLoad {
   uint32_t id = 0;

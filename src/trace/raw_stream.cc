@@ -111,6 +111,7 @@ class Decoder {
         r.event = string(); r.mechanism = string();
         r.period = varint(); r.frequency = varint() != 0;
         r.max_depth = varint(); r.signal = varint();
+        r.python = string();
         out = std::move(r);
         break;
       }
@@ -317,6 +318,7 @@ void StreamWriter::append(const Record& record) {
           put_string(r.event); put_string(r.mechanism);
           put_varint(r.period); put_varint(r.frequency);
           put_varint(r.max_depth); put_varint(r.signal);
+          put_string(r.python);
         } else if constexpr (std::is_same_v<T, ModuleLoad>) {
           tag(Tag::kModuleLoad);
           put_varint(r.id); put_varint(r.timestamp_ns); put_varint(r.bias);

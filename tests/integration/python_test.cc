@@ -180,6 +180,34 @@ TEST_F(Python, ReportMergesAFunctionsLinesWithPythonFunctions) {
       << folded.out;
 }
 
+// The archive says which Python ran and, per thread, how many samples had
+// an incomplete Python stack; the report sums them in its run summary and
+// lists them per thread. On this single-threaded program they are rare
+// (the stacks test above finds 97% complete).
+TEST_F(Python, ReportCountsIncompletePythonStacks) {
+  if (!file_exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  auto p = run_split(kDebianPython);
+  ASSERT_TRUE(p);
+  const RunResult version = run({kDebianPython, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"});
+  ASSERT_EQ(version.exit_code, 0) << version.describe();
+  ASSERT_EQ(p->archive().processes.size(), 1u);
+  const auto& process = p->archive().processes.begin()->second;
+  ASSERT_TRUE(process.properties.count("PYTHON"));
+  EXPECT_EQ(process.properties.at("PYTHON") + "\n", version.out);
+  uint64_t incomplete = 0;
+  for (const auto& [location, thread] : p->archive().threads) {
+    ASSERT_TRUE(thread.properties.count("PYTHON_INCOMPLETE")) << thread.name;
+    incomplete += thread.properties.at("PYTHON_INCOMPLETE");
+  }
+  EXPECT_LT(incomplete * 20, p->samples().size()) << incomplete << " of " << p->samples().size();
+  const RunResult report = run({report_tool(), scratch / "D"});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  EXPECT_NE(report.out.find("  Python                    " + version.out), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("  Incomplete Python stacks  " + std::to_string(incomplete) + " ("), std::string::npos)
+      << report.out;
+  EXPECT_NE(report.out.find("Python incomplete\n"), std::string::npos) << report.out;
+}
+
 // Each Python thread shows its Python stack, also one that released the GIL
 // to hash in C: its samples have the Python caller above the native code.
 TEST_F(Python, ThreadsShowTheirStacksAlsoWithTheGilReleased) {

@@ -179,7 +179,7 @@ class Finalizer {
         thread_name += " (" + t.end->name + ")";
       const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, thread_name); });
       refs.locations[index] = loc;
-      set_thread_properties(t, loc);
+      set_thread_properties(p, t, loc);
       for (const auto& c : offsets_for_readers(p))
         writers_.each([&](ArchiveWriter& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
     }
@@ -255,10 +255,11 @@ class Finalizer {
       w.set_process_property(group, otf2::property::kSamplesWithoutThread,
                              std::to_string(p.end ? p.end->samples_without_thread : 0));
       w.set_process_property(group, "COMMAND", join(b.args, " "));
+      if (!b.python.empty()) w.set_process_property(group, otf2::property::kPython, b.python);
     });
   }
 
-  void set_thread_properties(const RawThread& t, uint64_t loc) {
+  void set_thread_properties(const RawProcess& p, const RawThread& t, uint64_t loc) {
     // The thread's own counters when it ended cleanly; what the stream holds otherwise.
     raw::ThreadCounters c = t.end ? t.end->counters : raw::ThreadCounters{t.samples_seen, 0, 0, 0, 0};
     // Samples counted in the ring but lost with a torn last chunk are drops too.
@@ -272,6 +273,8 @@ class Finalizer {
                                   " traced events lost to a full ring (raise HYBRIDPROF_RING_KB)");
     result_->unwind_failed += c.unwind_failed;
     result_->truncated += c.truncated;
+    const bool python = !p.begin->python.empty();
+    if (python) result_->python_incomplete += t.python_incomplete;
     writers_.each([&](ArchiveWriter& w) {
       w.set_thread_property(loc, otf2::property::kSamples, c.samples);
       w.set_thread_property(loc, otf2::property::kDropped, c.dropped);
@@ -279,6 +282,7 @@ class Finalizer {
       w.set_thread_property(loc, otf2::property::kUnwindFailures, c.unwind_failed);
       w.set_thread_property(loc, otf2::property::kTruncated, c.truncated);
       w.set_thread_property(loc, otf2::property::kTid, t.tid);
+      if (python) w.set_thread_property(loc, otf2::property::kPythonIncomplete, t.python_incomplete);
     });
   }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "trace/records.h"
+
 namespace hybridprof::finalize {
 
 bool read_definitions(const std::string& path, RawProcess* p, std::string* error) {
@@ -40,6 +42,7 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
           } else if constexpr (std::is_same_v<T, raw::Sample>) {
             RawThread& t = thread(r.thread);
             t.samples_seen += r.weight;
+            if (r.flags & kSamplePythonIncomplete) t.python_incomplete += r.weight;
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
             p->last_ns = std::max(p->last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::Enter> || std::is_same_v<T, raw::Leave> ||

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "otf2/property_names.h"
@@ -57,6 +58,27 @@ std::optional<uint64_t> sum_process_property(const otf2::Archive& archive, const
   return sum;
 }
 
+// The Python versions whose frames were read, "3.11" or "3.11, 3.12";
+// empty when no process ran Python (or none was readable).
+std::string python_versions(const otf2::Archive& archive) {
+  std::set<std::string> versions;
+  for (const auto& [ref, process] : archive.processes) {
+    const std::string version = process_property(process, property::kPython);
+    if (version != "-") versions.insert(version);
+  }
+  std::string text;
+  for (const std::string& v : versions) text += (text.empty() ? "" : ", ") + v;
+  return text;
+}
+
+// Whether any thread counts incomplete Python stacks: only threads of
+// processes that ran Python do.
+bool any_python_threads(const otf2::Archive& archive) {
+  for (const auto& [location, thread] : archive.threads)
+    if (thread.properties.count(property::kPythonIncomplete)) return true;
+  return false;
+}
+
 std::string duration_text(const otf2::ClockInfo& clock) {
   if (clock.resolution == 0 || clock.trace_length == 0) return "-";
   const double seconds = static_cast<double>(clock.trace_length) / static_cast<double>(clock.resolution);
@@ -105,6 +127,14 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
   table.add_row({"Unwind failures", or_dash(sum_thread_property(archive, property::kUnwindFailures))});
   table.add_row({"Truncated stacks", or_dash(sum_thread_property(archive, property::kTruncated))});
   table.add_row({"Samples without thread", or_dash(sum_process_property(archive, property::kSamplesWithoutThread))});
+  if (const std::string python = python_versions(archive); !python.empty()) table.add_row({"Python", python});
+  if (any_python_threads(archive)) {
+    // Their Python frames are what could be read and placed: the stack may
+    // lack outer Python frames, or keep an interpreter frame in their place.
+    const uint64_t incomplete = sum_thread_property(archive, property::kPythonIncomplete).value_or(0);
+    table.add_row({"Incomplete Python stacks", std::to_string(incomplete) + " (" + percent(incomplete, counts.total) +
+                                                   " of samples)"});
+  }
   table.add_row({"hybridprof version", archive_property(archive, property::kVersion)});
   std::ostringstream lines;
   table.print(lines);
@@ -193,21 +223,22 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
     order.emplace_back(it == counts.by_thread.end() ? 0 : it->second, location);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  Table threads({{"Process", Align::kLeft},
-                 {"Thread", Align::kLeft},
-                 {"TID", Align::kRight},
-                 {"Samples", Align::kRight},
-                 {"%", Align::kRight},
-                 {"Dropped", Align::kRight},
-                 {"Unwind failures", Align::kRight},
-                 {"Truncated", Align::kRight}});
+  const bool python = any_python_threads(archive);
+  std::vector<Table::Column> columns = {{"Process", Align::kLeft},         {"Thread", Align::kLeft},
+                                        {"TID", Align::kRight},            {"Samples", Align::kRight},
+                                        {"%", Align::kRight},              {"Dropped", Align::kRight},
+                                        {"Unwind failures", Align::kRight}, {"Truncated", Align::kRight}};
+  if (python) columns.push_back({"Python incomplete", Align::kRight});
+  Table threads(std::move(columns));
   for (size_t i = 0; i < order.size() && i < top; ++i) {
     const otf2::ThreadInfo& t = archive.threads.at(order[i].second);
-    threads.add_row({process_label(archive, t.process), t.name, or_dash(thread_property(t, property::kTid)),
-                     std::to_string(order[i].first), percent(order[i].first, counts.total),
-                     or_dash(thread_property(t, property::kDropped)),
-                     or_dash(thread_property(t, property::kUnwindFailures)),
-                     or_dash(thread_property(t, property::kTruncated))});
+    std::vector<std::string> row = {process_label(archive, t.process), t.name,
+                                    or_dash(thread_property(t, property::kTid)), std::to_string(order[i].first),
+                                    percent(order[i].first, counts.total), or_dash(thread_property(t, property::kDropped)),
+                                    or_dash(thread_property(t, property::kUnwindFailures)),
+                                    or_dash(thread_property(t, property::kTruncated))};
+    if (python) row.push_back(or_dash(thread_property(t, property::kPythonIncomplete)));
+    threads.add_row(std::move(row));
   }
   threads.print(out);
   if (order.size() > top) out << "  … and " << order.size() - top << " more threads\n";

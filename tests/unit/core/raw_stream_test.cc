@@ -23,6 +23,7 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   begin.args = {"./app", "x y"};
   begin.event = "cpu-clock";
   begin.mpi_rank = -1;
+  begin.python = "3.12";
   w.append(begin);
   w.append(ModuleLoad{1, 0, 0x400000, 0x400000, 0x500000, "/bin/app"});
   w.append(ThreadBegin{0, 4242, 1000, ""});
@@ -43,6 +44,7 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   EXPECT_EQ(summary.chunks, 2u);
   EXPECT_TRUE(summary.problem.empty());
   EXPECT_EQ(std::get<ProcessBegin>(records[0]).args[1], "x y");
+  EXPECT_EQ(std::get<ProcessBegin>(records[0]).python, "3.12");
   EXPECT_EQ(std::get<ModuleLoad>(records[1]).path, "/bin/app");
   EXPECT_EQ(std::get<CctNode>(records[3]).offset, 0x1234u);
   EXPECT_EQ(std::get<Sample>(records[4]).timestamp_ns, 2000u);

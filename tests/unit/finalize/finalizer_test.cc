@@ -9,11 +9,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "otf2/archive_reader.h"
+#include "otf2/property_names.h"
 #include "trace/raw_stream.h"
+#include "trace/records.h"
 
 extern "C" __attribute__((noinline)) void finalizer_test_leaf() { asm volatile(""); }
 extern "C" __attribute__((noinline)) void finalizer_test_caller() {
@@ -167,6 +170,61 @@ TEST_F(Finalizer, ASingleClockOffsetStillAlignsAKilledRank) {
   // The weight-3 sample at 3000 is three events.
   EXPECT_EQ(times, (std::multiset<uint64_t>{2000 + kOffset, 2500 + kOffset, 3000 + kOffset, 3000 + kOffset,
                                              3000 + kOffset}));
+}
+
+// A Python process: its samples that the runtime flagged as having an
+// incomplete Python stack are counted per thread (weights included), and
+// the process says which Python it ran. A native process says neither.
+TEST_F(Finalizer, CountsIncompletePythonStacksOfPythonProcesses) {
+  auto write = [&](const std::string& name, uint64_t pid, const std::string& python) {
+    raw::StreamWriter w;
+    ASSERT_TRUE(w.open((dir_ / "raw" / name).string()));
+    raw::ProcessBegin b;
+    b.pid = pid;
+    b.hostname = "host";
+    b.executable = "/usr/bin/python3";
+    b.args = {"python3", "app.py"};
+    b.event = "cpu-clock";
+    b.mechanism = "perf_event";
+    b.python = python;
+    w.append(b);
+    w.append(raw::ThreadBegin{0, pid, 1000, ""});
+    w.append(raw::ThreadBegin{1, pid + 1, 1000, ""});
+    w.append(raw::PythonCode{1, "main", "/src/app.py", 1, 2, ""});
+    w.append(raw::CctNode{3, raw::kRootComplete, raw::kPythonModule, (uint64_t{1} << 32) | 1});
+    w.append(raw::Sample{0, 2000, 3, 0, 1});
+    w.append(raw::Sample{0, 2100, 3, kSamplePythonIncomplete, 1});
+    w.append(raw::Sample{0, 2200, 3, kSamplePythonIncomplete | kSampleTruncated, 3});
+    w.append(raw::Sample{1, 2300, 3, kSamplePythonIncomplete, 1});
+    w.append(raw::Sample{1, 2400, 3, kSampleUnwindFailed, 1});
+    w.append(raw::ProcessEnd{5000, raw::EndReason::kExit, 0, 0});
+    w.close();
+  };
+  write("host.42.1.hpr", 42, "3.11");
+  write("host.50.1.hpr", 50, "");
+  Options options;
+  options.directory = dir_.string();
+  Result result;
+  std::string error;
+  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  EXPECT_EQ(result.python_incomplete, 5u) << "1 + 3 (weight) on thread 0, 1 on thread 1, of the Python process";
+
+  otf2::ArchiveReader reader(dir_.string());
+  const otf2::Archive& a = reader.archive();
+  std::map<uint64_t, std::optional<uint64_t>> incomplete_by_tid;
+  for (const auto& [location, t] : a.threads) {
+    auto it = t.properties.find(otf2::property::kPythonIncomplete);
+    incomplete_by_tid[t.properties.at(otf2::property::kTid)] =
+        it == t.properties.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+  }
+  EXPECT_EQ(incomplete_by_tid, (std::map<uint64_t, std::optional<uint64_t>>{
+                                   {42, 4}, {43, 1}, {50, std::nullopt}, {51, std::nullopt}}));
+  std::map<std::string, std::string> python_by_pid;
+  for (const auto& [ref, process] : a.processes) {
+    auto it = process.properties.find(otf2::property::kPython);
+    python_by_pid[process.properties.at(otf2::property::kPid)] = it == process.properties.end() ? "none" : it->second;
+  }
+  EXPECT_EQ(python_by_pid, (std::map<std::string, std::string>{{"42", "3.11"}, {"50", "none"}}));
 }
 
 TEST_F(Finalizer, RefusesEmptyDirectoriesAndExistingArchives) {

@@ -128,9 +128,19 @@ TEST(Folded, LinesAreExactlyTheStacks) {
 //   main:10 -> work:21 -> hash  15
 //   main:12 -> work (other.py)   7
 //   main:13                      5
-void write_python_archive(const std::string& dir) {
+// With `incomplete`, the finalizer's Python properties: the process ran
+// Python 3.12, its main thread had `incomplete[0]` samples with an
+// incomplete Python stack, a second thread (no samples) `incomplete[1]`.
+void write_python_archive(const std::string& dir, std::vector<uint64_t> incomplete = {}) {
   ArchiveWriter w({.directory = dir});
-  const uint64_t t = w.define_thread(w.define_process("python3", w.define_system_tree_node("h", "node", kUndefined)), "main");
+  const uint32_t process = w.define_process("python3", w.define_system_tree_node("h", "node", kUndefined));
+  const uint64_t t = w.define_thread(process, "main");
+  if (!incomplete.empty()) {
+    w.set_process_property(process, otf2::property::kPython, "3.12");
+    w.set_thread_property(t, otf2::property::kPythonIncomplete, incomplete[0]);
+    const uint64_t worker = w.define_thread(process, "worker");
+    w.set_thread_property(worker, otf2::property::kPythonIncomplete, incomplete[1]);
+  }
   const uint32_t run = w.define_calling_context(w.define_region("Py_RunMain", "", 0, Paradigm::kSampling), kUndefined, kUndefined);
   const uint32_t module_region = w.define_region("<module>", "/src/app.py", 1, Paradigm::kPython);
   const uint32_t main_region = w.define_region("main", "/src/app.py", 9, Paradigm::kPython);
@@ -217,6 +227,40 @@ TEST(PythonFunctions, CombineWithPythonOnly) {
   ASSERT_EQ(run_report({"--folded", "--python-functions", dir.path()}, folded, err), 0) << err.str();
   EXPECT_NE(folded.str().find("Py_RunMain;<module> (app.py);main (app.py);work (app.py) 75\n"), std::string::npos)
       << folded.str();
+}
+
+TEST(PythonSummary, IncompletePythonStacksAreCountedInTheRunAndPerThread) {
+  TempDir dir;
+  write_python_archive(dir.path(), {9, 4});
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report({dir.path()}, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("  Python                    3.12\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  Incomplete Python stacks  13 (12.7% of samples)\n"), std::string::npos) << text;
+  const size_t threads = text.find("Threads (by samples)");
+  ASSERT_NE(threads, std::string::npos);
+  const std::string table = text.substr(threads);
+  EXPECT_NE(table.find("Truncated  Python incomplete\n"), std::string::npos) << table;
+  // main: 102 samples, 9 incomplete; worker: none sampled, 4 counted.
+  EXPECT_NE(table.find("main      -      102  100.0%        -                -          -                  9\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("worker    -        0    0.0%        -                -          -                  4\n"),
+            std::string::npos)
+      << table;
+}
+
+TEST(PythonSummary, NoPythonNoPythonRows) {
+  TempDir dir;
+  write_python_archive(dir.path());  // Python frames but no finalizer properties: not read by us
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report({dir.path()}, out, err), 0) << err.str();
+  EXPECT_EQ(out.str().find("Python"), std::string::npos) << out.str();
+  TempDir native;
+  write_abc_archive(native.path());
+  std::ostringstream native_out;
+  ASSERT_EQ(run_report({native.path()}, native_out, err), 0) << err.str();
+  EXPECT_EQ(native_out.str().find("Python"), std::string::npos) << native_out.str();
 }
 
 TEST(Abbreviate, DeepPathsKeepFirstThreeAndLastEight) {
