@@ -241,8 +241,8 @@ TEST_F(Python, ThreadsShowTheirStacksAlsoWithTheGilReleased) {
   }
 }
 
-// Every CPython under pyenv's usual place (3.8 to 3.13 here); skipped for
-// versions not installed.
+// Every CPython under pyenv's usual place (3.8 to 3.13 here, 3.14 when
+// installed); skipped for versions not installed.
 class PythonVersions : public Python, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(PythonVersions, FramesAreReadAndNamed) {
@@ -259,7 +259,8 @@ TEST_P(PythonVersions, FramesAreReadAndNamed) {
   EXPECT_GT(p->inclusive_samples("<module>"), 50u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Installed, PythonVersions, ::testing::Values("3.8", "3.9", "3.10", "3.11", "3.12", "3.13"),
+INSTANTIATE_TEST_SUITE_P(Installed, PythonVersions,
+                         ::testing::Values("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"),
                          [](const auto& info) {
                            std::string name = "Python" + info.param;
                            name.erase(std::remove(name.begin(), name.end(), '.'), name.end());

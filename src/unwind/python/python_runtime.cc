@@ -48,7 +48,8 @@ bool find_python(PythonRuntime* out, std::string* notice) {
     return false;
   }
   out->version = std::to_string(major) + "." + std::to_string(minor);
-  // Built-in tables up to 3.12; from 3.13 the interpreter's own offsets,
+  // Built-in tables up to 3.12; 3.13 and 3.14 the interpreter's own offsets
+  // (a later version's are refused: their layout is not known here),
   // read in place (_PyRuntime is initialized data).
   std::string why = "no offset table";
   if (const PythonLayout* l = builtin_layout(major, minor)) {

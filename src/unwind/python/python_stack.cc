@@ -9,7 +9,6 @@ namespace {
 
 constexpr int kMaxInterpreters = 64;
 constexpr int kMaxThreadStates = 4096;
-constexpr uint8_t kOwnedByCStack = 3;  // FRAME_OWNED_BY_CSTACK (3.12+)
 
 uint64_t read_pointer(uint64_t address) {
   uint64_t v = 0;
@@ -72,7 +71,7 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
   if (layout_.cframe_current_frame != kAbsent && frame != 0)
     frame = read_pointer(frame + layout_.cframe_current_frame);
 
-  uint8_t buffer[128];
+  uint8_t buffer[kMaxFrameReadBytes];
   const uint32_t bytes = layout_.frame_read_bytes();
   if (bytes > sizeof buffer) return 0;
   uint32_t n = 0;
@@ -85,11 +84,11 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
       *complete = false;
       break;
     }
-    const uint64_t code = field(buffer, layout_.frame_code);
+    const uint64_t code = field(buffer, layout_.frame_code) & ~layout_.frame_code_tag_bits;
     const uint64_t previous = field(buffer, layout_.frame_previous);
-    if (layout_.frame_owner != kAbsent && buffer[layout_.frame_owner] == kOwnedByCStack) {
-      // The shim a native eval call starts with: the frame before it was
-      // that call's outermost.
+    if (layout_.frame_owner != kAbsent && buffer[layout_.frame_owner] >= kFirstShimOwner) {
+      // The shim a native eval call starts with (its code is None, not a
+      // code object): the frame before it was that call's outermost.
       if (n > 0) out[n - 1].flags |= kEndsEvalCall;
       frame = previous;
       continue;
