@@ -44,6 +44,8 @@ struct PythonLayout {
   uint32_t frame_code = 0, frame_previous = 0, frame_instruction = 0;
   uint32_t frame_is_entry = kAbsent;  // 3.11 (bool)
   uint32_t frame_owner = kAbsent;     // 3.12+ (char; 3 = owned by the C stack)
+  // Any object's ob_type (PyObject_HEAD: refcount, then type).
+  uint32_t object_type = 8;
   // A code object.
   uint32_t code_filename = 0, code_name = 0, code_qualname = 0, code_firstlineno = 0, code_linetable = 0;
   uint32_t code_instructions = kAbsent;  // 3.11+: where the bytecode starts inside the code object
