@@ -77,17 +77,18 @@ bool PythonCodeTable::read_bytes(uint64_t object, std::string* out) const {
 
 uint32_t PythonCodeTable::id_for(const python::PythonFrame& frame, std::vector<raw::PythonCode>* out) {
   if (!(frame.flags & python::kCodeStamped)) return id_at(frame.code, out);
-  const Stamp stamp{frame.qualname, frame.filename, frame.firstlineno};
-  // Rule 1: known as this code.
-  auto it = known_.find(frame.code);
-  if (it != known_.end() && it->second.print.stamp() == stamp) return it->second.id;
+  const std::pair<uint64_t, Stamp> key{frame.code, Stamp{frame.qualname, frame.filename, frame.firstlineno}};
+  // Rule 1: named before.
+  if (auto it = stamped_.find(key); it != stamped_.end()) return it->second;
   // Rule 2: the object there now is the one that ran.
   Fingerprint now;
-  if (fingerprint(frame.code, &now) && now.stamp() == stamp) {
-    checked_.insert(frame.code);
-    return add(frame.code, now, out);
-  }
-  return 0;  // rule 3: gone
+  if (!fingerprint(frame.code, &now) || now.stamp() != key.second) return 0;  // rule 3: gone
+  checked_.insert(frame.code);
+  auto known = known_.find(frame.code);
+  const uint32_t id = known != known_.end() && known->second.print == now ? known->second.id
+                                                                          : add(frame.code, now, out);
+  if (id != 0) stamped_.emplace(key, id);
+  return id;
 }
 
 uint32_t PythonCodeTable::id_at(uint64_t address, std::vector<raw::PythonCode>* out) {

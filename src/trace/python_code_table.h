@@ -8,8 +8,8 @@
 // (python::PythonFrame: co_qualname, co_filename, co_firstlineno), and
 // wakes the drain early when a thread shows code it has not shown before
 // (python::SeenCodes), so:
-//   1. a code address keeps its id while the stamp of its samples matches
-//      what is known about the address (nothing is read);
+//   1. a code address and stamp named once keep their id (nothing is read;
+//      samples taken before the address was reused keep the old name);
 //   2. otherwise the object now at the address is read, and named if it
 //      still carries the sample's stamp;
 //   3. otherwise the code is gone: 0, never the name of whatever took its
@@ -21,9 +21,12 @@
 // gets a new id. Objects are read as code or str only if their type says so.
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <unordered_set>
 #include <vector>
 
@@ -50,7 +53,7 @@ class PythonCodeTable {
   struct Stamp {
     uint64_t qualname = 0, filename = 0;
     int32_t firstlineno = 0;
-    bool operator==(const Stamp& o) const = default;
+    auto operator<=>(const Stamp& o) const = default;
   };
   struct Fingerprint {
     uint64_t filename = 0, name = 0, qualname = 0, linetable = 0;
@@ -74,8 +77,9 @@ class PythonCodeTable {
     uint32_t id;
     Fingerprint print;
   };
-  std::unordered_map<uint64_t, Known> known_;
-  std::unordered_set<uint64_t> checked_;  // this pass
+  std::unordered_map<uint64_t, Known> known_;  // the latest object named at an address
+  std::unordered_set<uint64_t> checked_;       // this pass
+  std::map<std::pair<uint64_t, Stamp>, uint32_t> stamped_;  // (address, stamp) -> id
   uint32_t next_id_ = 1;
 };
 
