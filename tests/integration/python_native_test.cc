@@ -114,8 +114,9 @@ TEST_F(PythonNative, CtypesCallIsUnderItsPythonCaller) {
     ++in_burn;
     const int caller = find_frame(frames, "call_native_burn_via_ctypes");
     if (caller < 0 || caller > burn || !frames[size_t(caller)].python) continue;
-    // Python frames: the module's, then exactly <module> -> main -> caller;
-    // below the caller only native code down to hp_native_burn.
+    // The Python frames are exactly <module> -> main -> caller, so below
+    // the caller there is only native code (ctypes, libffi) down to
+    // hp_native_burn, which is the fixture library's.
     const std::vector<std::string> expected = {"<module>", "main", "call_native_burn_via_ctypes"};
     if (python_names(frames) != expected) continue;
     if (frames[size_t(burn)].module != "libnative_burn.so") continue;
