@@ -254,7 +254,10 @@ void thread_begin() {
   if (!state) return;
   auto* ctx = new ThreadContext();
   ctx->state = state;
-  if (rt->python.enabled()) state->python_window = std::make_unique<python::PythonReadWindow>();
+  if (rt->python.enabled()) {
+    state->python_window = std::make_unique<python::PythonReadWindow>();
+    state->python_seen_codes = std::make_unique<python::SeenCodes>();
+  }
   {
     BusyScope busy(state);
     prepare_unwinder_for_thread();

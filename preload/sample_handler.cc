@@ -20,6 +20,10 @@
 namespace hybridprof::preload {
 namespace {
 
+// Early drain passes asked for by a thread's samples: at most one per this
+// interval per thread.
+constexpr uint64_t kEarlyDrainIntervalNs = 1000000;
+
 // Does this look like a profiler signal even though no thread state claims
 // it (thread starting or ending)?
 bool looks_like_sample(const siginfo_t* info) {
@@ -76,6 +80,18 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
     for (uint32_t i = 0; i < python_depth; ++i) frames[i] = t.python_scratch[i];
   }
   t.ring.commit();
+  // Wake the drain before its interval when this thread needs it sooner:
+  // Python code it has not shown before may be freed within milliseconds (a
+  // module's body) and must be named first; a ring half full (deep mixed
+  // stacks are a few KiB a sample) would soon drop samples.
+  bool early = t.ring.pending_bytes() * 2 > t.ring.capacity();
+  if (mixed && t.python_seen_codes) {
+    for (uint32_t i = 0; i < python_depth; ++i) early |= t.python_seen_codes->insert(t.python_scratch[i]);
+  }
+  if (early && now - t.drain_woken_ns > kEarlyDrainIntervalNs) {
+    t.drain_woken_ns = now;
+    rt.drain.wake();  // write(2) on an eventfd
+  }
   t.samples.fetch_add(weight, std::memory_order_relaxed);
   if (flags & kSampleTruncated) t.truncated.fetch_add(1, std::memory_order_relaxed);
   if (flags & kSampleUnwindFailed) t.unwind_failed.fetch_add(1, std::memory_order_relaxed);

@@ -18,4 +18,15 @@ bool safe_read(uint64_t address, void* out, size_t bytes) {
   return n == static_cast<long>(bytes);
 }
 
+// SIGNAL PATH. process_vm_readv never splits one remote element: the
+// bytes it returns end on an element boundary.
+size_t safe_read_gather(const iovec* local, const iovec* remote, size_t count) {
+  if (count == 0 || count > kMaxGatherReads) return 0;
+  const long n = syscall(SYS_process_vm_readv, getpid(), local, count, remote, count, 0ul);
+  if (n <= 0) return 0;
+  size_t done = 0, bytes = size_t(n);
+  while (done < count && bytes >= remote[done].iov_len) bytes -= remote[done++].iov_len;
+  return done;
+}
+
 }  // namespace hybridprof

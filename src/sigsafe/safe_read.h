@@ -3,6 +3,8 @@
 // returns an error for an unmapped address where a plain load would crash.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -11,6 +13,13 @@ namespace hybridprof {
 // SIGNAL PATH: async-signal-safe (one system call, no allocation). Copies
 // `bytes` from `address` into `out`; false if any of it is not readable.
 bool safe_read(uint64_t address, void* out, size_t bytes);
+
+// SIGNAL PATH: many small reads in one system call: remote[i] into
+// local[i], each pair of the same length, at most kMaxGatherReads of them.
+// Returns how many were read whole, counted from the first: the kernel
+// stops at the first one that is not readable.
+inline constexpr size_t kMaxGatherReads = 1024;  // IOV_MAX
+size_t safe_read_gather(const iovec* local, const iovec* remote, size_t count);
 
 template <typename T>
 bool safe_read_value(uint64_t address, T* out) {

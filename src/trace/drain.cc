@@ -37,7 +37,9 @@ Drain::~Drain() {
 
 bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::string* error) {
   options_ = options;
-  if (options.python.runtime != 0) python_codes_ = std::make_unique<PythonCodeTable>(options.python.layout);
+  if (options.python.runtime != 0)
+    python_codes_ = std::make_unique<PythonCodeTable>(options.python.layout, options.python.code_type,
+                                                      options.python.unicode_type);
   if (!writer_.open(options.raw_path)) {
     *error = "cannot create " + options.raw_path + ": " + std::strerror(errno);
     return false;
@@ -230,7 +232,7 @@ uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags)
       continue;
     }
     const python::PythonFrame& f = frames[m.index];
-    const uint32_t code = python_codes_ ? python_codes_->id_for(f.code, &new_codes_) : 0;
+    const uint32_t code = python_codes_ ? python_codes_->id_for(f, &new_codes_) : 0;
     const uint64_t offset = (uint64_t{code} << 32) | uint32_t(f.byte_offset < 0 ? 0 : f.byte_offset + 1);
     node = cct_.child(node, raw::kPythonModule, offset, &new_nodes_);
   }

@@ -31,10 +31,16 @@ void append_utf8(std::string* out, uint32_t c) {
 
 }  // namespace
 
+bool PythonCodeTable::has_type(uint64_t object, uint64_t type) const {
+  if (type == 0) return true;
+  uint64_t actual = 0;
+  return safe_read_value(object + layout_.object_type, &actual) && actual == type;
+}
+
 bool PythonCodeTable::fingerprint(uint64_t address, Fingerprint* f) const {
   const python::PythonLayout& l = layout_;
-  return safe_read_value(address + l.code_filename, &f->filename) && safe_read_value(address + l.code_name, &f->name) &&
-         safe_read_value(address + l.code_qualname, &f->qualname) &&
+  return has_type(address, code_type_) && safe_read_value(address + l.code_filename, &f->filename) &&
+         safe_read_value(address + l.code_name, &f->name) && safe_read_value(address + l.code_qualname, &f->qualname) &&
          safe_read_value(address + l.code_linetable, &f->linetable) &&
          safe_read_value(address + l.code_firstlineno, &f->firstlineno);
 }
@@ -44,7 +50,7 @@ bool PythonCodeTable::fingerprint(uint64_t address, Fingerprint* f) const {
 bool PythonCodeTable::read_text(uint64_t object, std::string* out) const {
   uint64_t length = 0;
   uint32_t state = 0;
-  if (!safe_read_value(object + layout_.unicode_length, &length) ||
+  if (!has_type(object, unicode_type_) || !safe_read_value(object + layout_.unicode_length, &length) ||
       !safe_read_value(object + layout_.unicode_state, &state))
     return false;
   const uint32_t kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
@@ -69,22 +75,43 @@ bool PythonCodeTable::read_bytes(uint64_t object, std::string* out) const {
   return safe_read(object + layout_.bytes_data, out->data(), size);
 }
 
-uint32_t PythonCodeTable::id_for(uint64_t address, std::vector<raw::PythonCode>* out) {
+uint32_t PythonCodeTable::id_for(const python::PythonFrame& frame, std::vector<raw::PythonCode>* out) {
+  if (!(frame.flags & python::kCodeStamped)) return id_at(frame.code, out);
+  const std::pair<uint64_t, Stamp> key{frame.code, Stamp{frame.qualname, frame.filename, frame.firstlineno}};
+  // Rule 1: named before.
+  if (auto it = stamped_.find(key); it != stamped_.end()) return it->second;
+  // Rule 2: the object there now is the one that ran.
+  Fingerprint now;
+  if (!fingerprint(frame.code, &now) || now.stamp() != key.second) return 0;  // rule 3: gone
+  checked_.insert(frame.code);
+  auto known = known_.find(frame.code);
+  const uint32_t id = known != known_.end() && known->second.print == now ? known->second.id
+                                                                          : add(frame.code, now, out);
+  if (id != 0) stamped_.emplace(key, id);
+  return id;
+}
+
+uint32_t PythonCodeTable::id_at(uint64_t address, std::vector<raw::PythonCode>* out) {
   auto it = known_.find(address);
   if (it != known_.end() && checked_.count(address)) return it->second.id;
   Fingerprint now;
   if (!fingerprint(address, &now)) return 0;
   checked_.insert(address);
   if (it != known_.end() && it->second.print == now) return it->second.id;
+  return add(address, now, out);
+}
+
+uint32_t PythonCodeTable::add(uint64_t address, const Fingerprint& print, std::vector<raw::PythonCode>* out) {
   raw::PythonCode code;
-  if (!read_text(now.qualname, &code.qualname) || !read_text(now.filename, &code.filename)) return 0;
-  read_bytes(now.linetable, &code.linetable);  // without it lines are the function's first
+  if (!read_text(print.qualname, &code.qualname) || !read_text(print.filename, &code.filename)) return 0;
+  read_bytes(print.linetable, &code.linetable);  // without it lines are the function's first
   code.id = next_id_++;
-  code.firstlineno = now.firstlineno;
+  code.firstlineno = print.firstlineno;
   code.line_format = static_cast<uint32_t>(layout_.lines);
-  known_[address] = {code.id, now};
+  const uint32_t id = code.id;
+  known_[address] = {id, print};
   out->push_back(std::move(code));
-  return known_[address].id;
+  return id;
 }
 
 }  // namespace hybridprof

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "sigsafe/thread_ring.h"
+#include "unwind/python/python_stack.h"
 
 namespace hybridprof {
 
@@ -45,7 +46,8 @@ constexpr uint32_t sample_record_bytes(uint32_t depth) {
 
 // A sample of a thread running Python: the native stack as in SampleRecord
 // (header.aux IPs), then python_depth Python frames (python::PythonFrame,
-// 16 bytes each: code object, instruction offset, flags), innermost first.
+// 40 bytes each: code object, instruction offset, flags, the code's stamp),
+// innermost first.
 // The drain merges the two.
 struct MixedSampleRecord {
   RecordHeader header;
@@ -56,7 +58,7 @@ struct MixedSampleRecord {
   uint32_t reserved;
   const uint64_t* ips() const { return reinterpret_cast<const uint64_t*>(this + 1); }
   uint64_t* ips() { return reinterpret_cast<uint64_t*>(this + 1); }
-  // Python frames start after the IPs: 16 bytes each.
+  // Python frames start after the IPs.
   const unsigned char* python_frames() const { return reinterpret_cast<const unsigned char*>(ips() + header.aux); }
   unsigned char* python_frames() { return reinterpret_cast<unsigned char*>(ips() + header.aux); }
 };
@@ -67,7 +69,8 @@ static_assert(offsetof(MixedSampleRecord, timestamp_ns) == offsetof(SampleRecord
               offsetof(MixedSampleRecord, weight) == offsetof(SampleRecord, weight));
 
 constexpr uint32_t mixed_sample_record_bytes(uint32_t depth, uint32_t python_depth) {
-  return static_cast<uint32_t>(sizeof(MixedSampleRecord)) + 8u * depth + 16u * python_depth;
+  return static_cast<uint32_t>(sizeof(MixedSampleRecord)) + 8u * depth +
+         static_cast<uint32_t>(sizeof(python::PythonFrame)) * python_depth;
 }
 
 // Enter/leave of a traced region (MPI call, OpenMP construct, NVTX range...).

@@ -44,6 +44,7 @@ struct ThreadState {
   python::PythonFrame* const python_scratch;  // kPythonScratchFrames
   uint64_t python_thread_state = 0;           // the handler's cache of this thread's PyThreadState
   std::unique_ptr<python::PythonReadWindow> python_window;  // Python programs: made at the thread's start
+  std::unique_ptr<python::SeenCodes> python_seen_codes;     // ... with this
   void* const ring_storage;  // mapped by the drain, unmapped when it frees the state
   const size_t ring_bytes;
   uint32_t index = 0;  // dense per process, the thread's id in the raw stream
@@ -67,7 +68,7 @@ struct ThreadState {
   // Traced-call wrappers only (this thread, outside handlers): the stacks
   // of its recent traced calls. Made at the first one.
   std::unique_ptr<CallerStackCache> caller_stacks;
-  uint64_t drain_woken_ns = 0;  // when they last asked the drain for an early pass
+  uint64_t drain_woken_ns = 0;  // when they (or the sample handler) last asked the drain for an early pass
 
   // Drain only: CCT nodes of the traced regions this thread is inside, so a
   // leave names the context its enter had.

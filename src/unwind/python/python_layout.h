@@ -49,6 +49,8 @@ struct PythonLayout {
   // Low bits of the code field that are tags, not address: 3.14 keeps the
   // code object as a _PyStackRef, whose low bits say how it is counted.
   uint64_t frame_code_tag_bits = 0;
+  // Any object's ob_type (PyObject_HEAD: refcount, then type).
+  uint32_t object_type = 8;
   // A code object.
   uint32_t code_filename = 0, code_name = 0, code_qualname = 0, code_firstlineno = 0, code_linetable = 0;
   uint32_t code_instructions = kAbsent;  // 3.11+: where the bytecode starts inside the code object

@@ -65,6 +65,8 @@ bool find_python(PythonRuntime* out, std::string* notice) {
     return false;
   }
   out->runtime = reinterpret_cast<uint64_t>(runtime);
+  out->code_type = reinterpret_cast<uint64_t>(symbol("PyCode_Type"));
+  out->unicode_type = reinterpret_cast<uint64_t>(symbol("PyUnicode_Type"));
   return true;
 }
 

@@ -13,6 +13,9 @@ struct PythonRuntime {
   PythonLayout layout;
   uint64_t runtime = 0;                 // &_PyRuntime
   uint64_t eval_start = 0, eval_end = 0;  // _PyEval_EvalFrameDefault's code
+  // &PyCode_Type and &PyUnicode_Type (0 if not found): what the drain
+  // checks an object's type against before it reads it as code or a name.
+  uint64_t code_type = 0, unicode_type = 0;
   std::string version;                  // "3.11"
 };
 

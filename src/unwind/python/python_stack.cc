@@ -1,5 +1,6 @@
 #include "unwind/python/python_stack.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "sigsafe/safe_read.h"
@@ -116,7 +117,42 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
   }
   // The outermost frame ends the outermost eval call.
   if (n > 0) out[n - 1].flags |= kEndsEvalCall;
+  stamp_codes(window, out, n);
   return n;
+}
+
+// SIGNAL PATH. Three fields of each frame's code object straight into the
+// frame, kStampFrames frames per system call. A code object that cannot be
+// read leaves its frame unstamped; the reads go on after it, a few times
+// (each costs a system call; the stack is torn if there are more).
+void PythonStackReader::stamp_codes(PythonReadWindow* window, PythonFrame* frames, uint32_t n) const {
+  constexpr uint32_t kFields = 3;
+  constexpr int kMaxUnreadable = 4;
+  for (uint32_t i = 0; i < n; ++i) frames[i].flags &= ~kCodeStamped;
+  uint32_t next = 0;  // first frame not tried yet
+  for (int unreadable = 0; next < n && unreadable < kMaxUnreadable;) {
+    const uint32_t batch = std::min(n - next, PythonReadWindow::kStampFrames);
+    for (uint32_t i = 0; i < batch; ++i) {
+      PythonFrame& f = frames[next + i];
+      iovec* local = window->stamp_local + kFields * i;
+      iovec* remote = window->stamp_remote + kFields * i;
+      local[0] = {&f.qualname, 8};
+      remote[0] = {reinterpret_cast<void*>(f.code + layout_.code_qualname), 8};
+      local[1] = {&f.filename, 8};
+      remote[1] = {reinterpret_cast<void*>(f.code + layout_.code_filename), 8};
+      local[2] = {&f.firstlineno, 4};
+      remote[2] = {reinterpret_cast<void*>(f.code + layout_.code_firstlineno), 4};
+    }
+    const size_t read = safe_read_gather(window->stamp_local, window->stamp_remote, kFields * batch);
+    const uint32_t whole = uint32_t(read / kFields);
+    for (uint32_t i = 0; i < whole; ++i) frames[next + i].flags |= kCodeStamped;
+    if (whole == batch) {
+      next += batch;
+    } else {  // frame `next + whole` is not readable: skip it
+      next += whole + 1;
+      ++unreadable;
+    }
+  }
 }
 
 }  // namespace hybridprof::python

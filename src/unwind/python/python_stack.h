@@ -4,6 +4,8 @@
 // reads as an error, not a crash), and the walk is bounded.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
 
 #include "unwind/python/python_layout.h"
@@ -14,14 +16,25 @@ struct PythonFrame {
   uint64_t code = 0;       // the code object's address (named later, outside the handler)
   int32_t byte_offset = 0; // of the instruction in the bytecode; -1 before the first
   uint32_t flags = 0;      // PythonFrameFlags
+  // The code object's stamp (with kCodeStamped): its co_qualname and
+  // co_filename pointers and co_firstlineno as the sample saw them. The
+  // drain names the code tens of milliseconds later; by then a short-lived
+  // code object (a module's body during an import) may be freed and its
+  // memory reused. The stamp tells the object the drain finds from the one
+  // that ran, and still names the one that ran through its strings.
+  uint64_t qualname = 0, filename = 0;
+  int32_t firstlineno = 0;
+  uint32_t reserved = 0;
 };
-static_assert(sizeof(PythonFrame) == 16);
+static_assert(sizeof(PythonFrame) == 40);
 
 enum PythonFrameFlags : uint32_t {
   // The outermost Python frame of one native evaluation call
   // (_PyEval_EvalFrameDefault): the merge puts this frame and the younger
   // ones up to the previous such frame where that native frame was.
   kEndsEvalCall = 1u << 0,
+  // qualname, filename and firstlineno hold the code object's stamp.
+  kCodeStamped = 1u << 1,
 };
 
 // Memory the reader copies interpreter pages into: frames of one thread lie
@@ -34,6 +47,29 @@ struct PythonReadWindow {
   // SIGNAL PATH: copies [address, address + n) from the window, refilling
   // it from the page that holds `address` when needed.
   bool read(uint64_t address, void* out, uint64_t n);
+
+  // Room for the code objects' stamps of this many frames, read with one
+  // system call (three fields each); kept here, not on the interrupted
+  // thread's stack.
+  static constexpr uint32_t kStampFrames = 64;
+  iovec stamp_local[3 * kStampFrames], stamp_remote[3 * kStampFrames];
+};
+
+// The code objects a thread's samples have shown, as a direct-mapped cache
+// of (code address, co_qualname pointer). A frame missing from it ran code
+// the drain may not have named yet, perhaps code that lives a few
+// milliseconds (a module's body): the handler then wakes the drain early.
+struct SeenCodes {
+  static constexpr uint32_t kSlots = 1024;
+  uint64_t slots[kSlots] = {};
+  // SIGNAL PATH. True when the frame's code was not in the cache (it is now).
+  bool insert(const PythonFrame& f) {
+    const uint64_t key = (f.code ^ (f.qualname * 0x9e3779b97f4a7c15ull)) | 1;  // never 0 (empty)
+    uint64_t& slot = slots[(f.code >> 4) & (kSlots - 1)];
+    if (slot == key) return false;
+    slot = key;
+    return true;
+  }
 };
 
 class PythonStackReader {
@@ -48,12 +84,14 @@ class PythonStackReader {
   // `window` its copy buffer (emptied at each call: memory changes between
   // samples).
   // Sets *complete to false when a read failed part-way (the frames read so
-  // far are kept).
+  // far are kept). Each frame whose code object could be read carries its
+  // stamp (kCodeStamped).
   uint32_t read(uint64_t thread_id, uint64_t* tstate, PythonReadWindow* window, PythonFrame* out, uint32_t max,
                 bool* complete) const;
 
  private:
   uint64_t find_thread_state(uint64_t thread_id) const;
+  void stamp_codes(PythonReadWindow* window, PythonFrame* frames, uint32_t n) const;
 
   PythonLayout layout_;
   uint64_t runtime_ = 0;

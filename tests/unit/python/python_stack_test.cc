@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -314,6 +315,62 @@ TEST(PythonStacks, EachVersionsFramesAreReadInnermostFirstWithTheirEvalCalls) {
     EXPECT_NE(tstate, 0u);
     uint64_t other_cache = 0;
     EXPECT_EQ(reader.read(me + 7, &other_cache, &window, out, 16, &complete), 0u);
+  }
+}
+
+// Each frame carries its code object's qualname and filename pointers and
+// first line, read in batches; a code object that cannot be read leaves
+// only its own frame unstamped.
+TEST(PythonStacks, EachFrameCarriesItsCodeObjectsStamp) {
+  // More frames than one batch of stamp reads.
+  std::vector<FakeFrame> frames(PythonReadWindow::kStampFrames + 30, FakeFrame{false, 2});
+  frames.back().entry = true;
+  for (const PythonLayout& l : all_layouts()) {
+    SCOPED_TRACE("Python 3." + std::to_string(l.minor));
+    FakeMemory m;
+    const FakeInterpreter fake = build(l, m, 5, frames);
+    for (size_t i = 0; i < fake.codes.size(); ++i) {
+      FakeMemory::put64(fake.codes[i] + l.code_qualname, 0x1000 + i);
+      FakeMemory::put64(fake.codes[i] + l.code_filename, 0x2000 + i);
+      FakeMemory::put32(fake.codes[i] + l.code_firstlineno, uint32_t(100 + i));
+    }
+    PythonStackReader reader(l, fake.runtime);
+    auto window = std::make_unique<PythonReadWindow>();
+    uint64_t tstate = 0;
+    std::vector<PythonFrame> out(frames.size());
+    bool complete = false;
+    ASSERT_EQ(reader.read(5, &tstate, window.get(), out.data(), uint32_t(out.size()), &complete), frames.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_TRUE(out[i].flags & kCodeStamped) << "frame " << i;
+      EXPECT_EQ(out[i].qualname, 0x1000 + i);
+      EXPECT_EQ(out[i].filename, 0x2000 + i);
+      EXPECT_EQ(out[i].firstlineno, int32_t(100 + i));
+    }
+  }
+  // A frame whose code pointer leads nowhere: that frame alone is unstamped,
+  // in the first batch and in the second.
+  const PythonLayout& l = *builtin_layout(3, 11);
+  FakeMemory m;
+  const FakeInterpreter fake = build(l, m, 5, frames);
+  PythonStackReader reader(l, fake.runtime);
+  auto window = std::make_unique<PythonReadWindow>();
+  uint64_t tstate = 0;
+  std::vector<PythonFrame> out(frames.size());
+  bool complete = false;
+  ASSERT_EQ(reader.read(5, &tstate, window.get(), out.data(), uint32_t(out.size()), &complete), frames.size());
+  // Walk to frames 3 and kStampFrames + 5 (innermost first) and break their code pointers.
+  uint64_t frame = 0;
+  std::memcpy(&frame, reinterpret_cast<void*>(tstate + l.tstate_frame), 8);
+  std::memcpy(&frame, reinterpret_cast<void*>(frame + l.cframe_current_frame), 8);
+  const size_t broken[] = {3, PythonReadWindow::kStampFrames + 5};
+  for (size_t i = 0; i <= broken[1]; ++i) {
+    if (i == broken[0] || i == broken[1]) FakeMemory::put64(frame + l.frame_code, 0x10);  // page zero
+    std::memcpy(&frame, reinterpret_cast<void*>(frame + l.frame_previous), 8);
+  }
+  ASSERT_EQ(reader.read(5, &tstate, window.get(), out.data(), uint32_t(out.size()), &complete), frames.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const bool expect_stamp = i != broken[0] && i != broken[1];
+    EXPECT_EQ((out[i].flags & kCodeStamped) != 0, expect_stamp) << "frame " << i;
   }
 }
 
