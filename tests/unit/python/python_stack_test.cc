@@ -491,7 +491,7 @@ TEST(PythonStacks, Python314FramesGetTheirQualnamesFilesAndLines) {
   std::vector<raw::PythonCode> codes;
   for (size_t i = 0; i < expected.size(); ++i) {
     SCOPED_TRACE(expected[i].qualname_utf8);
-    const uint32_t id = names.id_for(out[i].code, &codes);
+    const uint32_t id = names.id_for(out[i], &codes);
     ASSERT_EQ(id, i + 1);
     ASSERT_EQ(codes.size(), i + 1);
     const raw::PythonCode& c = codes.back();
