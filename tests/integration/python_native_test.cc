@@ -299,7 +299,7 @@ TEST_F(PythonNative, TorchTrainingLoopFromPythonIntoAtenAndOpenMp) {
   }
   EXPECT_TRUE(shown) << "no folded stack train_step;...;TinyMlp.forward;...;Linear.forward;...;at::...";
 
-  const RunResult flat = report({"--python-only", "--top", "200"});
+  const RunResult flat = report({"--python-only", "--top", "100000"});
   ASSERT_EQ(flat.exit_code, 0) << flat.describe();
   for (const std::string function : {"train_step", "TinyMlp.forward", "Linear.forward"}) {
     const long shown_inclusive = flat_profile_inclusive(flat.out, function);
