@@ -43,6 +43,12 @@ bool called_by_profiler() {
   return ctx && ctx->state->busy.load(std::memory_order_relaxed) != 0;
 }
 
+// SIGNAL PATH.
+int mask_unchanged_in_handler(sigset_t* old) {
+  if (old) *old = sample_handler_mask();
+  return 0;
+}
+
 }  // namespace
 
 struct sigaction* program_action(int signal) { return &g_program_actions[signal]; }
@@ -56,8 +62,9 @@ bool program_handles(int signal) {
 void mark_runtime_handler(int signal) { g_runtime_handles[signal] = true; }
 
 // SIGNAL PATH: calls the program's handler as the kernel would have: with
-// its sa_mask blocked for the call, and reset to the default first when it
-// asked for SA_RESETHAND.
+// the mask of the interrupted code plus its sa_mask and the signal itself
+// (unless SA_NODEFER) blocked for the call, and reset to the default first
+// when it asked for SA_RESETHAND.
 void forward_to_program(int signal, siginfo_t* info, void* ucontext) {
   const struct sigaction a = g_program_actions[signal];
   if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN) return;
@@ -69,8 +76,15 @@ void forward_to_program(int signal, siginfo_t* info, void* ucontext) {
     g_program_actions[signal].sa_handler = SIG_DFL;
     g_program_actions[signal].sa_flags &= ~SA_SIGINFO;
   }
+  sigset_t mask = a.sa_mask;
+  if (ucontext) {
+    const sigset_t& interrupted = static_cast<const ucontext_t*>(ucontext)->uc_sigmask;
+    for (int s = 1; s < NSIG; ++s)
+      if (sigismember(&interrupted, s) == 1) sigaddset(&mask, s);
+  }
+  if (!(a.sa_flags & SA_NODEFER)) sigaddset(&mask, signal);
   sigset_t old;
-  real().pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+  real().pthread_sigmask(SIG_SETMASK, &mask, &old);
   if (a.sa_flags & SA_SIGINFO) {
     if (a.sa_sigaction) a.sa_sigaction(signal, info, ucontext);
   } else {
@@ -127,7 +141,13 @@ sighandler_t signal(int signal, sighandler_t handler) {
   return old.sa_handler;
 }
 
+// Inside the sample handler every signal a mask could block is blocked
+// already (sample_handler_mask), so the masks libunwind sets around its
+// lookups there change nothing: they are answered without the two system
+// calls each would cost. `old` gets the handler's mask, which is all that
+// such a caller restores.
 int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  if (recording_sample()) return mask_unchanged_in_handler(old);
   if (set && how != SIG_UNBLOCK && !called_by_profiler()) {
     const sigset_t filtered = without_sample_signal(set);
     return real().sigprocmask(how, &filtered, old);
@@ -136,6 +156,7 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 }
 
 int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  if (recording_sample()) return mask_unchanged_in_handler(old);
   if (set && how != SIG_UNBLOCK && !called_by_profiler()) {
     const sigset_t filtered = without_sample_signal(set);
     return real().pthread_sigmask(how, &filtered, old);

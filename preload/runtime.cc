@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "preload/real_functions.h"
+#include "sigsafe/safe_read.h"
 #include "unwind/loader_snapshot.h"
 #include "unwind/native_unwinder.h"
 #include "unwind/python/python_runtime.h"
@@ -84,11 +85,11 @@ std::string default_output_dir(const std::vector<std::string>& args) {
   return "hybridprof-" + program + "-" + std::to_string(getpid());
 }
 
-void install_handler(int signal, void (*handler)(int, siginfo_t*, void*)) {
+void install_handler(int signal, void (*handler)(int, siginfo_t*, void*), const sigset_t& mask) {
   struct sigaction action {};
   action.sa_sigaction = handler;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&action.sa_mask);
+  action.sa_mask = mask;
   real().sigaction(signal, &action, program_action(signal));
   mark_runtime_handler(signal);
 }
@@ -131,6 +132,7 @@ void thread_key_destructor(void*) { thread_end(); }
 // Opens this process's raw stream and starts the drain.
 void start_process(Runtime& rt) {
   rt.pid = getpid();
+  safe_read_remember_pid();
   const uint64_t start_ns = monotonic_ns();
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -222,14 +224,20 @@ void start_runtime() {
   }
 
   pthread_key_create(&g_thread_key, thread_key_destructor);
-  install_handler(rt->sample_signal, on_sample_signal);
+  // Other signals wait the few microseconds a sample takes (so that the
+  // masks libunwind sets inside it need no system calls, see
+  // interpose_signal.cc); forward_to_program gives the program's handlers
+  // the mask they asked for.
+  install_handler(rt->sample_signal, on_sample_signal, sample_handler_mask());
+  sigset_t none;
+  sigemptyset(&none);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
     struct sigaction current {};
     real().sigaction(sig, nullptr, &current);
     // Only where the program (so far) takes the default: finalize, then die
     // by the same signal. A program's own handler replaces ours.
     if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL)
-      install_handler(sig, on_terminate_signal);
+      install_handler(sig, on_terminate_signal, none);
   }
   g_runtime.store(rt);
   start_process(*rt);

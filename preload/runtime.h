@@ -55,6 +55,11 @@ void finish_process(raw::EndReason reason, int64_t status);
 
 // The signal handlers (sample_handler.cc).
 void on_sample_signal(int signal, siginfo_t* info, void* ucontext);
+// What the sample handler runs with blocked: every signal but the ones a
+// fault raises (a fault under a blocked signal kills without a word).
+sigset_t sample_handler_mask();
+// True on a thread while its sample handler records a sample. Signal-safe.
+bool recording_sample();
 void on_terminate_signal(int signal, siginfo_t* info, void* ucontext);
 bool is_terminate_signal(int signal);
 

@@ -24,6 +24,9 @@ namespace {
 // interval per thread.
 constexpr uint64_t kEarlyDrainIntervalNs = 1000000;
 
+// Set while record_sample runs on this thread (see recording_sample()).
+__thread int tls_recording_sample __attribute__((tls_model("initial-exec"))) = 0;
+
 // Does this look like a profiler signal even though no thread state claims
 // it (thread starting or ending)?
 bool looks_like_sample(const siginfo_t* info) {
@@ -105,7 +108,11 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
   Runtime* rt = runtime();
   ThreadContext* ctx = this_thread();
   if (rt && ctx && ctx->sampler.owns(info)) {
-    if (sampling_enabled()) record_sample(*rt, *ctx->state, info, ucontext);
+    if (sampling_enabled()) {
+      ++tls_recording_sample;
+      record_sample(*rt, *ctx->state, info, ucontext);
+      --tls_recording_sample;
+    }
   } else if (rt && looks_like_sample(info) && !program_handles(signal)) {
     // A sample for a thread that is starting or ending, or one still queued
     // after its sampler stopped: count it; the default action would kill.
@@ -115,6 +122,15 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
   }
   errno = saved_errno;
 }
+
+sigset_t sample_handler_mask() {
+  sigset_t mask;
+  sigfillset(&mask);
+  for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&mask, fault);
+  return mask;
+}
+
+bool recording_sample() { return tls_recording_sample != 0; }
 
 // SIGNAL PATH entry for SIGTERM/SIGINT/SIGHUP while the program keeps the
 // default action: hand the final flush to the drain thread, which then

@@ -63,12 +63,20 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
   *complete = true;
   window->start = window->length = 0;
   if (runtime_ == 0 || max == 0) return 0;
-  // The cached thread state is still ours while it names this thread.
-  if (*tstate == 0 || read_pointer(*tstate + layout_.tstate_thread_id) != thread_id)
+  // The cached thread state is still ours while it names this thread; its
+  // thread id and frame pointer come in one system call.
+  uint64_t named = 0, frame = 0;
+  if (*tstate != 0) {
+    iovec local[2] = {{&named, 8}, {&frame, 8}};
+    iovec remote[2] = {{reinterpret_cast<void*>(*tstate + layout_.tstate_thread_id), 8},
+                       {reinterpret_cast<void*>(*tstate + layout_.tstate_frame), 8}};
+    if (safe_read_gather(local, remote, 2) != 2) named = 0;
+  }
+  if (*tstate == 0 || named != thread_id) {
     *tstate = find_thread_state(thread_id);
-  if (*tstate == 0) return 0;  // not a Python thread (yet)
-
-  uint64_t frame = read_pointer(*tstate + layout_.tstate_frame);
+    if (*tstate == 0) return 0;  // not a Python thread (yet)
+    frame = read_pointer(*tstate + layout_.tstate_frame);
+  }
   if (layout_.cframe_current_frame != kAbsent && frame != 0)
     frame = read_pointer(frame + layout_.cframe_current_frame);
 
