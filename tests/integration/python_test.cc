@@ -241,6 +241,23 @@ TEST_F(Python, ThreadsShowTheirStacksAlsoWithTheGilReleased) {
   }
 }
 
+// A forked child's Python frames come from the child's own memory (the
+// reads name the child's pid, not the parent's): its samples are in
+// child_spin, while the parent sits blocked in parent_wait.
+TEST_F(Python, ForkedChildReadsItsOwnFrames) {
+  if (!file_exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {kDebianPython, fixture("python_fork.py")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->archive().processes.size(), 2u);
+  const uint64_t child = p->inclusive_samples("child_spin"), parent = p->inclusive_samples("parent_wait");
+  EXPECT_GT(child, 200u) << "samples in the child's child_spin";
+  EXPECT_LT(parent * 10, child) << parent << " samples in parent_wait, which only blocks";
+}
+
 // Every CPython under pyenv's usual place (3.8 to 3.13 here, 3.14 when
 // installed); skipped for versions not installed.
 class PythonVersions : public Python, public ::testing::WithParamInterface<std::string> {};
