@@ -20,10 +20,6 @@
 namespace hybridprof::preload {
 namespace {
 
-// Early drain passes asked for by a thread's samples: at most one per this
-// interval per thread.
-constexpr uint64_t kEarlyDrainIntervalNs = 1000000;
-
 // Set while record_sample runs on this thread (see recording_sample()).
 __thread int tls_recording_sample __attribute__((tls_model("initial-exec"))) = 0;
 
@@ -85,16 +81,13 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   t.ring.commit();
   // Wake the drain before its interval when this thread needs it sooner:
   // Python code it has not shown before may be freed within milliseconds (a
-  // module's body) and must be named first; a ring half full (deep mixed
+  // module's body) and must be named first; a filling ring (deep mixed
   // stacks are a few KiB a sample) would soon drop samples.
-  bool early = t.ring.pending_bytes() * 2 > t.ring.capacity();
+  bool new_code = false;
   if (mixed && t.python_seen_codes) {
-    for (uint32_t i = 0; i < python_depth; ++i) early |= t.python_seen_codes->insert(t.python_scratch[i]);
+    for (uint32_t i = 0; i < python_depth; ++i) new_code |= t.python_seen_codes->insert(t.python_scratch[i]);
   }
-  if (early && now - t.drain_woken_ns > kEarlyDrainIntervalNs) {
-    t.drain_woken_ns = now;
-    rt.drain.wake();  // write(2) on an eventfd
-  }
+  if (t.wants_early_drain(now, new_code)) rt.drain.wake();  // write(2) on an eventfd
   t.samples.fetch_add(weight, std::memory_order_relaxed);
   if (flags & kSampleTruncated) t.truncated.fetch_add(1, std::memory_order_relaxed);
   if (flags & kSampleUnwindFailed) t.unwind_failed.fetch_add(1, std::memory_order_relaxed);

@@ -15,10 +15,8 @@ StatusScratch& status_scratch() {
 
 void emit_received(MpiCall& call, MPI_Comm comm, MPI_Datatype type, const MPI_Status* status) {
   if (status->MPI_SOURCE < 0) return;  // MPI_PROC_NULL: no message
-  int count = 0;
-  if (pmpi().Get_count(status, type, &count) != MPI_SUCCESS || count < 0) count = 0;
   call.emit(MpiEventKind::kRecv, call.end_ns(), comm_id(comm), uint32_t(status->MPI_SOURCE),
-            uint32_t(status->MPI_TAG), 0, type_bytes(type, count));
+            uint32_t(status->MPI_TAG), 0, received_bytes(status, type));
 }
 
 void emit_start(MpiCall& call, MPI_Request handle) {

@@ -45,7 +45,6 @@ inline uint64_t sum_bytes(const int counts[], int n, MPI_Datatype type) {
 // Storage for statuses the program ignores: the tracer needs them to learn
 // who sent a message and how large it was.
 struct StatusScratch {
-  MPI_Status one;
   std::vector<MPI_Status> many;
   std::vector<MPI_Request> handles;  // requests as they were before a completion call
   MPI_Status* array(int n) {
@@ -55,8 +54,8 @@ struct StatusScratch {
 };
 StatusScratch& status_scratch();  // per thread
 
-inline void keep_status(MPI_Status*& status) {
-  if (status == MPI_STATUS_IGNORE) status = &status_scratch().one;
+inline void keep_status(MpiCall& call, MPI_Status*& status) {
+  if (status == MPI_STATUS_IGNORE) status = call.own_status();
 }
 inline void keep_statuses(MPI_Status*& statuses, int n) {
   if (statuses == MPI_STATUSES_IGNORE && n > 0) statuses = status_scratch().array(n);
@@ -85,8 +84,8 @@ template <> struct Hooks<MpiFunction::MPI_Rsend> : BlockingSend {};
 
 template <>
 struct Hooks<MpiFunction::MPI_Recv> {
-  static void before(MpiCall&, void*&, int&, MPI_Datatype&, int&, int&, MPI_Comm&, MPI_Status*& status) {
-    keep_status(status);
+  static void before(MpiCall& c, void*&, int&, MPI_Datatype&, int&, int&, MPI_Comm&, MPI_Status*& status) {
+    keep_status(c, status);
   }
   static void after(MpiCall& c, int rc, void*&, int&, MPI_Datatype& type, int&, int&, MPI_Comm& comm,
                     MPI_Status*& status) {
@@ -98,7 +97,7 @@ template <>
 struct Hooks<MpiFunction::MPI_Sendrecv> {
   static void before(MpiCall& c, const void*&, int& sendcount, MPI_Datatype& sendtype, int& dest, int& sendtag, void*&,
                      int&, MPI_Datatype&, int&, int&, MPI_Comm& comm, MPI_Status*& status) {
-    keep_status(status);
+    keep_status(c, status);
     if (real_peer(dest))
       c.emit(MpiEventKind::kSend, c.enter_ns(), comm_id(comm), uint32_t(dest), uint32_t(sendtag),
              type_bytes(sendtype, sendcount));
@@ -113,7 +112,7 @@ template <>
 struct Hooks<MpiFunction::MPI_Sendrecv_replace> {
   static void before(MpiCall& c, void*&, int& count, MPI_Datatype& type, int& dest, int& sendtag, int&, int&,
                      MPI_Comm& comm, MPI_Status*& status) {
-    keep_status(status);
+    keep_status(c, status);
     if (real_peer(dest))
       c.emit(MpiEventKind::kSend, c.enter_ns(), comm_id(comm), uint32_t(dest), uint32_t(sendtag), type_bytes(type, count));
   }
@@ -219,8 +218,8 @@ void tested_at(MpiCall& call, int index);
 
 template <>
 struct Hooks<MpiFunction::MPI_Wait> {
-  static void before(MpiCall&, MPI_Request*& request, MPI_Status*& status) {
-    keep_status(status);
+  static void before(MpiCall& c, MPI_Request*& request, MPI_Status*& status) {
+    keep_status(c, status);
     remember_handles(request, 1);
   }
   static void after(MpiCall& c, int rc, MPI_Request*&, MPI_Status*& status) {
@@ -229,8 +228,8 @@ struct Hooks<MpiFunction::MPI_Wait> {
 };
 template <>
 struct Hooks<MpiFunction::MPI_Test> {
-  static void before(MpiCall&, MPI_Request*& request, int*&, MPI_Status*& status) {
-    keep_status(status);
+  static void before(MpiCall& c, MPI_Request*& request, int*&, MPI_Status*& status) {
+    keep_status(c, status);
     remember_handles(request, 1);
   }
   static void after(MpiCall& c, int rc, MPI_Request*&, int*& flag, MPI_Status*& status) {
@@ -270,8 +269,8 @@ struct Hooks<MpiFunction::MPI_Testall> {
 };
 template <>
 struct Hooks<MpiFunction::MPI_Waitany> {
-  static void before(MpiCall&, int& count, MPI_Request*& requests, int*&, MPI_Status*& status) {
-    keep_status(status);
+  static void before(MpiCall& c, int& count, MPI_Request*& requests, int*&, MPI_Status*& status) {
+    keep_status(c, status);
     remember_handles(requests, count);
   }
   static void after(MpiCall& c, int rc, int&, MPI_Request*&, int*& index, MPI_Status*& status) {
@@ -280,8 +279,8 @@ struct Hooks<MpiFunction::MPI_Waitany> {
 };
 template <>
 struct Hooks<MpiFunction::MPI_Testany> {
-  static void before(MpiCall&, int& count, MPI_Request*& requests, int*&, int*&, MPI_Status*& status) {
-    keep_status(status);
+  static void before(MpiCall& c, int& count, MPI_Request*& requests, int*&, int*&, MPI_Status*& status) {
+    keep_status(c, status);
     remember_handles(requests, count);
   }
   static void after(MpiCall& c, int rc, int& count, MPI_Request*&, int*& index, int*& flag, MPI_Status*& status) {

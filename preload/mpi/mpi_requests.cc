@@ -98,9 +98,7 @@ void emit_completion(MpiCall& call, const PendingRequest& request, const MPI_Sta
       if (status != nullptr) {
         peer = static_cast<uint32_t>(status->MPI_SOURCE);
         tag = static_cast<uint32_t>(status->MPI_TAG);
-        int count = 0;
-        if (pmpi().Get_count(status, request.recv_type, &count) == MPI_SUCCESS && count >= 0)
-          bytes = type_bytes(request.recv_type, count);
+        bytes = received_bytes(status, request.recv_type);
       }
       call.emit(raw::MpiEventKind::kIrecv, now, request.comm, peer, tag, 0, bytes, request.id);
       break;

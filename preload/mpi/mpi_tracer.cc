@@ -120,12 +120,9 @@ MpiCall::~MpiCall() {
   if (!entered_) return;  // not traced, or the enter was lost: no leave either
   const uint64_t now = end_ns();
   // A program making MPI calls back to back fills its ring faster than the
-  // drain's interval empties it: past half full, ask for a pass (at most
-  // once a millisecond).
-  if (thread_->ring.pending_bytes() * 2 > thread_->ring.capacity() && now - thread_->drain_woken_ns > 1000000) {
-    thread_->drain_woken_ns = now;
+  // drain's interval empties it.
+  if (thread_->wants_early_drain(now))
     if (Runtime* rt = runtime()) rt->drain.wake();
-  }
   BusyScope busy(thread_);
   RecordHeader* h = thread_->ring.reserve_exclusive(sizeof(RegionRecord), static_cast<uint16_t>(RecordType::kRegionLeave), 0);
   if (h == nullptr) {
@@ -176,6 +173,19 @@ uint64_t type_bytes(MPI_Datatype type, int64_t count) {
   int size = 0;
   if (count <= 0 || pmpi().Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
   return static_cast<uint64_t>(size) * static_cast<uint64_t>(count);
+}
+
+uint64_t received_bytes(const MPI_Status* status, MPI_Datatype type) {
+#ifdef OPEN_MPI
+  // Open MPI's status holds the byte count itself (MPI_Get_count divides
+  // it by the type's size): no two calls into the library per receive.
+  (void)type;
+  return status->_ucount;
+#else
+  int count = 0;
+  if (pmpi().Get_count(status, type, &count) != MPI_SUCCESS || count < 0) return 0;
+  return type_bytes(type, count);
+#endif
 }
 
 int comm_size(MPI_Comm comm) {

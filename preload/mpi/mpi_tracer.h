@@ -35,6 +35,10 @@ class MpiCall {
   // The time events at the call's end carry (read once, after the real call).
   uint64_t end_ns();
 
+  // Where a call whose program ignores its status gets it: the tracer
+  // needs it to learn who sent a message and how large it was.
+  MPI_Status* own_status() { return &own_status_; }
+
   // An MPI record at `timestamp_ns` on this thread.
   void emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm, uint32_t peer, uint32_t tag,
             uint64_t sent = 0, uint64_t received = 0, uint64_t request = 0, uint32_t op = 0);
@@ -45,6 +49,7 @@ class MpiCall {
   MpiFunction function_;
   uint64_t enter_ns_ = 0;
   uint64_t end_ns_ = 0;
+  MPI_Status own_status_;
 };
 
 // --- Facts the hooks need --------------------------------------------------
@@ -65,6 +70,8 @@ void on_mpi_initialized();
 void before_mpi_finalize();
 
 uint64_t type_bytes(MPI_Datatype type, int64_t count);
+// The size of the message a completed receive `status` describes.
+uint64_t received_bytes(const MPI_Status* status, MPI_Datatype type);
 int comm_size(MPI_Comm comm);
 int comm_rank(MPI_Comm comm);
 

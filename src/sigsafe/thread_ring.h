@@ -58,6 +58,7 @@ class ThreadRing {
     uint64_t tail = tail_.load(std::memory_order_relaxed);
     const uint64_t head = head_.load(std::memory_order_acquire);
     size_t n = 0;
+    uint64_t released = tail;
     while (tail < head) {
       const auto* h = reinterpret_cast<const RecordHeader*>(base_ + (tail & mask_));
       if (h->type != kPaddingRecord) {
@@ -65,12 +66,20 @@ class ThreadRing {
         ++n;
       }
       tail += h->size;
+      // Space goes back to the producer as it is consumed, not only at the
+      // end: a busy producer keeps writing during a long pass.
+      if (tail - released >= kReleaseBytes) {
+        tail_.store(tail, std::memory_order_release);
+        released = tail;
+      }
     }
     tail_.store(tail, std::memory_order_release);
     return n;
   }
 
   size_t capacity() const { return mask_ + 1; }
+  // How much consume() reads before it frees what it has read.
+  static constexpr uint64_t kReleaseBytes = 64 * 1024;
   // Bytes published and not yet consumed (consumer's view).
   size_t pending_bytes() const {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);

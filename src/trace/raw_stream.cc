@@ -56,6 +56,7 @@ bool write_all(int fd, const unsigned char* p, size_t n) {
 }
 
 constexpr size_t kChunkHeader = 16;
+constexpr size_t kChunkFlushBytes = 256 * 1024;
 
 // Decodes one chunk's payload.
 class Decoder {
@@ -268,21 +269,10 @@ void StreamWriter::abandon() {
   fd_ = -1;
 }
 
-unsigned char* StreamWriter::room(size_t bytes) {
+unsigned char* StreamWriter::room_slow(size_t bytes) {
   if (used_ == 0) used_ = kChunkHeader;
   if (used_ + bytes > chunk_.size()) chunk_.resize(std::max(chunk_.size() * 2, used_ + bytes + 4096));
   return chunk_.data() + used_;
-}
-
-void StreamWriter::put_varint(uint64_t v) {
-  unsigned char* p = room(10);
-  unsigned char* const start = p;
-  while (v >= 0x80) {
-    *p++ = static_cast<unsigned char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<unsigned char>(v);
-  used_ += static_cast<size_t>(p - start);
 }
 
 void StreamWriter::put_signed(int64_t v) {
@@ -302,89 +292,98 @@ uint64_t StreamWriter::delta(uint32_t thread, uint64_t ts) {
   return (d << 1) ^ static_cast<uint64_t>(static_cast<int64_t>(d) >> 63);
 }
 
-void StreamWriter::append(const Record& record) {
+template <typename T>
+void StreamWriter::put(const T& r) {
   auto tag = [&](Tag t) { put_varint(static_cast<uint32_t>(t)); };
-  std::visit(
-      [&](const auto& r) {
-        using T = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<T, ProcessBegin>) {
-          tag(Tag::kProcessBegin);
-          put_varint(r.pid); put_varint(r.ppid);
-          put_varint(r.monotonic_ns); put_varint(r.realtime_ns);
-          put_signed(r.mpi_rank);
-          put_string(r.hostname); put_string(r.executable);
-          put_varint(r.args.size());
-          for (const auto& a : r.args) put_string(a);
-          put_string(r.event); put_string(r.mechanism);
-          put_varint(r.period); put_varint(r.frequency);
-          put_varint(r.max_depth); put_varint(r.signal);
-          put_string(r.python);
-        } else if constexpr (std::is_same_v<T, ModuleLoad>) {
-          tag(Tag::kModuleLoad);
-          put_varint(r.id); put_varint(r.timestamp_ns); put_varint(r.bias);
-          put_varint(r.start); put_varint(r.end); put_string(r.path);
-        } else if constexpr (std::is_same_v<T, ModuleUnload>) {
-          tag(Tag::kModuleUnload);
-          put_varint(r.id); put_varint(r.timestamp_ns);
-        } else if constexpr (std::is_same_v<T, ThreadBegin>) {
-          tag(Tag::kThreadBegin);
-          put_varint(r.thread); put_varint(r.tid); put_varint(delta(r.thread, r.timestamp_ns));
-          put_string(r.name);
-        } else if constexpr (std::is_same_v<T, ThreadEnd>) {
-          tag(Tag::kThreadEnd);
-          put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
-          put_varint(r.counters.samples); put_varint(r.counters.dropped);
-          put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
-          put_varint(r.counters.dropped_events);
-          put_string(r.name);
-        } else if constexpr (std::is_same_v<T, CctNode>) {
-          tag(Tag::kCctNode);
-          put_varint(r.id); put_varint(r.parent); put_varint(r.module); put_varint(r.offset);
-        } else if constexpr (std::is_same_v<T, Sample>) {
-          tag(Tag::kSample);
-          put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
-          put_varint(r.node); put_varint(r.flags); put_varint(r.weight);
-        } else if constexpr (std::is_same_v<T, RegionDef>) {
-          tag(Tag::kRegionDef);
-          put_varint(r.id); put_string(r.name); put_varint(r.paradigm);
-        } else if constexpr (std::is_same_v<T, Enter> || std::is_same_v<T, Leave>) {
-          tag(std::is_same_v<T, Enter> ? Tag::kEnter : Tag::kLeave);
-          put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
-          put_varint(r.region); put_varint(r.node);
-        } else if constexpr (std::is_same_v<T, ProcessEnd>) {
-          tag(Tag::kProcessEnd);
-          put_varint(r.timestamp_ns); put_varint(static_cast<uint32_t>(r.reason));
-          put_signed(r.status); put_varint(r.samples_without_thread);
-        } else if constexpr (std::is_same_v<T, Notice>) {
-          tag(Tag::kNotice);
-          put_string(r.text);
-        } else if constexpr (std::is_same_v<T, MpiEvent>) {
-          tag(Tag::kMpiEvent);
-          put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
-          put_varint(static_cast<uint32_t>(r.kind));
-          put_varint(r.comm); put_varint(r.peer); put_varint(r.tag); put_varint(r.op);
-          put_varint(r.sent); put_varint(r.received); put_varint(r.request);
-        } else if constexpr (std::is_same_v<T, CommDef>) {
-          tag(Tag::kCommDef);
-          put_varint(r.id); put_varint(r.key); put_varint(r.parent); put_string(r.name);
-          put_varint(r.members.size());
-          for (uint32_t m : r.members) put_varint(m);
-        } else if constexpr (std::is_same_v<T, MpiWorld>) {
-          tag(Tag::kMpiWorld);
-          put_varint(r.rank); put_varint(r.size);
-        } else if constexpr (std::is_same_v<T, ClockOffset>) {
-          tag(Tag::kClockOffset);
-          put_varint(r.timestamp_ns); put_signed(r.offset_ns); put_varint(r.stddev_ns);
-        } else if constexpr (std::is_same_v<T, PythonCode>) {
-          tag(Tag::kPythonCode);
-          put_varint(r.id); put_string(r.qualname); put_string(r.filename); put_varint(r.firstlineno);
-          put_varint(r.line_format); put_string(r.linetable);
-        } else {
-          static_assert(sizeof(T) == 0, "every raw record needs an encoding");
-        }
-      },
-      record);
+    if constexpr (std::is_same_v<T, ProcessBegin>) {
+      tag(Tag::kProcessBegin);
+      put_varint(r.pid); put_varint(r.ppid);
+      put_varint(r.monotonic_ns); put_varint(r.realtime_ns);
+      put_signed(r.mpi_rank);
+      put_string(r.hostname); put_string(r.executable);
+      put_varint(r.args.size());
+      for (const auto& a : r.args) put_string(a);
+      put_string(r.event); put_string(r.mechanism);
+      put_varint(r.period); put_varint(r.frequency);
+      put_varint(r.max_depth); put_varint(r.signal);
+      put_string(r.python);
+    } else if constexpr (std::is_same_v<T, ModuleLoad>) {
+      tag(Tag::kModuleLoad);
+      put_varint(r.id); put_varint(r.timestamp_ns); put_varint(r.bias);
+      put_varint(r.start); put_varint(r.end); put_string(r.path);
+    } else if constexpr (std::is_same_v<T, ModuleUnload>) {
+      tag(Tag::kModuleUnload);
+      put_varint(r.id); put_varint(r.timestamp_ns);
+    } else if constexpr (std::is_same_v<T, ThreadBegin>) {
+      tag(Tag::kThreadBegin);
+      put_varint(r.thread); put_varint(r.tid); put_varint(delta(r.thread, r.timestamp_ns));
+      put_string(r.name);
+    } else if constexpr (std::is_same_v<T, ThreadEnd>) {
+      tag(Tag::kThreadEnd);
+      put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+      put_varint(r.counters.samples); put_varint(r.counters.dropped);
+      put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
+      put_varint(r.counters.dropped_events);
+      put_string(r.name);
+    } else if constexpr (std::is_same_v<T, CctNode>) {
+      tag(Tag::kCctNode);
+      put_varint(r.id); put_varint(r.parent); put_varint(r.module); put_varint(r.offset);
+    } else if constexpr (std::is_same_v<T, Sample>) {
+      tag(Tag::kSample);
+      put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+      put_varint(r.node); put_varint(r.flags); put_varint(r.weight);
+    } else if constexpr (std::is_same_v<T, RegionDef>) {
+      tag(Tag::kRegionDef);
+      put_varint(r.id); put_string(r.name); put_varint(r.paradigm);
+    } else if constexpr (std::is_same_v<T, Enter> || std::is_same_v<T, Leave>) {
+      tag(std::is_same_v<T, Enter> ? Tag::kEnter : Tag::kLeave);
+      put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+      put_varint(r.region); put_varint(r.node);
+    } else if constexpr (std::is_same_v<T, ProcessEnd>) {
+      tag(Tag::kProcessEnd);
+      put_varint(r.timestamp_ns); put_varint(static_cast<uint32_t>(r.reason));
+      put_signed(r.status); put_varint(r.samples_without_thread);
+    } else if constexpr (std::is_same_v<T, Notice>) {
+      tag(Tag::kNotice);
+      put_string(r.text);
+    } else if constexpr (std::is_same_v<T, MpiEvent>) {
+      tag(Tag::kMpiEvent);
+      put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+      put_varint(static_cast<uint32_t>(r.kind));
+      put_varint(r.comm); put_varint(r.peer); put_varint(r.tag); put_varint(r.op);
+      put_varint(r.sent); put_varint(r.received); put_varint(r.request);
+    } else if constexpr (std::is_same_v<T, CommDef>) {
+      tag(Tag::kCommDef);
+      put_varint(r.id); put_varint(r.key); put_varint(r.parent); put_string(r.name);
+      put_varint(r.members.size());
+      for (uint32_t m : r.members) put_varint(m);
+    } else if constexpr (std::is_same_v<T, MpiWorld>) {
+      tag(Tag::kMpiWorld);
+      put_varint(r.rank); put_varint(r.size);
+    } else if constexpr (std::is_same_v<T, ClockOffset>) {
+      tag(Tag::kClockOffset);
+      put_varint(r.timestamp_ns); put_signed(r.offset_ns); put_varint(r.stddev_ns);
+    } else if constexpr (std::is_same_v<T, PythonCode>) {
+      tag(Tag::kPythonCode);
+      put_varint(r.id); put_string(r.qualname); put_string(r.filename); put_varint(r.firstlineno);
+      put_varint(r.line_format); put_string(r.linetable);
+    } else {
+      static_assert(sizeof(T) == 0, "every raw record needs an encoding");
+    }
+  // A chunk that stays small stays in the cache: a drain pass over a full
+  // ring (hundreds of MiB of MPI records) would otherwise grow one chunk by
+  // reallocation and copying, over and over.
+  if (used_ >= kChunkFlushBytes) flush();
 }
+
+void StreamWriter::append(const Record& record) {
+  std::visit([&](const auto& r) { put(r); }, record);
+}
+void StreamWriter::append(const Sample& r) { put(r); }
+void StreamWriter::append(const Enter& r) { put(r); }
+void StreamWriter::append(const Leave& r) { put(r); }
+void StreamWriter::append(const MpiEvent& r) { put(r); }
+void StreamWriter::append(const CctNode& r) { put(r); }
 
 bool StreamWriter::flush() {
   if (used_ <= kChunkHeader || fd_ < 0) return fd_ >= 0;

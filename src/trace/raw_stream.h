@@ -20,6 +20,12 @@ class StreamWriter {
   ~StreamWriter();
 
   void append(const Record& record);
+  // The drain's frequent records, without the variant.
+  void append(const Sample& record);
+  void append(const Enter& record);
+  void append(const Leave& record);
+  void append(const MpiEvent& record);
+  void append(const CctNode& record);
   // Writes the pending chunk, if any, with one write(). Returns false on I/O error.
   bool flush();
   void close();
@@ -34,8 +40,23 @@ class StreamWriter {
  private:
   // At least `bytes` writable at the end of the pending chunk (which
   // starts with room for its header); the caller advances used_.
-  unsigned char* room(size_t bytes);
-  void put_varint(uint64_t v);
+  unsigned char* room(size_t bytes) {
+    if (used_ != 0 && used_ + bytes <= chunk_.size()) return chunk_.data() + used_;
+    return room_slow(bytes);
+  }
+  unsigned char* room_slow(size_t bytes);
+  template <typename T>
+  void put(const T& record);
+  void put_varint(uint64_t v) {
+    unsigned char* p = room(10);
+    unsigned char* const start = p;
+    while (v >= 0x80) {
+      *p++ = static_cast<unsigned char>(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<unsigned char>(v);
+    used_ += static_cast<size_t>(p - start);
+  }
   void put_signed(int64_t v);
   void put_string(const std::string& s);
   uint64_t delta(uint32_t thread, uint64_t ts);

@@ -70,6 +70,18 @@ struct ThreadState {
   std::unique_ptr<CallerStackCache> caller_stacks;
   uint64_t drain_woken_ns = 0;  // when they (or the sample handler) last asked the drain for an early pass
 
+  // Signal-safe. Should this thread, at `now_ns`, ask the drain for a pass
+  // before its interval ends? Yes when `urgent` or its ring is a quarter
+  // full (the drain then has the other three quarters' time to get a core),
+  // at most once a millisecond (each ask is a system call).
+  bool wants_early_drain(uint64_t now_ns, bool urgent = false) {
+    if (!urgent && ring.pending_bytes() * 4 <= ring.capacity()) return false;
+    if (now_ns - drain_woken_ns <= kEarlyDrainIntervalNs) return false;
+    drain_woken_ns = now_ns;
+    return true;
+  }
+  static constexpr uint64_t kEarlyDrainIntervalNs = 1000000;
+
   // Drain only: CCT nodes of the traced regions this thread is inside, so a
   // leave names the context its enter had.
   std::vector<uint32_t> open_regions;

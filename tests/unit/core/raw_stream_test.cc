@@ -59,6 +59,38 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   std::remove(path.c_str());
 }
 
+// A long drain pass is written in chunks of bounded size as it goes (a
+// chunk that grew to the whole pass would be copied over and over), and
+// reads back whole, deltas restarting at every chunk.
+TEST(RawStream, LongPassIsWrittenInBoundedChunks) {
+  const std::string path = temp_path("bounded");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  constexpr uint64_t kEvents = 200000;
+  for (uint64_t i = 0; i < kEvents; ++i) {
+    w.append(Enter{{0, 1000 + 3 * i, 7, 9}});
+    EXPECT_LT(w.pending_bytes(), size_t{512} * 1024) << "at event " << i;
+  }
+  w.close();
+  ReadSummary summary;
+  std::string error;
+  uint64_t n = 0, bad = 0;
+  ASSERT_TRUE(read_stream(
+      path,
+      [&](const Record& r) {
+        const auto* e = std::get_if<Enter>(&r);
+        bad += e == nullptr || e->timestamp_ns != 1000 + 3 * n || e->region != 7 || e->node != 9;
+        ++n;
+      },
+      &summary, &error))
+      << error;
+  EXPECT_EQ(n, kEvents);
+  EXPECT_EQ(bad, 0u);
+  EXPECT_GT(summary.chunks, 2u);
+  std::remove(path.c_str());
+}
+
 TEST(RawStream, TornLastChunkKeepsEarlierChunks) {
   const std::string path = temp_path("torn");
   std::remove(path.c_str());

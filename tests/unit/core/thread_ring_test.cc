@@ -75,6 +75,30 @@ TEST(ThreadRing, FullRingRefusesAndRecoversAfterConsume) {
   ring.commit();
 }
 
+// A long consume pass gives space back as it goes: a producer still
+// writing during the pass finds room before the pass ends.
+TEST(ThreadRing, ConsumeReleasesSpaceDuringAPass) {
+  static unsigned char storage[4 * ThreadRing::kReleaseBytes];
+  ThreadRing ring(storage, sizeof storage);
+  uint64_t written = 0;
+  while (auto* h = ring.reserve_exclusive(sizeof(Payload), 1)) {
+    reinterpret_cast<Payload*>(h)->sequence = written++;
+    ring.commit_exclusive();
+  }
+  ASSERT_GT(written, 0u);
+  uint64_t consumed = 0, written_during_pass = 0;
+  ring.consume([&](const RecordHeader&) {
+    ++consumed;
+    if (ring.reserve_exclusive(sizeof(Payload), 2)) {
+      ++written_during_pass;
+      ring.commit_exclusive();
+    }
+  });
+  EXPECT_EQ(consumed, written) << "the pass reads what was there when it began";
+  EXPECT_GT(written_during_pass, written / 2);
+  EXPECT_EQ(ring.consume([](const RecordHeader& h) { EXPECT_EQ(h.type, 2); }), written_during_pass);
+}
+
 TEST(ThreadRing, WrapsWithPaddingAndKeepsRecordsWhole) {
   ThreadRing ring(g_storage, 256);
   uint64_t next = 0, expect = 0;
