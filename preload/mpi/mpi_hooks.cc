@@ -43,8 +43,6 @@ void tested_at(MpiCall& call, int index) {
     call.emit(MpiEventKind::kRequestTest, call.end_ns(), 0, 0, 0, 0, 0, r.id);
 }
 
-void collective_begin(MpiCall& call) { call.emit(MpiEventKind::kCollectiveBegin, call.enter_ns(), 0, 0, 0); }
-
 void collective(MpiCall& call, CollectiveOp op, MPI_Comm comm, int root, uint64_t sent, uint64_t received) {
   call.emit(MpiEventKind::kCollectiveEnd, call.end_ns(), comm_id(comm), root_field(root), 0, sent, received, 0,
             static_cast<uint32_t>(op));

@@ -325,9 +325,8 @@ struct Hooks<MpiFunction::MPI_Request_free> {
 
 // --- collectives ------------------------------------------------------------------
 
-// MpiCollectiveBegin at the enter (before the real call), MpiCollectiveEnd
-// at its end.
-void collective_begin(MpiCall& call);
+// MpiCollectiveBegin at the enter (carried by the enter record, see
+// kBeginsCollective), MpiCollectiveEnd at its end.
 void collective(MpiCall& call, CollectiveOp op, MPI_Comm comm, int root, uint64_t sent, uint64_t received);
 // Non-blocking: the request now, the completion at its wait/test.
 void nonblocking_collective(MpiCall& call, CollectiveOp op, MPI_Comm comm, int root, uint64_t sent,
@@ -348,8 +347,9 @@ CollectiveBytes scatter_bytes(uint64_t root_sends, const void* recvbuf, int recv
 #define HYBRIDPROF_COLLECTIVE_HOOKS(NAME, INAME, OP, PARAMS, ROOT, BYTES)                              \
   template <>                                                                                          \
   struct Hooks<MpiFunction::NAME> {                                                                    \
+    static constexpr bool kBeginsCollective = true; /* the enter record begins it */                  \
     template <typename... A>                                                                           \
-    static void before(MpiCall& c, A&...) { collective_begin(c); }                                     \
+    static void before(MpiCall&, A&...) {}                                                             \
     static void after(MpiCall& c, int rc, HYBRIDPROF_UNPAREN PARAMS) {                                 \
       if (rc != MPI_SUCCESS) return;                                                                   \
       const CollectiveBytes b = BYTES;                                                                 \

@@ -81,7 +81,7 @@ const char* mpi_function_name(MpiFunction f) {
 
 // --- The call -----------------------------------------------------------------
 
-MpiCall::MpiCall(MpiFunction f) : function_(f) {
+MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   Runtime* rt = runtime();
   ThreadContext* ctx = this_thread();
   if (tls_mpi_depth++ != 0 || rt == nullptr || ctx == nullptr || !sampling_enabled()) return;
@@ -107,7 +107,7 @@ MpiCall::MpiCall(MpiFunction f) : function_(f) {
   auto* r = reinterpret_cast<RegionRecord*>(h);
   r->timestamp_ns = enter_ns_;
   r->region = mpi_region(f);
-  r->flags = flags;
+  r->flags = flags | (begins_collective ? kEnterBeginsCollective : 0u);
   r->stack_slot = stack.slot;
   r->stack_generation = stack.generation;
   std::memcpy(r->ips(), t.unwind_scratch, 8u * depth);

@@ -22,8 +22,9 @@ namespace hybridprof::preload::mpi {
 class MpiCall {
  public:
   // Enters `f`'s region unless this thread is not traced or is already
-  // inside an MPI call (MPI calling itself: one region is enough).
-  explicit MpiCall(MpiFunction f);
+  // inside an MPI call (MPI calling itself: one region is enough). A
+  // blocking collective's enter also begins the collective operation.
+  explicit MpiCall(MpiFunction f, bool begins_collective = false);
   ~MpiCall();  // leaves the region
   MpiCall(const MpiCall&) = delete;
   MpiCall& operator=(const MpiCall&) = delete;

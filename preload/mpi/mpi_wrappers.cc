@@ -2,6 +2,7 @@
 // src/mpi/mpi_functions.def: each enters its region, runs its hooks
 // (mpi_hooks.h) around the real PMPI_ function and leaves the region.
 #include <tuple>
+#include <type_traits>
 
 #include "preload/mpi/mpi_hooks.h"
 #include "preload/mpi/pmpi.h"
@@ -10,9 +11,16 @@ namespace hybridprof::preload::mpi {
 
 // Always inlined: the real call must be made from the wrapper's own frame
 // (a tail call would drop that frame from the stacks sampled inside it).
+// Hooks that declare kBeginsCollective (blocking collectives) have their
+// MpiCollectiveBegin carried by the enter record.
+template <typename H, typename = void>
+struct BeginsCollective : std::false_type {};
+template <typename H>
+struct BeginsCollective<H, std::void_t<decltype(H::kBeginsCollective)>> : std::bool_constant<H::kBeginsCollective> {};
+
 template <MpiFunction F, typename Real, typename... Args>
 __attribute__((always_inline)) inline int intercept(Real real, Args&... args) {
-  MpiCall call(F);
+  MpiCall call(F, BeginsCollective<Hooks<F>>::value);
   if (!call.recording()) return real(args...);
   Hooks<F>::before(call, args...);
   const int rc = real(args...);

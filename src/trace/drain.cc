@@ -286,6 +286,8 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       for (const auto& n : new_nodes_) writer_.append(n);
       t.open_regions.push_back(node);
       writer_.append(raw::Enter{{t.index, r.timestamp_ns, r.region, node}});
+      if (r.flags & kEnterBeginsCollective)
+        writer_.append(raw::MpiEvent{t.index, r.timestamp_ns, raw::MpiEventKind::kCollectiveBegin});
       break;
     }
     case RecordType::kRegionLeave: {

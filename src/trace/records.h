@@ -88,13 +88,20 @@ struct RegionRecord {
   RecordHeader header;
   uint64_t timestamp_ns;
   uint32_t region;  // RegionDef id
-  uint32_t flags;   // SampleFlags of the enter's unwind
+  uint32_t flags;   // SampleFlags of the enter's unwind, and RegionEnterFlags
   uint32_t stack_slot;
   uint32_t stack_generation;
   const uint64_t* ips() const { return reinterpret_cast<const uint64_t*>(this + 1); }
   uint64_t* ips() { return reinterpret_cast<uint64_t*>(this + 1); }
 };
 static_assert(sizeof(RegionRecord) == 32);
+
+// Bits of RegionRecord::flags beside the SampleFlags, enter records only.
+enum RegionEnterFlags : uint32_t {
+  // The region is a blocking collective: its MpiCollectiveBegin is at the
+  // enter's time (the drain writes it; no record of its own in the ring).
+  kEnterBeginsCollective = 1u << 16,
+};
 
 // An MPI event; header.aux = raw::MpiEventKind. Fields as in raw::MpiEvent.
 struct MpiEventRecord {
