@@ -77,11 +77,7 @@ void forward_to_program(int signal, siginfo_t* info, void* ucontext) {
     g_program_actions[signal].sa_flags &= ~SA_SIGINFO;
   }
   sigset_t mask = a.sa_mask;
-  if (ucontext) {
-    const sigset_t& interrupted = static_cast<const ucontext_t*>(ucontext)->uc_sigmask;
-    for (int s = 1; s < NSIG; ++s)
-      if (sigismember(&interrupted, s) == 1) sigaddset(&mask, s);
-  }
+  if (ucontext) sigorset(&mask, &mask, &static_cast<const ucontext_t*>(ucontext)->uc_sigmask);
   if (!(a.sa_flags & SA_NODEFER)) sigaddset(&mask, signal);
   sigset_t old;
   real().pthread_sigmask(SIG_SETMASK, &mask, &old);

@@ -132,7 +132,7 @@ void thread_key_destructor(void*) { thread_end(); }
 // Opens this process's raw stream and starts the drain.
 void start_process(Runtime& rt) {
   rt.pid = getpid();
-  safe_read_remember_pid();
+  safe_read_remember_pid(rt.pid);
   const uint64_t start_ns = monotonic_ns();
   char host[256] = {};
   gethostname(host, sizeof host - 1);

@@ -19,7 +19,7 @@ pid_t self() {
 
 }  // namespace
 
-void safe_read_remember_pid() { g_pid.store(getpid(), std::memory_order_relaxed); }
+void safe_read_remember_pid(pid_t pid) { g_pid.store(pid, std::memory_order_relaxed); }
 
 // SIGNAL PATH. syscall(2) is a thin wrapper around the instruction (it
 // only sets errno, which the handler restores); getpid() is

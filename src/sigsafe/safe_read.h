@@ -3,6 +3,7 @@
 // returns an error for an unmapped address where a plain load would crash.
 #pragma once
 
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include <cstddef>
@@ -21,13 +22,13 @@ bool safe_read(uint64_t address, void* out, size_t bytes);
 inline constexpr size_t kMaxGatherReads = 1024;  // IOV_MAX
 size_t safe_read_gather(const iovec* local, const iovec* remote, size_t count);
 
-// The pid the reads name, cached so that a read is one system call, not
+// The pid the reads name (the caller's getpid()), cached so that a read is one system call, not
 // two (getpid is a system call too, and on a VM each costs microseconds).
 // Call at start and in the child after a fork; until then, and in a process
 // that never calls it, every read asks getpid. A child made by a raw clone
 // system call that skips the fork handlers would read its parent's memory:
 // such a child is not sampled (timers are not inherited).
-void safe_read_remember_pid();
+void safe_read_remember_pid(pid_t pid);
 
 template <typename T>
 bool safe_read_value(uint64_t address, T* out) {

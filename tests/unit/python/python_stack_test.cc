@@ -318,6 +318,21 @@ TEST(PythonStacks, EachVersionsFramesAreReadInnermostFirstWithTheirEvalCalls) {
   }
 }
 
+// One thread's reads of a fake interpreter, as its sample handler makes
+// them: the thread state cached between reads, room for `room` frames.
+struct ThreadReads {
+  ThreadReads(const PythonLayout& l, const FakeInterpreter& fake, uint64_t thread, size_t room)
+      : reader(l, fake.runtime), thread(thread), out(room) {}
+  uint32_t read() {
+    bool complete = false;
+    return reader.read(thread, &tstate, window.get(), out.data(), uint32_t(out.size()), &complete);
+  }
+  PythonStackReader reader;
+  std::unique_ptr<PythonReadWindow> window = std::make_unique<PythonReadWindow>();
+  uint64_t thread, tstate = 0;
+  std::vector<PythonFrame> out;
+};
+
 // Each frame carries its code object's qualname and filename pointers and
 // first line, read in batches; a code object that cannot be read leaves
 // only its own frame unstamped.
@@ -334,12 +349,9 @@ TEST(PythonStacks, EachFrameCarriesItsCodeObjectsStamp) {
       FakeMemory::put64(fake.codes[i] + l.code_filename, 0x2000 + i);
       FakeMemory::put32(fake.codes[i] + l.code_firstlineno, uint32_t(100 + i));
     }
-    PythonStackReader reader(l, fake.runtime);
-    auto window = std::make_unique<PythonReadWindow>();
-    uint64_t tstate = 0;
-    std::vector<PythonFrame> out(frames.size());
-    bool complete = false;
-    ASSERT_EQ(reader.read(5, &tstate, window.get(), out.data(), uint32_t(out.size()), &complete), frames.size());
+    ThreadReads reads(l, fake, 5, frames.size());
+    ASSERT_EQ(reads.read(), frames.size());
+    const std::vector<PythonFrame>& out = reads.out;
     for (size_t i = 0; i < out.size(); ++i) {
       ASSERT_TRUE(out[i].flags & kCodeStamped) << "frame " << i;
       EXPECT_EQ(out[i].qualname, 0x1000 + i);
@@ -352,25 +364,21 @@ TEST(PythonStacks, EachFrameCarriesItsCodeObjectsStamp) {
   const PythonLayout& l = *builtin_layout(3, 11);
   FakeMemory m;
   const FakeInterpreter fake = build(l, m, 5, frames);
-  PythonStackReader reader(l, fake.runtime);
-  auto window = std::make_unique<PythonReadWindow>();
-  uint64_t tstate = 0;
-  std::vector<PythonFrame> out(frames.size());
-  bool complete = false;
-  ASSERT_EQ(reader.read(5, &tstate, window.get(), out.data(), uint32_t(out.size()), &complete), frames.size());
+  ThreadReads reads(l, fake, 5, frames.size());
+  ASSERT_EQ(reads.read(), frames.size());
   // Walk to frames 3 and kStampFrames + 5 (innermost first) and break their code pointers.
   uint64_t frame = 0;
-  std::memcpy(&frame, reinterpret_cast<void*>(tstate + l.tstate_frame), 8);
+  std::memcpy(&frame, reinterpret_cast<void*>(reads.tstate + l.tstate_frame), 8);
   std::memcpy(&frame, reinterpret_cast<void*>(frame + l.cframe_current_frame), 8);
   const size_t broken[] = {3, PythonReadWindow::kStampFrames + 5};
   for (size_t i = 0; i <= broken[1]; ++i) {
     if (i == broken[0] || i == broken[1]) FakeMemory::put64(frame + l.frame_code, 0x10);  // page zero
     std::memcpy(&frame, reinterpret_cast<void*>(frame + l.frame_previous), 8);
   }
-  ASSERT_EQ(reader.read(5, &tstate, window.get(), out.data(), uint32_t(out.size()), &complete), frames.size());
-  for (size_t i = 0; i < out.size(); ++i) {
+  ASSERT_EQ(reads.read(), frames.size());
+  for (size_t i = 0; i < reads.out.size(); ++i) {
     const bool expect_stamp = i != broken[0] && i != broken[1];
-    EXPECT_EQ((out[i].flags & kCodeStamped) != 0, expect_stamp) << "frame " << i;
+    EXPECT_EQ((reads.out[i].flags & kCodeStamped) != 0, expect_stamp) << "frame " << i;
   }
 }
 
