@@ -18,6 +18,8 @@ std::string region_source(const otf2::Archive& archive, uint32_t region) {
   return it->second.line ? it->second.file + ":" + std::to_string(it->second.line) : it->second.file;
 }
 
+std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
 bool is_python(const otf2::Archive& archive, uint32_t region) {
   auto r = archive.regions.find(region);
   return r != archive.regions.end() && r->second.paradigm == otf2::Paradigm::kPython;
@@ -101,13 +103,13 @@ std::vector<std::string> function_chain(const otf2::Archive& archive, uint32_t c
     // "qualname (file)" when frames stand for whole functions.
     auto region = archive.regions.find(info.region);
     if (region != archive.regions.end() && region->second.paradigm == otf2::Paradigm::kPython) {
-      auto where = archive.source_locations.find(info.source_location);
       if (view.python_functions) {
         const std::string& file = region->second.file;
-        if (!file.empty()) name += " (" + file.substr(file.find_last_of('/') + 1) + ")";
-      } else if (where != archive.source_locations.end()) {
+        if (!file.empty()) name += " (" + basename_of(file) + ")";
+      } else if (auto where = archive.source_locations.find(info.source_location);
+                 where != archive.source_locations.end()) {
         const std::string& file = where->second.file;
-        name += " (" + file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(where->second.line) + ")";
+        name += " (" + basename_of(file) + ":" + std::to_string(where->second.line) + ")";
       }
     }
     names.push_back(std::move(name));
@@ -139,7 +141,6 @@ class HotLines {
   std::map<uint32_t, std::map<uint32_t, uint64_t>> self_, calls_;
 };
 
-std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
 std::vector<FunctionRow> flat_profile(const otf2::Archive& archive, const SampleCounts& counts, FrameView view) {
   std::map<uint32_t, FunctionRow> rows;
