@@ -33,40 +33,36 @@ class MpiRecordWriter {
  public:
   explicit MpiRecordWriter(ThreadState& t) : t_(t) {}
 
-  // One enter / event / leave triple per call, as MpiCall and its hooks
-  // write them; the first enter carries the stack, later ones refer to it.
+  // One call's records as MpiCall writes them: the first enter carries the
+  // stack, later ones refer to it; a send travels in the enter (stamped
+  // with the call's start), a receive in the leave (stamped with its end).
   bool call(uint32_t region, raw::MpiEventKind kind) {
     const uint32_t depth = first_ ? 12 : 0;
-    auto* h = t_.ring.reserve_exclusive(uint32_t(sizeof(RegionRecord) + 8 * depth), uint16_t(RecordType::kRegionEnter),
-                                        uint16_t(depth));
-    if (h == nullptr) return false;
-    auto* e = reinterpret_cast<RegionRecord*>(h);
-    e->timestamp_ns = now_ += 40;
+    const uint64_t enter_ns = now_ += 40, leave_ns = now_ += 500;
+    const bool at_enter = kind == raw::MpiEventKind::kSend;
+    const MpiEventFields message{0, 1, 7, 0, at_enter ? 8u : 0u, at_enter ? 0u : 8u, 0};
+    const uint32_t carried = kRegionCarriesEvent | uint32_t(kind) << kCarriedEventKindShift;
+    auto* e = reinterpret_cast<RegionRecord*>(t_.ring.reserve_exclusive(
+        uint32_t(sizeof(RegionRecord) + 8 * depth + (at_enter ? sizeof message : 0)),
+        uint16_t(RecordType::kRegionEnter), uint16_t(depth)));
+    if (e == nullptr) return false;
+    e->timestamp_ns = enter_ns;
     e->region = region;
-    e->flags = 0;
+    e->flags = at_enter ? carried : 0;
     e->stack_slot = 0;
     e->stack_generation = 1;
     caller_frames(e->ips(), depth);
+    if (at_enter) *const_cast<MpiEventFields*>(carried_event(*e)) = message;
     t_.ring.commit_exclusive();
     first_ = false;
-    auto* m = reinterpret_cast<MpiEventRecord*>(
-        t_.ring.reserve_exclusive(sizeof(MpiEventRecord), uint16_t(RecordType::kMpiEvent), uint16_t(kind)));
-    if (m == nullptr) return false;
-    m->timestamp_ns = now_ += 40;
-    m->comm = 0;
-    m->peer = 1;
-    m->tag = 7;
-    m->op = 0;
-    m->sent = kind == raw::MpiEventKind::kSend ? 8 : 0;
-    m->received = kind == raw::MpiEventKind::kRecv ? 8 : 0;
-    m->request = 0;
-    t_.ring.commit_exclusive();
-    auto* l = reinterpret_cast<RegionRecord*>(
-        t_.ring.reserve_exclusive(sizeof(RegionRecord), uint16_t(RecordType::kRegionLeave), 0));
+    auto* l = reinterpret_cast<RegionRecord*>(t_.ring.reserve_exclusive(
+        uint32_t(sizeof(RegionRecord) + (at_enter ? 0 : sizeof message)), uint16_t(RecordType::kRegionLeave), 0));
     if (l == nullptr) return false;
-    l->timestamp_ns = now_ += 40;
+    l->timestamp_ns = leave_ns;
     l->region = region;
-    l->flags = l->stack_slot = l->stack_generation = 0;
+    l->flags = at_enter ? 0 : carried;
+    l->stack_slot = l->stack_generation = 0;
+    if (!at_enter) *const_cast<MpiEventFields*>(carried_event(*l)) = message;
     t_.ring.commit_exclusive();
     return true;
   }
@@ -99,7 +95,7 @@ void BM_DrainMpiCalls(benchmark::State& state) {
   drain.append(raw::RegionDef{kRecvRegion, "MPI_Recv", 0});
   ThreadState* t = drain.add_thread(getpid(), monotonic_ns());
   MpiRecordWriter writer(*t);
-  const int64_t calls_per_pass = int64_t(kRingBytes / 2 / (32 + 56 + 32));
+  const int64_t calls_per_pass = int64_t(kRingBytes / 2 / (32 + 32 + 40));
   int64_t calls = 0;
   for (auto _ : state) {
     state.PauseTiming();

@@ -87,48 +87,79 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   if (tls_mpi_depth++ != 0 || rt == nullptr || ctx == nullptr || !sampling_enabled()) return;
   define_regions(*rt);
   ThreadState& t = *ctx->state;
+  thread_ = &t;
   BusyScope busy(&t);
   if (!t.caller_stacks) t.caller_stacks = std::make_unique<CallerStackCache>(rt->config.max_depth);
   uint32_t flags = 0;
-  CallerStackCache::Ref stack;
-  uint32_t depth = t.caller_stacks->capture(t.unwind_scratch, &flags, &stack);
+  stack_depth_ = t.caller_stacks->capture(t.unwind_scratch, &flags, &stack_);
   // A stack the drain has already seen goes by its reference alone.
-  if (stack.generation != 0 && !stack.stored) depth = 0;
+  if (stack_.generation != 0 && !stack_.stored) stack_depth_ = 0;
+  enter_flags_ = flags | (begins_collective ? kEnterBeginsCollective : 0u);
   enter_ns_ = monotonic_ns();
-  RecordHeader* h = t.ring.reserve_exclusive(static_cast<uint32_t>(sizeof(RegionRecord) + 8u * depth),
-                                   static_cast<uint16_t>(RecordType::kRegionEnter), static_cast<uint16_t>(depth));
-  thread_ = &t;
+  // Addresses wait in the unwind scratch, which a sample may reuse once the
+  // busy guard is gone: a new stack's enter cannot wait for begin().
+  if (stack_depth_ != 0) write_enter(nullptr);
+}
+
+void MpiCall::begin() {
+  if (thread_ == nullptr || begun_) return;
+  // A held event is stamped with the enter's time (see emit).
+  write_enter(held_ ? &held_event_ : nullptr);
+  held_ = false;
+}
+
+void MpiCall::write_enter(const HeldEvent* carried) {
+  begun_ = true;
+  ThreadState& t = *thread_;
+  BusyScope busy(&t);
+  const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * stack_depth_ + (carried ? sizeof(MpiEventFields) : 0));
+  RecordHeader* h = t.ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionEnter),
+                                             static_cast<uint16_t>(stack_depth_));
   if (h == nullptr) {
     // The hooks still run (some talk to the other ranks, which expect it);
-    // only this call's region is lost.
-    t.dropped_events.fetch_add(1, std::memory_order_relaxed);
+    // only this call's region (and the event it carried) is lost.
+    t.dropped_events.fetch_add(carried ? 2 : 1, std::memory_order_relaxed);
     return;
   }
   auto* r = reinterpret_cast<RegionRecord*>(h);
   r->timestamp_ns = enter_ns_;
-  r->region = mpi_region(f);
-  r->flags = flags | (begins_collective ? kEnterBeginsCollective : 0u);
-  r->stack_slot = stack.slot;
-  r->stack_generation = stack.generation;
-  std::memcpy(r->ips(), t.unwind_scratch, 8u * depth);
+  r->region = mpi_region(function_);
+  r->flags = enter_flags_;
+  r->stack_slot = stack_.slot;
+  r->stack_generation = stack_.generation;
+  std::memcpy(r->ips(), t.unwind_scratch, 8u * stack_depth_);
+  if (carried) {
+    r->flags |= kRegionCarriesEvent | static_cast<uint32_t>(carried->kind) << kCarriedEventKindShift;
+    *const_cast<MpiEventFields*>(carried_event(*r)) = carried->fields;
+  }
   t.ring.commit_exclusive();
   entered_ = true;
 }
 
 MpiCall::~MpiCall() {
   --tls_mpi_depth;
-  if (!entered_) return;  // not traced, or the enter was lost: no leave either
+  if (thread_ == nullptr) return;
+  begin();  // a call whose hooks never reached it
   const uint64_t now = end_ns();
+  if (!entered_) {
+    // The enter was lost: no leave either, but events still count.
+    write_held_event();
+    return;
+  }
   // A program making MPI calls back to back fills its ring faster than the
   // drain's interval empties it.
   if (thread_->wants_early_drain(now))
     if (Runtime* rt = runtime()) rt->drain.wake();
+  const bool carries = held_ && held_event_.timestamp_ns == now;
+  if (!carries) write_held_event();
   BusyScope busy(thread_);
-  RecordHeader* h = thread_->ring.reserve_exclusive(sizeof(RegionRecord), static_cast<uint16_t>(RecordType::kRegionLeave), 0);
+  RecordHeader* h = thread_->ring.reserve_exclusive(
+      uint32_t(sizeof(RegionRecord) + (carries ? sizeof(MpiEventFields) : 0)),
+      static_cast<uint16_t>(RecordType::kRegionLeave), 0);
   if (h == nullptr) {
     // The enter is in the stream: a lost leave would leave the region open
     // to the thread's end. The drain closes it there; count it.
-    thread_->dropped_events.fetch_add(1, std::memory_order_relaxed);
+    thread_->dropped_events.fetch_add(carries ? 2 : 1, std::memory_order_relaxed);
     return;
   }
   auto* r = reinterpret_cast<RegionRecord*>(h);
@@ -137,6 +168,10 @@ MpiCall::~MpiCall() {
   r->flags = 0;
   r->stack_slot = 0;
   r->stack_generation = 0;
+  if (carries) {
+    r->flags = kRegionCarriesEvent | static_cast<uint32_t>(held_event_.kind) << kCarriedEventKindShift;
+    *const_cast<MpiEventFields*>(carried_event(*r)) = held_event_.fields;
+  }
   thread_->ring.commit_exclusive();
 }
 
@@ -145,25 +180,47 @@ uint64_t MpiCall::end_ns() {
   return end_ns_;
 }
 
+// Events keep the order they were emitted in. The first one stamped with
+// the enter's time before begin() waits for the enter record; one stamped
+// with the end's time waits for the leave record, until another comes.
 void MpiCall::emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm, uint32_t peer, uint32_t tag,
                    uint64_t sent, uint64_t received, uint64_t request, uint32_t op) {
   if (thread_ == nullptr) return;
+  const HeldEvent e{kind, timestamp_ns, MpiEventFields{comm, peer, tag, op, sent, received, request}};
+  if (!begun_) {
+    if (!held_ && timestamp_ns == enter_ns_) {
+      held_event_ = e;
+      held_ = true;
+      return;
+    }
+    begin();
+  }
+  write_held_event();
+  if (end_ns_ != 0 && timestamp_ns == end_ns_) {
+    held_event_ = e;
+    held_ = true;
+    return;
+  }
+  write_event(e);
+}
+
+void MpiCall::write_held_event() {
+  if (!held_) return;
+  held_ = false;
+  write_event(held_event_);
+}
+
+void MpiCall::write_event(const HeldEvent& e) {
   BusyScope busy(thread_);
   RecordHeader* h = thread_->ring.reserve_exclusive(sizeof(MpiEventRecord), static_cast<uint16_t>(RecordType::kMpiEvent),
-                                          static_cast<uint16_t>(kind));
+                                                    static_cast<uint16_t>(e.kind));
   if (h == nullptr) {
     thread_->dropped_events.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  auto* e = reinterpret_cast<MpiEventRecord*>(h);
-  e->timestamp_ns = timestamp_ns;
-  e->comm = comm;
-  e->peer = peer;
-  e->tag = tag;
-  e->op = op;
-  e->sent = sent;
-  e->received = received;
-  e->request = request;
+  auto* r = reinterpret_cast<MpiEventRecord*>(h);
+  r->timestamp_ns = e.timestamp_ns;
+  r->fields = e.fields;
   thread_->ring.commit_exclusive();
 }
 

@@ -14,14 +14,18 @@
 
 #include "preload/mpi/mpi_functions.h"
 #include "trace/raw_format.h"
+#include "trace/records.h"
 #include "trace/thread_state.h"
 
 namespace hybridprof::preload::mpi {
 
-// One intercepted call on the calling thread.
+// One intercepted call on the calling thread. The region's enter record is
+// written by begin(), just before the real call, so that an event the
+// hooks stamp with the enter's time (a send) travels inside it; an event
+// stamped with the call's end (a receive) travels inside the leave record.
 class MpiCall {
  public:
-  // Enters `f`'s region unless this thread is not traced or is already
+  // Starts `f`'s region unless this thread is not traced or is already
   // inside an MPI call (MPI calling itself: one region is enough). A
   // blocking collective's enter also begins the collective operation.
   explicit MpiCall(MpiFunction f, bool begins_collective = false);
@@ -32,6 +36,8 @@ class MpiCall {
   // This call is traced (its hooks run), whether or not its enter record
   // found room in the ring.
   bool recording() const { return thread_ != nullptr; }
+  // Writes the enter record (once; the real call comes next).
+  void begin();
   uint64_t enter_ns() const { return enter_ns_; }
   // The time events at the call's end carry (read once, after the real call).
   uint64_t end_ns();
@@ -40,16 +46,32 @@ class MpiCall {
   // needs it to learn who sent a message and how large it was.
   MPI_Status* own_status() { return &own_status_; }
 
-  // An MPI record at `timestamp_ns` on this thread.
+  // An MPI event at `timestamp_ns` on this thread, in the order emitted.
   void emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm, uint32_t peer, uint32_t tag,
             uint64_t sent = 0, uint64_t received = 0, uint64_t request = 0, uint32_t op = 0);
 
  private:
+  // An event held back to travel inside the enter or the leave record.
+  struct HeldEvent {
+    raw::MpiEventKind kind;
+    uint64_t timestamp_ns;
+    MpiEventFields fields;
+  };
+  void write_enter(const HeldEvent* carried);
+  void write_event(const HeldEvent& e);
+  void write_held_event();
+
   ThreadState* thread_ = nullptr;
+  bool begun_ = false;    // begin() ran
   bool entered_ = false;  // the enter record is in the ring
+  bool held_ = false;     // held_event_ is waiting for a record to travel in
   MpiFunction function_;
+  uint32_t enter_flags_ = 0;
+  uint32_t stack_depth_ = 0;  // addresses in the thread's unwind scratch for the enter
+  CallerStackCache::Ref stack_;
   uint64_t enter_ns_ = 0;
   uint64_t end_ns_ = 0;
+  HeldEvent held_event_;
   MPI_Status own_status_;
 };
 

@@ -23,6 +23,7 @@ __attribute__((always_inline)) inline int intercept(Real real, Args&... args) {
   MpiCall call(F, BeginsCollective<Hooks<F>>::value);
   if (!call.recording()) return real(args...);
   Hooks<F>::before(call, args...);
+  call.begin();
   const int rc = real(args...);
   Hooks<F>::after(call, rc, args...);
   return rc;

@@ -155,6 +155,9 @@ void Drain::drain_rings_locked() {
     // Read `finished` first: once it is set the ring holds its last records.
     const bool finished = t->finished.load(std::memory_order_acquire);
     t->ring.consume([&](const RecordHeader& h) { convert_locked(*t, h); });
+    // A call still in progress (blocked in a receive...) is on disk with
+    // this pass, in case the process is killed before it returns.
+    write_unwritten_call_locked(*t);
     if (finished) end_thread_locked(t);
   }
 }
@@ -264,6 +267,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
   new_nodes_.clear();
   switch (static_cast<RecordType>(h.type)) {
     case RecordType::kSample: {
+      write_unwritten_call_locked(t);
       const auto& s = reinterpret_cast<const SampleRecord&>(h);
       const uint32_t node = intern_stack_locked(root_for(s.flags), s.ips(), h.aux, false, s.timestamp_ns, nullptr);
       for (const auto& n : new_nodes_) writer_.append(n);
@@ -271,6 +275,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       break;
     }
     case RecordType::kMixedSample: {
+      write_unwritten_call_locked(t);
       const auto& s = reinterpret_cast<const MixedSampleRecord&>(h);
       uint32_t flags = s.flags;
       new_codes_.clear();
@@ -280,36 +285,86 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;
     }
-    case RecordType::kRegionEnter: {
-      const auto& r = reinterpret_cast<const RegionRecord&>(h);
-      const uint32_t node = enter_context_locked(t, r);
-      for (const auto& n : new_nodes_) writer_.append(n);
-      t.open_regions.push_back(node);
-      writer_.append(raw::Enter{{t.index, r.timestamp_ns, r.region, node}});
-      if (r.flags & kEnterBeginsCollective)
-        writer_.append(raw::MpiEvent{t.index, r.timestamp_ns, raw::MpiEventKind::kCollectiveBegin});
+    case RecordType::kRegionEnter:
+      convert_enter_locked(t, reinterpret_cast<const RegionRecord&>(h));
       break;
-    }
-    case RecordType::kRegionLeave: {
-      const auto& r = reinterpret_cast<const RegionRecord&>(h);
-      uint32_t node = raw::kRootComplete;
-      if (!t.open_regions.empty()) {
-        node = t.open_regions.back();
-        t.open_regions.pop_back();
-      }
-      writer_.append(raw::Leave{{t.index, r.timestamp_ns, r.region, node}});
+    case RecordType::kRegionLeave:
+      convert_leave_locked(t, reinterpret_cast<const RegionRecord&>(h));
       break;
-    }
     case RecordType::kMpiEvent: {
       const auto& m = reinterpret_cast<const MpiEventRecord&>(h);
-      if (h.aux >= static_cast<uint16_t>(raw::MpiEventKind::kCount)) break;
-      writer_.append(raw::MpiEvent{t.index, m.timestamp_ns, static_cast<raw::MpiEventKind>(h.aux), m.comm, m.peer,
-                                   m.tag, m.op, m.sent, m.received, m.request});
+      convert_mpi_event_locked(t, h.aux, m.timestamp_ns, m.fields);
       break;
     }
     default:
       break;  // unknown record from a newer producer: skip, the size says how far
   }
+}
+
+void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
+  write_unwritten_call_locked(t);  // a call inside a call
+  const uint32_t node = enter_context_locked(t, r);
+  for (const auto& n : new_nodes_) writer_.append(n);
+  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  call.shape = raw::CallShape{};
+  call.shape.region = r.region;
+  call.shape.node = node;
+  call.enter_ns = r.timestamp_ns;
+  t.call_unwritten = true;
+  if (r.flags & kEnterBeginsCollective)
+    convert_mpi_event_locked(t, uint32_t(raw::MpiEventKind::kCollectiveBegin), r.timestamp_ns, MpiEventFields{});
+  if (r.flags & kRegionCarriesEvent)
+    convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, r.timestamp_ns, *carried_event(r));
+}
+
+void Drain::convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns,
+                                     const MpiEventFields& f) {
+  if (kind >= static_cast<uint32_t>(raw::MpiEventKind::kCount)) return;  // from a newer producer
+  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  uint32_t& n = call.shape.event_count;
+  if (t.call_unwritten && n < raw::Call::kMaxEvents && timestamp_ns >= call.enter_ns) {
+    call.shape.events[n] = raw::CallShape::Event{kind, 0, f.comm, f.peer, f.tag, f.op, f.sent, f.received, f.request};
+    call.event_ns[n++] = timestamp_ns;
+    return;
+  }
+  write_unwritten_call_locked(t);
+  writer_.append(raw::MpiEvent{t.index, timestamp_ns, static_cast<raw::MpiEventKind>(kind), f.comm, f.peer, f.tag,
+                               f.op, f.sent, f.received, f.request});
+}
+
+void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
+  if (r.flags & kRegionCarriesEvent)
+    convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, r.timestamp_ns, *carried_event(r));
+  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  if (t.call_unwritten && call.shape.region == r.region && r.timestamp_ns >= call.enter_ns) {
+    // A Call stamps each event with the enter's or the leave's time.
+    bool stamped_at_ends = true;
+    for (uint32_t i = 0; i < call.shape.event_count; ++i) {
+      call.shape.events[i].at_leave = call.event_ns[i] != call.enter_ns;
+      stamped_at_ends &= call.event_ns[i] == call.enter_ns || call.event_ns[i] == r.timestamp_ns;
+    }
+    if (stamped_at_ends) {
+      t.call_unwritten = false;
+      writer_.append_call(t.index, call.enter_ns, r.timestamp_ns, call.shape);
+      return;
+    }
+  }
+  write_unwritten_call_locked(t);
+  uint32_t node = raw::kRootComplete;
+  if (!t.open_regions.empty()) {
+    node = t.open_regions.back();
+    t.open_regions.pop_back();
+  }
+  writer_.append(raw::Leave{{t.index, r.timestamp_ns, r.region, node}});
+}
+
+void Drain::write_unwritten_call_locked(ThreadState& t) {
+  if (!t.call_unwritten) return;
+  t.call_unwritten = false;
+  const ThreadState::UnwrittenCall& call = t.unwritten_call;
+  t.open_regions.push_back(call.shape.node);
+  writer_.append(raw::Enter{{t.index, call.enter_ns, call.shape.region, call.shape.node}});
+  for (uint32_t i = 0; i < call.shape.event_count; ++i) writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
 }
 
 void Drain::end_thread_locked(ThreadState* t) {

@@ -101,6 +101,13 @@ class Drain {
   void convert_locked(ThreadState& t, const RecordHeader& h);
   // The context node of a traced-call enter (its stack, then its region).
   uint32_t enter_context_locked(ThreadState& t, const RegionRecord& r);
+  // Writes the Enter (and events) of t's unwritten call, if any: something
+  // other than its leave came next, or the pass ends.
+  void write_unwritten_call_locked(ThreadState& t);
+  // The records of one traced call, read one by one (see ThreadState::unwritten_call).
+  void convert_enter_locked(ThreadState& t, const RegionRecord& r);
+  void convert_leave_locked(ThreadState& t, const RegionRecord& r);
+  void convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const MpiEventFields& fields);
   // Interns a stack (innermost first) under `node`; `all_return_addresses`
   // when ips[0] is a return address too (not an interrupted instruction).
   // *innermost_region: the traced region of the innermost frame kept, or kNoRegion.

@@ -16,6 +16,7 @@
 //        against the previous timestamp of the same thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -25,7 +26,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '6'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '7'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -49,6 +50,8 @@ enum class Tag : uint32_t {
   kMpiWorld = 15,
   kClockOffset = 16,
   kPythonCode = 17,
+  kCall = 18,
+  kCallRepeat = 19,  // a Call shaped like a recent one (trace/recent_calls.h)
 };
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under
@@ -154,6 +157,20 @@ struct MpiEvent {
   uint32_t op = 0;  // collective operation, OTF2_CollectiveOp numbering
   uint64_t sent = 0, received = 0;
   uint64_t request = 0;
+};
+// A traced call with nothing else recorded on its thread between its enter
+// and its leave: the Enter, at most two MPI events stamped at the enter or
+// the leave time, and the Leave, stored as one record (an MPI call is mostly
+// this: a send, a receive, a collective's begin and end). Only the drain
+// writes it and readers never see it: read_stream() delivers the Enter, the
+// events and the Leave it stands for, in that order.
+struct Call {
+  static constexpr uint32_t kMaxEvents = 2;
+  uint32_t thread = 0;
+  uint64_t enter_ns = 0, leave_ns = 0;
+  uint32_t region = 0, node = 0;
+  uint32_t event_count = 0;
+  std::array<MpiEvent, kMaxEvents> events;  // each at enter_ns or leave_ns
 };
 // A communicator as this process knows it. `key` names it across the job
 // (all members record the same key for the same communicator); `members`

@@ -1,5 +1,7 @@
 #include "trace/raw_stream.h"
 
+#include "trace/recent_calls.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -64,8 +66,19 @@ class Decoder {
   Decoder(const unsigned char* p, size_t n, std::vector<uint64_t>& last_ts)
       : p_(p), end_(p + n), last_ts_(last_ts) {}
 
-  bool done() const { return p_ >= end_; }
+  bool done() const { return p_ >= end_ && queued_next_ == queued_.size(); }
   bool ok() const { return ok_; }
+
+  // The next record; a Call comes out as the records it stands for.
+  bool next(Record& out) {
+    if (queued_next_ < queued_.size()) {
+      out = std::move(queued_[queued_next_++]);
+      return true;
+    }
+    queued_.clear();
+    queued_next_ = 0;
+    return decode(out);
+  }
 
   uint64_t varint() {
     uint64_t v = 0;
@@ -98,7 +111,7 @@ class Decoder {
     return last_ts_[thread];
   }
 
-  bool next(Record& out) {
+  bool decode(Record& out) {
     const auto tag = static_cast<Tag>(varint());
     switch (tag) {
       case Tag::kProcessBegin: {
@@ -184,12 +197,40 @@ class Decoder {
       case Tag::kMpiEvent: {
         MpiEvent r;
         r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
-        const uint32_t kind = u32();
-        if (kind >= static_cast<uint32_t>(MpiEventKind::kCount)) return fail() != 0;
-        r.kind = static_cast<MpiEventKind>(kind);
-        r.comm = u32(); r.peer = u32(); r.tag = u32(); r.op = u32();
-        r.sent = varint(); r.received = varint(); r.request = varint();
+        if (!mpi_kind(u32(), &r.kind)) return false;
+        mpi_fields(r);
         out = r;
+        break;
+      }
+      case Tag::kCall: {
+        Call c;
+        c.thread = u32(); c.enter_ns = timestamp(c.thread);
+        c.leave_ns = c.enter_ns + varint();
+        c.region = u32(); c.node = u32();
+        const uint64_t events = varint();
+        if (events > Call::kMaxEvents) return fail() != 0;
+        c.event_count = static_cast<uint32_t>(events);
+        for (uint32_t i = 0; i < c.event_count; ++i) {
+          MpiEvent& e = c.events[i];
+          e.thread = c.thread;
+          const uint64_t kind_and_time = varint();
+          e.timestamp_ns = (kind_and_time & 1) ? c.leave_ns : c.enter_ns;
+          if (!mpi_kind(kind_and_time >> 1, &e.kind)) return false;
+          mpi_fields(e);
+        }
+        if (!ok_) return false;
+        recent_calls_.remember(c.thread, CallShape::of(c));
+        expand(c, out);
+        break;
+      }
+      case Tag::kCallRepeat: {
+        const uint32_t thread = u32();
+        const uint64_t slot = varint();
+        const uint64_t enter_ns = timestamp(thread);
+        const uint64_t leave_ns = enter_ns + varint();
+        const CallShape* shape = recent_calls_.at(thread, slot);
+        if (shape == nullptr || !ok_) return fail() != 0;
+        expand(shape->at(thread, enter_ns, leave_ns), out);
         break;
       }
       case Tag::kCommDef: {
@@ -231,12 +272,33 @@ class Decoder {
   uint64_t fail() {
     ok_ = false;
     p_ = end_;
+    queued_.clear();
+    queued_next_ = 0;
     return 0;
+  }
+  // A Call comes out as its Enter, then (queued) its events and Leave.
+  void expand(const Call& c, Record& out) {
+    last_ts_[c.thread] = c.leave_ns;  // the thread's next delta counts from the leave
+    for (uint32_t i = 0; i < c.event_count; ++i) queued_.push_back(c.events[i]);
+    queued_.push_back(Leave{{c.thread, c.leave_ns, c.region, c.node}});
+    out = Enter{{c.thread, c.enter_ns, c.region, c.node}};
+  }
+  bool mpi_kind(uint64_t value, MpiEventKind* kind) {
+    if (value >= static_cast<uint32_t>(MpiEventKind::kCount)) return fail() != 0;
+    *kind = static_cast<MpiEventKind>(value);
+    return true;
+  }
+  void mpi_fields(MpiEvent& e) {
+    e.comm = u32(); e.peer = u32(); e.tag = u32(); e.op = u32();
+    e.sent = varint(); e.received = varint(); e.request = varint();
   }
   const unsigned char* p_;
   const unsigned char* end_;
   std::vector<uint64_t>& last_ts_;
   bool ok_ = true;
+  std::vector<Record> queued_;  // the rest of a Call's records
+  size_t queued_next_ = 0;
+  RecentCalls recent_calls_;  // of this chunk
 };
 
 }  // namespace
@@ -350,8 +412,7 @@ void StreamWriter::put(const T& r) {
       tag(Tag::kMpiEvent);
       put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
       put_varint(static_cast<uint32_t>(r.kind));
-      put_varint(r.comm); put_varint(r.peer); put_varint(r.tag); put_varint(r.op);
-      put_varint(r.sent); put_varint(r.received); put_varint(r.request);
+      put_mpi_fields(r);
     } else if constexpr (std::is_same_v<T, CommDef>) {
       tag(Tag::kCommDef);
       put_varint(r.id); put_varint(r.key); put_varint(r.parent); put_string(r.name);
@@ -384,6 +445,30 @@ void StreamWriter::append(const Enter& r) { put(r); }
 void StreamWriter::append(const Leave& r) { put(r); }
 void StreamWriter::append(const MpiEvent& r) { put(r); }
 void StreamWriter::append(const CctNode& r) { put(r); }
+void StreamWriter::append(const Call& r) { append_call(r.thread, r.enter_ns, r.leave_ns, CallShape::of(r)); }
+
+void StreamWriter::append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns, const CallShape& shape) {
+  if (const uint32_t slot = recent_calls_.find(thread, shape); slot != RecentCalls::kNone) {
+    put_varint(static_cast<uint32_t>(Tag::kCallRepeat));
+    put_varint(thread); put_varint(slot);
+    put_varint(delta(thread, enter_ns)); put_varint(leave_ns - enter_ns);
+  } else {
+    recent_calls_.remember(thread, shape);
+    // Events carry one bit for their time instead of a timestamp: the
+    // enter's (0) or the leave's (1).
+    put_varint(static_cast<uint32_t>(Tag::kCall));
+    put_varint(thread); put_varint(delta(thread, enter_ns));
+    put_varint(leave_ns - enter_ns);
+    put_varint(shape.region); put_varint(shape.node); put_varint(shape.event_count);
+    for (uint32_t i = 0; i < shape.event_count; ++i) {
+      const CallShape::Event& e = shape.events[i];
+      put_varint(uint64_t{e.kind} << 1 | e.at_leave);
+      put_mpi_fields(e);
+    }
+  }
+  last_ts_[thread] = leave_ns;  // the thread's next delta counts from the leave
+  if (used_ >= kChunkFlushBytes) flush();
+}
 
 bool StreamWriter::flush() {
   if (used_ <= kChunkHeader || fd_ < 0) return fd_ >= 0;
@@ -395,8 +480,10 @@ bool StreamWriter::flush() {
   const bool ok = write_all(fd_, chunk_.data(), used_);
   if (ok) bytes_written_ += used_;
   used_ = 0;
-  // Deltas restart with every chunk so each chunk decodes on its own.
+  // Deltas and recent calls restart with every chunk so each chunk decodes
+  // on its own.
   last_ts_.assign(last_ts_.size(), 0);
+  recent_calls_.forget_all();
   return ok;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trace/raw_format.h"
+#include "trace/recent_calls.h"
 
 namespace hybridprof::raw {
 
@@ -26,6 +27,9 @@ class StreamWriter {
   void append(const Leave& record);
   void append(const MpiEvent& record);
   void append(const CctNode& record);
+  void append(const Call& record);
+  // A Call given as its shape and times (what the drain keeps).
+  void append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns, const CallShape& shape);
   // Writes the pending chunk, if any, with one write(). Returns false on I/O error.
   bool flush();
   void close();
@@ -58,6 +62,11 @@ class StreamWriter {
     used_ += static_cast<size_t>(p - start);
   }
   void put_signed(int64_t v);
+  template <typename Event>  // MpiEvent or CallShape::Event
+  void put_mpi_fields(const Event& e) {
+    put_varint(e.comm); put_varint(e.peer); put_varint(e.tag); put_varint(e.op);
+    put_varint(e.sent); put_varint(e.received); put_varint(e.request);
+  }
   void put_string(const std::string& s);
   uint64_t delta(uint32_t thread, uint64_t ts);
 
@@ -65,6 +74,7 @@ class StreamWriter {
   std::vector<unsigned char> chunk_;  // grows, never shrinks; used_ bytes pending
   size_t used_ = 0;
   std::vector<uint64_t> last_ts_;  // per thread, for timestamp deltas
+  RecentCalls recent_calls_;       // of the pending chunk
   uint64_t bytes_written_ = 0;
 };
 

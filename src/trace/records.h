@@ -14,8 +14,8 @@ namespace hybridprof {
 enum class RecordType : uint16_t {
   kPadding = kPaddingRecord,
   kSample = 1,        // SampleRecord
-  kRegionEnter = 2,   // RegionRecord + the caller's stack
-  kRegionLeave = 3,   // RegionRecord
+  kRegionEnter = 2,   // RegionRecord + the caller's stack [+ MpiEventFields]
+  kRegionLeave = 3,   // RegionRecord [+ MpiEventFields]
   kMpiEvent = 4,      // MpiEventRecord
   kMixedSample = 5,   // MixedSampleRecord: native IPs and Python frames
 };
@@ -88,7 +88,7 @@ struct RegionRecord {
   RecordHeader header;
   uint64_t timestamp_ns;
   uint32_t region;  // RegionDef id
-  uint32_t flags;   // SampleFlags of the enter's unwind, and RegionEnterFlags
+  uint32_t flags;   // SampleFlags of the enter's unwind, and RegionFlags
   uint32_t stack_slot;
   uint32_t stack_generation;
   const uint64_t* ips() const { return reinterpret_cast<const uint64_t*>(this + 1); }
@@ -96,20 +96,36 @@ struct RegionRecord {
 };
 static_assert(sizeof(RegionRecord) == 32);
 
-// Bits of RegionRecord::flags beside the SampleFlags, enter records only.
-enum RegionEnterFlags : uint32_t {
-  // The region is a blocking collective: its MpiCollectiveBegin is at the
-  // enter's time (the drain writes it; no record of its own in the ring).
+// Bits of RegionRecord::flags beside the SampleFlags.
+enum RegionFlags : uint32_t {
+  // Enters: the region is a blocking collective: its MpiCollectiveBegin is
+  // at the enter's time (the drain writes it; no record of its own).
   kEnterBeginsCollective = 1u << 16,
+  // Enters and leaves: the record carries the MPI event of its call that is
+  // stamped with its own time (a send at the enter, a receive at the leave):
+  // MpiEventFields follow it (after an enter's stack), the event's kind is
+  // flags >> kCarriedEventKindShift. One record fewer per such call.
+  kRegionCarriesEvent = 1u << 17,
 };
+inline constexpr uint32_t kCarriedEventKindShift = 24;
 
-// An MPI event; header.aux = raw::MpiEventKind. Fields as in raw::MpiEvent.
+// What an MPI event says beside its thread, time and kind (as in raw::MpiEvent).
+struct MpiEventFields {
+  uint32_t comm, peer, tag, op;
+  uint64_t sent, received, request;
+};
+static_assert(sizeof(MpiEventFields) == 40);
+
+// Where a region record's carried event is (kRegionCarriesEvent).
+inline const MpiEventFields* carried_event(const RegionRecord& r) {
+  return reinterpret_cast<const MpiEventFields*>(r.ips() + r.header.aux);
+}
+
+// An MPI event; header.aux = raw::MpiEventKind.
 struct MpiEventRecord {
   RecordHeader header;
   uint64_t timestamp_ns;
-  uint32_t comm, peer, tag, op;
-  uint64_t sent, received;
-  uint64_t request;
+  MpiEventFields fields;
 };
 static_assert(sizeof(MpiEventRecord) == 56);
 

@@ -14,6 +14,7 @@
 
 #include "sigsafe/thread_ring.h"
 #include "trace/raw_format.h"
+#include "trace/recent_calls.h"
 #include "unwind/caller_stack_cache.h"
 #include "unwind/python/python_stack.h"
 
@@ -85,6 +86,16 @@ struct ThreadState {
   // Drain only: CCT nodes of the traced regions this thread is inside, so a
   // leave names the context its enter had.
   std::vector<uint32_t> open_regions;
+  // Drain only: a traced call whose enter was read and not yet written. If
+  // its leave is the next record but for its events, the drain writes the
+  // whole call as one raw::Call; anything else writes the enter first.
+  struct UnwrittenCall {
+    raw::CallShape shape;
+    uint64_t enter_ns = 0;
+    std::array<uint64_t, raw::Call::kMaxEvents> event_ns{};
+  };
+  UnwrittenCall unwritten_call;
+  bool call_unwritten = false;
   // Drain only: the context node of each stack the thread's CallerStackCache
   // remembers (RegionRecord's stack_slot / stack_generation).
   struct RememberedStack {

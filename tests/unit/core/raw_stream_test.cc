@@ -91,6 +91,69 @@ TEST(RawStream, LongPassIsWrittenInBoundedChunks) {
   std::remove(path.c_str());
 }
 
+// A whole traced call stored as one record reads back as the Enter, the
+// events (each at the enter's or the leave's time) and the Leave; the
+// thread's next delta counts from the leave.
+TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
+  const std::string path = temp_path("call");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  Call barrier;
+  barrier.thread = 1;
+  barrier.enter_ns = 5000;
+  barrier.leave_ns = 5750;
+  barrier.region = 4;
+  barrier.node = 12;
+  barrier.event_count = 2;
+  barrier.events[0] = MpiEvent{1, 5000, MpiEventKind::kCollectiveBegin};
+  barrier.events[1] = MpiEvent{1, 5750, MpiEventKind::kCollectiveEnd, 3, kNoRoot, 0, 0, 0, 0, 0};
+  w.append(barrier);
+  Call send;
+  send.thread = 1;
+  send.enter_ns = send.leave_ns = 6000;  // as short as the clock can tell
+  send.region = 5;
+  send.node = 13;
+  send.event_count = 1;
+  send.events[0] = MpiEvent{1, 6000, MpiEventKind::kSend, 0, 2, 99, 0, 1u << 20, 0, 0};
+  w.append(send);
+  w.append(Sample{1, 6100, 13, 0});
+  w.close();
+
+  std::vector<Record> r;
+  ReadSummary summary;
+  std::string error;
+  ASSERT_TRUE(read_stream(path, [&](const Record& x) { r.push_back(x); }, &summary, &error)) << error;
+  ASSERT_EQ(r.size(), 8u);
+  EXPECT_TRUE(summary.problem.empty()) << summary.problem;
+  const auto& enter = std::get<Enter>(r[0]);
+  EXPECT_EQ(enter.thread, 1u);
+  EXPECT_EQ(enter.timestamp_ns, 5000u);
+  EXPECT_EQ(enter.region, 4u);
+  EXPECT_EQ(enter.node, 12u);
+  EXPECT_EQ(std::get<MpiEvent>(r[1]).kind, MpiEventKind::kCollectiveBegin);
+  EXPECT_EQ(std::get<MpiEvent>(r[1]).timestamp_ns, 5000u);
+  const auto& end = std::get<MpiEvent>(r[2]);
+  EXPECT_EQ(end.kind, MpiEventKind::kCollectiveEnd);
+  EXPECT_EQ(end.timestamp_ns, 5750u);
+  EXPECT_EQ(end.thread, 1u);
+  EXPECT_EQ(end.comm, 3u);
+  EXPECT_EQ(end.peer, kNoRoot);
+  const auto& leave = std::get<Leave>(r[3]);
+  EXPECT_EQ(leave.timestamp_ns, 5750u);
+  EXPECT_EQ(leave.region, 4u);
+  EXPECT_EQ(leave.node, 12u);
+  EXPECT_EQ(std::get<Enter>(r[4]).timestamp_ns, 6000u);
+  const auto& message = std::get<MpiEvent>(r[5]);
+  EXPECT_EQ(message.timestamp_ns, 6000u);
+  EXPECT_EQ(message.peer, 2u);
+  EXPECT_EQ(message.tag, 99u);
+  EXPECT_EQ(message.sent, 1u << 20);
+  EXPECT_EQ(std::get<Leave>(r[6]).timestamp_ns, 6000u);
+  EXPECT_EQ(std::get<Sample>(r[7]).timestamp_ns, 6100u);
+  std::remove(path.c_str());
+}
+
 TEST(RawStream, TornLastChunkKeepsEarlierChunks) {
   const std::string path = temp_path("torn");
   std::remove(path.c_str());

@@ -1,0 +1,113 @@
+// The raw stream's memory of recent traced calls: a loop's MPI calls differ
+// only in their times (same region, context, peer, tag, size), so a call
+// whose shape matches one of its thread's last few distinct shapes is
+// written as a reference to it plus its times. The writer and the reader
+// keep identical tables: both remember every call written out in full, in
+// the same slots, and forget everything at each chunk start (chunks decode
+// on their own).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "trace/raw_format.h"
+
+namespace hybridprof::raw {
+
+// A Call without its thread and times. Plain bytes (padding spelled out and
+// unused events zeroed), so equality is a memcmp.
+struct CallShape {
+  struct Event {
+    uint32_t kind = 0;
+    uint32_t at_leave = 0;  // stamped with the leave's time, not the enter's
+    uint32_t comm = 0, peer = 0, tag = 0, op = 0;
+    uint64_t sent = 0, received = 0, request = 0;
+  };
+  uint32_t region = 0, node = 0;
+  uint32_t event_count = 0, unused = 0;
+  std::array<Event, Call::kMaxEvents> events;
+
+  static CallShape of(const Call& c) {
+    CallShape s;
+    s.region = c.region;
+    s.node = c.node;
+    s.event_count = c.event_count;
+    for (uint32_t i = 0; i < c.event_count; ++i) {
+      const MpiEvent& e = c.events[i];
+      s.events[i] = Event{static_cast<uint32_t>(e.kind), e.timestamp_ns != c.enter_ns, e.comm, e.peer, e.tag, e.op,
+                          e.sent, e.received, e.request};
+    }
+    return s;
+  }
+  // Event `i` as a record of `thread` at `timestamp_ns`.
+  MpiEvent event(uint32_t i, uint32_t thread, uint64_t timestamp_ns) const {
+    const Event& e = events[i];
+    return MpiEvent{thread, timestamp_ns, static_cast<MpiEventKind>(e.kind), e.comm, e.peer, e.tag, e.op,
+                    e.sent, e.received, e.request};
+  }
+  Call at(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns) const {
+    Call c;
+    c.thread = thread;
+    c.enter_ns = enter_ns;
+    c.leave_ns = leave_ns;
+    c.region = region;
+    c.node = node;
+    c.event_count = event_count;
+    for (uint32_t i = 0; i < event_count; ++i) c.events[i] = event(i, thread, events[i].at_leave ? leave_ns : enter_ns);
+    return c;
+  }
+  // Fixed-size compares the compiler inlines; unused events are not looked at.
+  bool operator==(const CallShape& o) const {
+    if (std::memcmp(this, &o, offsetof(CallShape, events)) != 0) return false;
+    for (uint32_t i = 0; i < event_count; ++i)
+      if (std::memcmp(&events[i], &o.events[i], sizeof(Event)) != 0) return false;
+    return true;
+  }
+};
+static_assert(sizeof(CallShape) == 16 + Call::kMaxEvents * 48, "no hidden padding");
+
+class RecentCalls {
+ public:
+  static constexpr uint32_t kSlots = 4;
+  static constexpr uint32_t kNone = kSlots;
+
+  void forget_all() { threads_.clear(); }
+
+  // The slot of `thread` holding `shape`, or kNone. Looks first where a
+  // loop's next call would be: the slot after the last one found.
+  uint32_t find(uint32_t thread, const CallShape& shape) {
+    if (thread >= threads_.size()) return kNone;
+    PerThread& t = threads_[thread];
+    uint32_t i = t.last_found;
+    for (uint32_t k = 0; k < t.used; ++k) {
+      if (++i >= t.used) i = 0;  // not %: a division costs more than the compare
+      if (t.slots[i] == shape) return t.last_found = i;
+    }
+    return kNone;
+  }
+  // Remembers `shape` in `thread`'s next slot (oldest first once all are used).
+  void remember(uint32_t thread, const CallShape& shape) {
+    if (thread >= threads_.size()) threads_.resize(size_t(thread) + 1);
+    PerThread& t = threads_[thread];
+    t.slots[t.next] = shape;
+    t.next = (t.next + 1) % kSlots;
+    if (t.used < kSlots) ++t.used;
+  }
+  // The shape in `slot`, or nullptr when that slot holds none.
+  const CallShape* at(uint32_t thread, uint64_t slot) const {
+    if (thread >= threads_.size() || slot >= threads_[thread].used) return nullptr;
+    return &threads_[thread].slots[slot];
+  }
+
+ private:
+  struct PerThread {
+    std::array<CallShape, kSlots> slots;
+    uint32_t used = 0, next = 0, last_found = 0;
+  };
+  std::vector<PerThread> threads_;
+};
+
+}  // namespace hybridprof::raw

@@ -1,0 +1,180 @@
+// The drain's handling of traced calls: what reaches the raw stream, in
+// which order, whether the call was written whole (one Call record) or as
+// its enter, events and leave.
+#include "trace/drain.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "trace/module_table.h"
+#include "trace/raw_stream.h"
+#include "trace/records.h"
+
+namespace hybridprof {
+namespace {
+
+using raw::MpiEventKind;
+
+class DrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::string(::testing::TempDir()) + "/drain" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".hpr";
+    std::remove(path_.c_str());
+    Drain::Options options;
+    options.raw_path = path_;
+    options.flush_interval_ms = 3600 * 1000;  // passes only when the test asks
+    options.ring_bytes = 64 * 1024;
+    std::string error;
+    ASSERT_TRUE(drain_.start(options, raw::ProcessBegin{}, &error)) << error;
+    t_ = drain_.add_thread(getpid(), 1);
+    ASSERT_NE(t_, nullptr);
+  }
+  void TearDown() override {
+    drain_.finish_thread(t_, 1000000);
+    drain_.stop(raw::ProcessEnd{1000001, raw::EndReason::kExit, 0, 0});
+    std::remove(path_.c_str());
+  }
+
+  void enter(uint64_t ns, uint32_t region, uint32_t flags = 0) {
+    auto* r = reinterpret_cast<RegionRecord*>(
+        t_->ring.reserve_exclusive(sizeof(RegionRecord), uint16_t(RecordType::kRegionEnter), 0));
+    ASSERT_NE(r, nullptr);
+    r->timestamp_ns = ns;
+    r->region = region;
+    r->flags = flags;
+    r->stack_slot = r->stack_generation = 0;
+    t_->ring.commit_exclusive();
+  }
+  void leave(uint64_t ns, uint32_t region) {
+    auto* r = reinterpret_cast<RegionRecord*>(
+        t_->ring.reserve_exclusive(sizeof(RegionRecord), uint16_t(RecordType::kRegionLeave), 0));
+    ASSERT_NE(r, nullptr);
+    r->timestamp_ns = ns;
+    r->region = region;
+    r->flags = r->stack_slot = r->stack_generation = 0;
+    t_->ring.commit_exclusive();
+  }
+  void event(uint64_t ns, MpiEventKind kind, uint32_t peer = 1) {
+    auto* m = reinterpret_cast<MpiEventRecord*>(
+        t_->ring.reserve_exclusive(sizeof(MpiEventRecord), uint16_t(RecordType::kMpiEvent), uint16_t(kind)));
+    ASSERT_NE(m, nullptr);
+    *m = MpiEventRecord{m->header, ns, MpiEventFields{0, peer, 7, 0, 8, 0, 0}};
+    t_->ring.commit_exclusive();
+  }
+  void sample(uint64_t ns) {
+    auto* s = reinterpret_cast<SampleRecord*>(
+        t_->ring.reserve_exclusive(sizeof(SampleRecord), uint16_t(RecordType::kSample), 0));
+    ASSERT_NE(s, nullptr);
+    s->timestamp_ns = ns;
+    s->flags = 0;
+    s->weight = 1;
+    t_->ring.commit_exclusive();
+  }
+
+  // The thread's records in the stream so far: 'E'nter, 'L'eave, 'M'pi
+  // event, 'S'ample, each with its time.
+  std::vector<std::pair<char, uint64_t>> stream() {
+    drain_.flush_now();
+    std::vector<std::pair<char, uint64_t>> seen;
+    std::string error;
+    EXPECT_TRUE(raw::read_stream(
+        path_,
+        [&](const raw::Record& r) {
+          if (const auto* e = std::get_if<raw::Enter>(&r)) seen.emplace_back('E', e->timestamp_ns), nodes_.push_back(e->node);
+          if (const auto* l = std::get_if<raw::Leave>(&r)) seen.emplace_back('L', l->timestamp_ns), nodes_.push_back(l->node);
+          if (const auto* m = std::get_if<raw::MpiEvent>(&r)) seen.emplace_back('M', m->timestamp_ns);
+          if (const auto* s = std::get_if<raw::Sample>(&r)) seen.emplace_back('S', s->timestamp_ns);
+        },
+        nullptr, &error))
+        << error;
+    return seen;
+  }
+  using Seen = std::vector<std::pair<char, uint64_t>>;
+
+  std::string path_;
+  ModuleTable modules_;
+  Drain drain_{modules_};
+  ThreadState* t_ = nullptr;
+  std::vector<uint32_t> nodes_;  // of every Enter and Leave read, in order
+};
+
+TEST_F(DrainTest, WholeCallsReadBackAsTheirEnterEventsAndLeave) {
+  enter(100, 1);
+  event(100, MpiEventKind::kSend);
+  leave(150, 1);
+  enter(200, 2, kEnterBeginsCollective);
+  event(260, MpiEventKind::kCollectiveEnd);
+  leave(260, 2);
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 100}, {'L', 150}, {'E', 200}, {'M', 200}, {'M', 260}, {'L', 260}}));
+  ASSERT_EQ(nodes_.size(), 4u);
+  EXPECT_EQ(nodes_[0], nodes_[1]) << "a leave names its enter's context";
+  EXPECT_EQ(nodes_[2], nodes_[3]);
+  EXPECT_NE(nodes_[0], nodes_[2]) << "two regions, two contexts";
+}
+
+TEST_F(DrainTest, ASampleInsideACallComesBetweenItsEnterAndLeave) {
+  enter(100, 1);
+  sample(120);
+  event(150, MpiEventKind::kRecv);
+  leave(150, 1);
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'S', 120}, {'M', 150}, {'L', 150}}));
+  ASSERT_EQ(nodes_.size(), 2u);
+  EXPECT_EQ(nodes_[0], nodes_[1]);
+}
+
+TEST_F(DrainTest, CallsInsideCallsAndManyEventsKeepTheirOrder) {
+  enter(100, 1);
+  enter(110, 2);  // MPI calling MPI would not be traced twice; any region may
+  leave(120, 2);
+  for (uint64_t i = 0; i < 3; ++i) event(130, MpiEventKind::kIsendComplete);  // more than a Call holds
+  leave(130, 1);
+  enter(200, 1);
+  event(205, MpiEventKind::kSend);  // stamped neither at the enter nor at the leave
+  leave(210, 1);
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'E', 110}, {'L', 120}, {'M', 130}, {'M', 130}, {'M', 130}, {'L', 130},
+                            {'E', 200}, {'M', 205}, {'L', 210}}));
+  ASSERT_EQ(nodes_.size(), 6u);
+  EXPECT_EQ(nodes_[0], nodes_[3]);
+  EXPECT_EQ(nodes_[1], nodes_[2]);
+  EXPECT_EQ(nodes_[4], nodes_[5]);
+}
+
+// A process killed while a call blocks must still show the call's start.
+TEST_F(DrainTest, ACallInProgressIsOnDiskAfterEachPass) {
+  enter(100, 1);
+  EXPECT_EQ(stream(), (Seen{{'E', 100}}));
+  event(300, MpiEventKind::kRecv);
+  leave(300, 1);
+  nodes_.clear();
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 300}, {'L', 300}}));
+  ASSERT_EQ(nodes_.size(), 2u);
+  EXPECT_EQ(nodes_[0], nodes_[1]);
+}
+
+// Calls with nothing inside them are stored whole: markedly fewer bytes
+// than the same calls written as enter, event and leave.
+TEST_F(DrainTest, WholeCallsTakeFewerBytes) {
+  auto bytes_for_calls = [&](uint64_t event_offset) {
+    const uint64_t before = drain_.bytes_written();
+    for (uint64_t i = 0; i < 1000; ++i) {
+      const uint64_t start = 1000000 + 1000 * i;
+      enter(start, 1);
+      event(start + event_offset, MpiEventKind::kSend);
+      leave(start + 400, 1);
+      if (i % 100 == 99) drain_.flush_now();
+    }
+    drain_.flush_now();
+    return drain_.bytes_written() - before;
+  };
+  const uint64_t whole = bytes_for_calls(0);
+  const uint64_t split = bytes_for_calls(1);  // an event at neither end: no Call
+  EXPECT_LT(whole * 10, split * 8) << whole << " bytes whole vs " << split << " split";
+}
+
+}  // namespace
+}  // namespace hybridprof
