@@ -154,6 +154,68 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   std::remove(path.c_str());
 }
 
+// A loop's calls differ only in their times: after the first of each shape
+// (per thread, per chunk), a call is a reference plus its times, and reads
+// back whole; a new chunk starts over, so every chunk still decodes alone.
+TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
+  const std::string path = temp_path("repeat");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  auto call = [](uint32_t thread, uint64_t enter, uint32_t region, uint32_t peer) {
+    Call c;
+    c.thread = thread;
+    c.enter_ns = enter;
+    c.leave_ns = enter + 300;
+    c.region = region;
+    c.node = 10 + region;
+    c.event_count = 1;
+    c.events[0] = MpiEvent{thread, region == 1 ? enter : enter + 300, region == 1 ? MpiEventKind::kSend
+                                                                                 : MpiEventKind::kRecv,
+                           0, peer, 5, 0, region == 1 ? 64u : 0u, region == 1 ? 0u : 64u, 0};
+    return c;
+  };
+  std::vector<Call> written;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    written.push_back(call(0, 1000 * i, 1, 1));        // send to 1
+    written.push_back(call(0, 1000 * i + 500, 2, 1));  // receive from 1
+    written.push_back(call(1, 1000 * i + 100, 1, uint32_t(i % 6)));  // a thread cycling over 6 peers: 4 remembered
+  }
+  const size_t first_chunk = written.size();
+  for (const Call& c : written) w.append(c);
+  const size_t bytes_one_chunk = w.pending_bytes();
+  ASSERT_TRUE(w.flush());
+  written.push_back(call(0, 2000000, 1, 1));  // remembered in the last chunk, not in this one
+  w.append(written.back());
+  w.close();
+  // Thread 0's 2000 calls repeat two shapes; thread 1's cycle through six.
+  EXPECT_LT(bytes_one_chunk, 2000 * 8 + 1000 * 30) << "repeats must be short";
+
+  std::vector<Record> r;
+  ReadSummary summary;
+  std::string error;
+  ASSERT_TRUE(read_stream(path, [&](const Record& x) { r.push_back(x); }, &summary, &error)) << error;
+  EXPECT_TRUE(summary.problem.empty()) << summary.problem;
+  EXPECT_EQ(summary.chunks, 2u);
+  ASSERT_EQ(r.size(), 3 * written.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < written.size(); ++i) {
+    const Call& c = written[i];
+    const auto* enter = std::get_if<Enter>(&r[3 * i]);
+    const auto* event = std::get_if<MpiEvent>(&r[3 * i + 1]);
+    const auto* leave = std::get_if<Leave>(&r[3 * i + 2]);
+    const bool ok = enter && event && leave && enter->thread == c.thread && enter->timestamp_ns == c.enter_ns &&
+                    enter->region == c.region && enter->node == c.node && leave->timestamp_ns == c.leave_ns &&
+                    event->timestamp_ns == c.events[0].timestamp_ns && event->kind == c.events[0].kind &&
+                    event->peer == c.events[0].peer && event->sent == c.events[0].sent &&
+                    event->received == c.events[0].received && event->thread == c.thread;
+    bad += !ok;
+    if (!ok && bad < 5) ADD_FAILURE() << "call " << i << (i >= first_chunk ? " (second chunk)" : "") << " differs";
+  }
+  EXPECT_EQ(bad, 0u);
+  std::remove(path.c_str());
+}
+
 TEST(RawStream, TornLastChunkKeepsEarlierChunks) {
   const std::string path = temp_path("torn");
   std::remove(path.c_str());
