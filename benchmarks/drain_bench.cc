@@ -46,7 +46,7 @@ class MpiRecordWriter {
         uint32_t(sizeof(RegionRecord) + 8 * depth + (at_enter ? sizeof message : 0)),
         uint16_t(RecordType::kRegionEnter), uint16_t(depth)));
     if (e == nullptr) return false;
-    e->timestamp_ns = enter_ns;
+    e->timestamp = enter_ns;
     e->region = region;
     e->flags = at_enter ? carried : 0;
     e->stack_slot = 0;
@@ -58,7 +58,7 @@ class MpiRecordWriter {
     auto* l = reinterpret_cast<RegionRecord*>(t_.ring.reserve_exclusive(
         uint32_t(sizeof(RegionRecord) + (at_enter ? 0 : sizeof message)), uint16_t(RecordType::kRegionLeave), 0));
     if (l == nullptr) return false;
-    l->timestamp_ns = leave_ns;
+    l->timestamp = leave_ns;
     l->region = region;
     l->flags = at_enter ? 0 : carried;
     l->stack_slot = l->stack_generation = 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/trace_clock.h"
 #include "otf2/types.h"
 #include "preload/mpi/pmpi.h"
 #include "preload/runtime.h"
@@ -59,6 +60,7 @@ __attribute__((noinline)) void define_regions_once(Runtime& rt) {
     const auto f = static_cast<MpiFunction>(i);
     defs.push_back(raw::RegionDef{mpi_region(f), mpi_function_name(f), static_cast<uint32_t>(otf2::Paradigm::kMpi)});
   }
+  defs.push_back(raw::Notice{"MPI: " + rt.trace_clock_note});
   rt.drain.append(defs);
   rt.drain.add_traced_code(wrapper_code());
   g_regions_defined.store(true, std::memory_order_release);
@@ -95,7 +97,7 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   // A stack the drain has already seen goes by its reference alone.
   if (stack_.generation != 0 && !stack_.stored) stack_depth_ = 0;
   enter_flags_ = flags | (begins_collective ? kEnterBeginsCollective : 0u);
-  enter_ns_ = monotonic_ns();
+  enter_ns_ = trace_clock_now();
   // Addresses wait in the unwind scratch, which a sample may reuse once the
   // busy guard is gone: a new stack's enter cannot wait for begin().
   if (stack_depth_ != 0) write_enter(nullptr);
@@ -122,7 +124,7 @@ void MpiCall::write_enter(const HeldEvent* carried) {
     return;
   }
   auto* r = reinterpret_cast<RegionRecord*>(h);
-  r->timestamp_ns = enter_ns_;
+  r->timestamp = enter_ns_;
   r->region = mpi_region(function_);
   r->flags = enter_flags_;
   r->stack_slot = stack_.slot;
@@ -148,9 +150,9 @@ MpiCall::~MpiCall() {
   }
   // A program making MPI calls back to back fills its ring faster than the
   // drain's interval empties it.
-  if (thread_->wants_early_drain(now))
+  if (thread_->ring_filling() && thread_->wants_early_drain(monotonic_ns()))
     if (Runtime* rt = runtime()) rt->drain.wake();
-  const bool carries = held_ && held_event_.timestamp_ns == now;
+  const bool carries = held_ && held_event_.timestamp == now;
   if (!carries) write_held_event();
   BusyScope busy(thread_);
   RecordHeader* h = thread_->ring.reserve_exclusive(
@@ -163,7 +165,7 @@ MpiCall::~MpiCall() {
     return;
   }
   auto* r = reinterpret_cast<RegionRecord*>(h);
-  r->timestamp_ns = now;
+  r->timestamp = now;
   r->region = mpi_region(function_);
   r->flags = 0;
   r->stack_slot = 0;
@@ -176,19 +178,19 @@ MpiCall::~MpiCall() {
 }
 
 uint64_t MpiCall::end_ns() {
-  if (end_ns_ == 0) end_ns_ = monotonic_ns();
+  if (end_ns_ == 0) end_ns_ = trace_clock_now();
   return end_ns_;
 }
 
 // Events keep the order they were emitted in. The first one stamped with
 // the enter's time before begin() waits for the enter record; one stamped
 // with the end's time waits for the leave record, until another comes.
-void MpiCall::emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm, uint32_t peer, uint32_t tag,
+void MpiCall::emit(raw::MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_t peer, uint32_t tag,
                    uint64_t sent, uint64_t received, uint64_t request, uint32_t op) {
   if (thread_ == nullptr) return;
-  const HeldEvent e{kind, timestamp_ns, MpiEventFields{comm, peer, tag, op, sent, received, request}};
+  const HeldEvent e{kind, timestamp, MpiEventFields{comm, peer, tag, op, sent, received, request}};
   if (!begun_) {
-    if (!held_ && timestamp_ns == enter_ns_) {
+    if (!held_ && timestamp == enter_ns_) {
       held_event_ = e;
       held_ = true;
       return;
@@ -196,7 +198,7 @@ void MpiCall::emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm,
     begin();
   }
   write_held_event();
-  if (end_ns_ != 0 && timestamp_ns == end_ns_) {
+  if (end_ns_ != 0 && timestamp == end_ns_) {
     held_event_ = e;
     held_ = true;
     return;
@@ -219,7 +221,7 @@ void MpiCall::write_event(const HeldEvent& e) {
     return;
   }
   auto* r = reinterpret_cast<MpiEventRecord*>(h);
-  r->timestamp_ns = e.timestamp_ns;
+  r->timestamp = e.timestamp;
   r->fields = e.fields;
   thread_->ring.commit_exclusive();
 }

@@ -38,23 +38,25 @@ class MpiCall {
   bool recording() const { return thread_ != nullptr; }
   // Writes the enter record (once; the real call comes next).
   void begin();
+  // Times in the trace clock (common/trace_clock.h): the call's start, and
+  // its end, which events at the end carry (read once, after the real call).
   uint64_t enter_ns() const { return enter_ns_; }
-  // The time events at the call's end carry (read once, after the real call).
   uint64_t end_ns();
 
   // Where a call whose program ignores its status gets it: the tracer
   // needs it to learn who sent a message and how large it was.
   MPI_Status* own_status() { return &own_status_; }
 
-  // An MPI event at `timestamp_ns` on this thread, in the order emitted.
-  void emit(raw::MpiEventKind kind, uint64_t timestamp_ns, uint32_t comm, uint32_t peer, uint32_t tag,
+  // An MPI event at `timestamp` (enter_ns(), end_ns()) on this thread, in
+  // the order emitted.
+  void emit(raw::MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_t peer, uint32_t tag,
             uint64_t sent = 0, uint64_t received = 0, uint64_t request = 0, uint32_t op = 0);
 
  private:
   // An event held back to travel inside the enter or the leave record.
   struct HeldEvent {
     raw::MpiEventKind kind;
-    uint64_t timestamp_ns;
+    uint64_t timestamp;
     MpiEventFields fields;
   };
   void write_enter(const HeldEvent* carried);

@@ -98,6 +98,13 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
   }
   if (const char* v = get(env::kForceTimer)) c->force_timer = std::string(v) != "0";
   if (const char* v = get(env::kQuiet)) c->quiet = std::string(v) != "0";
+  if (const char* v = get(env::kTraceClock)) {
+    c->trace_clock = v;
+    if (c->trace_clock != "tsc" && c->trace_clock != "monotonic") {
+      *error = std::string(env::kTraceClock) + "='" + v + "' is neither tsc nor monotonic";
+      return false;
+    }
+  }
   return true;
 }
 

@@ -19,6 +19,7 @@ inline constexpr const char* kRingKiB = "HYBRIDPROF_RING_KB";
 inline constexpr const char* kFlushMs = "HYBRIDPROF_FLUSH_MS";
 inline constexpr const char* kForceTimer = "HYBRIDPROF_FORCE_TIMER";
 inline constexpr const char* kQuiet = "HYBRIDPROF_QUIET";  // the launcher already printed notices
+inline constexpr const char* kTraceClock = "HYBRIDPROF_TRACE_CLOCK";  // tsc | monotonic (default: decide)
 }  // namespace env
 
 inline constexpr uint32_t kMaxDepthLimit = 512;
@@ -35,6 +36,7 @@ struct RuntimeConfig {
   uint32_t flush_ms = 50;
   bool force_timer = false;
   bool quiet = false;
+  std::string trace_clock;       // "", "tsc" or "monotonic" (common/trace_clock.h)
 };
 
 // Reads HYBRIDPROF_* from the environment. Returns false with a one-line

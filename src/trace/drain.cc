@@ -37,6 +37,7 @@ Drain::~Drain() {
 
 bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::string* error) {
   options_ = options;
+  clock_.reset(options.tsc_trace_clock);
   if (options.python.runtime != 0)
     python_codes_ = std::make_unique<PythonCodeTable>(options.python.layout, options.python.code_type,
                                                       options.python.unicode_type);
@@ -143,6 +144,7 @@ void Drain::flush_now() {
 }
 
 void Drain::drain_rings_locked() {
+  clock_.anchor();  // traced-call readings of this pass convert from here
   // Libraries loaded since the last cycle must be known before the samples
   // taken in them are interned.
   std::vector<raw::Record> changes;
@@ -243,7 +245,7 @@ uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags)
 }
 
 
-uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r) {
+uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
   const uint32_t depth = r.header.aux;
   const bool remembered = r.stack_generation != 0 && r.stack_slot < t.remembered_stacks.size();
   if (remembered && depth == 0) {
@@ -255,7 +257,7 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r) {
     return cct_.child(raw::kRootUnwindFailed, raw::kTracedRegionModule, r.region, &new_nodes_);
   }
   uint32_t innermost = kNoRegion;
-  uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), depth, true, r.timestamp_ns, &innermost);
+  uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), depth, true, timestamp_ns, &innermost);
   // The enter's own frame is the region's (its wrapper is traced code);
   // when the unwind did not show it, the region still ends the path.
   if (innermost != r.region) node = cct_.child(node, raw::kTracedRegionModule, r.region, &new_nodes_);
@@ -293,7 +295,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       break;
     case RecordType::kMpiEvent: {
       const auto& m = reinterpret_cast<const MpiEventRecord&>(h);
-      convert_mpi_event_locked(t, h.aux, m.timestamp_ns, m.fields);
+      convert_mpi_event_locked(t, h.aux, clock_.to_ns(m.timestamp), m.fields);
       break;
     }
     default:
@@ -303,18 +305,19 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
 
 void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   write_unwritten_call_locked(t);  // a call inside a call
-  const uint32_t node = enter_context_locked(t, r);
+  const uint64_t ns = clock_.to_ns(r.timestamp);
+  const uint32_t node = enter_context_locked(t, r, ns);
   for (const auto& n : new_nodes_) writer_.append(n);
   ThreadState::UnwrittenCall& call = t.unwritten_call;
   call.shape = raw::CallShape{};
   call.shape.region = r.region;
   call.shape.node = node;
-  call.enter_ns = r.timestamp_ns;
+  call.enter_ns = ns;
   t.call_unwritten = true;
   if (r.flags & kEnterBeginsCollective)
-    convert_mpi_event_locked(t, uint32_t(raw::MpiEventKind::kCollectiveBegin), r.timestamp_ns, MpiEventFields{});
+    convert_mpi_event_locked(t, uint32_t(raw::MpiEventKind::kCollectiveBegin), ns, MpiEventFields{});
   if (r.flags & kRegionCarriesEvent)
-    convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, r.timestamp_ns, *carried_event(r));
+    convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
 }
 
 void Drain::convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns,
@@ -333,19 +336,20 @@ void Drain::convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t tim
 }
 
 void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
+  const uint64_t ns = clock_.to_ns(r.timestamp);
   if (r.flags & kRegionCarriesEvent)
-    convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, r.timestamp_ns, *carried_event(r));
+    convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
   ThreadState::UnwrittenCall& call = t.unwritten_call;
-  if (t.call_unwritten && call.shape.region == r.region && r.timestamp_ns >= call.enter_ns) {
+  if (t.call_unwritten && call.shape.region == r.region && ns >= call.enter_ns) {
     // A Call stamps each event with the enter's or the leave's time.
     bool stamped_at_ends = true;
     for (uint32_t i = 0; i < call.shape.event_count; ++i) {
       call.shape.events[i].at_leave = call.event_ns[i] != call.enter_ns;
-      stamped_at_ends &= call.event_ns[i] == call.enter_ns || call.event_ns[i] == r.timestamp_ns;
+      stamped_at_ends &= call.event_ns[i] == call.enter_ns || call.event_ns[i] == ns;
     }
     if (stamped_at_ends) {
       t.call_unwritten = false;
-      writer_.append_call(t.index, call.enter_ns, r.timestamp_ns, call.shape);
+      writer_.append_call(t.index, call.enter_ns, ns, call.shape);
       return;
     }
   }
@@ -355,7 +359,7 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
     node = t.open_regions.back();
     t.open_regions.pop_back();
   }
-  writer_.append(raw::Leave{{t.index, r.timestamp_ns, r.region, node}});
+  writer_.append(raw::Leave{{t.index, ns, r.region, node}});
 }
 
 void Drain::write_unwritten_call_locked(ThreadState& t) {

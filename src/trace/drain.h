@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/trace_clock.h"
 #include "trace/calling_context_tree.h"
 #include "trace/module_table.h"
 #include "trace/python_code_table.h"
@@ -42,6 +43,8 @@ class Drain {
     // The program's CPython (runtime == 0: none): samples with Python frames
     // are merged with the native ones and their code objects named.
     python::PythonRuntime python;
+    // Traced-call records carry TSC readings (common/trace_clock.h), not ns.
+    bool tsc_trace_clock = false;
   };
   // Code of the runtime that stands for a traced region (an MPI wrapper):
   // a frame there becomes the region's node, so samples taken inside the
@@ -100,7 +103,7 @@ class Drain {
   void drain_rings_locked();
   void convert_locked(ThreadState& t, const RecordHeader& h);
   // The context node of a traced-call enter (its stack, then its region).
-  uint32_t enter_context_locked(ThreadState& t, const RegionRecord& r);
+  uint32_t enter_context_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns);
   // Writes the Enter (and events) of t's unwritten call, if any: something
   // other than its leave came next, or the pass ends.
   void write_unwritten_call_locked(ThreadState& t);
@@ -127,6 +130,7 @@ class Drain {
   Options options_;
   std::mutex mutex_;  // guards everything below
   raw::StreamWriter writer_;
+  TraceClockConverter clock_;  // traced-call readings to ns
   CallingContextTree cct_;
   std::vector<ThreadState*> threads_;
   std::vector<raw::CctNode> new_nodes_;

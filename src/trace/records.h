@@ -86,7 +86,7 @@ constexpr uint32_t mixed_sample_record_bytes(uint32_t depth, uint32_t python_dep
 // the interning of them) when a loop calls from one place.
 struct RegionRecord {
   RecordHeader header;
-  uint64_t timestamp_ns;
+  uint64_t timestamp;  // a trace clock reading (common/trace_clock.h)
   uint32_t region;  // RegionDef id
   uint32_t flags;   // SampleFlags of the enter's unwind, and RegionFlags
   uint32_t stack_slot;
@@ -124,7 +124,7 @@ inline const MpiEventFields* carried_event(const RegionRecord& r) {
 // An MPI event; header.aux = raw::MpiEventKind.
 struct MpiEventRecord {
   RecordHeader header;
-  uint64_t timestamp_ns;
+  uint64_t timestamp;  // a trace clock reading
   MpiEventFields fields;
 };
 static_assert(sizeof(MpiEventRecord) == 56);

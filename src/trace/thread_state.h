@@ -76,12 +76,14 @@ struct ThreadState {
   // full (the drain then has the other three quarters' time to get a core),
   // at most once a millisecond (each ask is a system call).
   bool wants_early_drain(uint64_t now_ns, bool urgent = false) {
-    if (!urgent && ring.pending_bytes() * 4 <= ring.capacity()) return false;
+    if (!urgent && !ring_filling()) return false;
     if (now_ns - drain_woken_ns <= kEarlyDrainIntervalNs) return false;
     drain_woken_ns = now_ns;
     return true;
   }
   static constexpr uint64_t kEarlyDrainIntervalNs = 1000000;
+  // Over a quarter of the ring waits for the drain.
+  bool ring_filling() const { return ring.pending_bytes() * 4 > ring.capacity(); }
 
   // Drain only: CCT nodes of the traced regions this thread is inside, so a
   // leave names the context its enter had.

@@ -44,7 +44,7 @@ class DrainTest : public ::testing::Test {
     auto* r = reinterpret_cast<RegionRecord*>(
         t_->ring.reserve_exclusive(sizeof(RegionRecord), uint16_t(RecordType::kRegionEnter), 0));
     ASSERT_NE(r, nullptr);
-    r->timestamp_ns = ns;
+    r->timestamp = ns;
     r->region = region;
     r->flags = flags;
     r->stack_slot = r->stack_generation = 0;
@@ -54,7 +54,7 @@ class DrainTest : public ::testing::Test {
     auto* r = reinterpret_cast<RegionRecord*>(
         t_->ring.reserve_exclusive(sizeof(RegionRecord), uint16_t(RecordType::kRegionLeave), 0));
     ASSERT_NE(r, nullptr);
-    r->timestamp_ns = ns;
+    r->timestamp = ns;
     r->region = region;
     r->flags = r->stack_slot = r->stack_generation = 0;
     t_->ring.commit_exclusive();

@@ -1,0 +1,75 @@
+// The clock of traced-call records. An MPI wrapper reads it twice per call,
+// millions of times a second, so its cost is a large share of the tracing
+// cost: clock_gettime through the vDSO takes ~29 ns on the reference VM,
+// reading the CPU's time-stamp counter ~11 ns.
+//
+// Where the kernel itself keeps time from a time-stamp counter that runs at
+// a constant rate and agrees across CPUs, the wrappers read the counter
+// (TSC mode) and the drain converts readings to CLOCK_MONOTONIC nanoseconds
+// (TraceClockConverter); everywhere else, and in everything but traced-call
+// records, time is CLOCK_MONOTONIC.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/clock.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace hybridprof {
+
+#if defined(__x86_64__)
+inline uint64_t read_tsc() { return __rdtsc(); }
+#else
+inline uint64_t read_tsc() { return 0; }  // never chosen: tsc_can_time_calls() says no
+#endif
+
+// Set once by the runtime before any call is traced (choose_trace_clock).
+extern bool g_trace_clock_tsc;
+
+// A reading of the traced-call clock (ticks in TSC mode, else ns).
+inline uint64_t trace_clock_now() { return g_trace_clock_tsc ? read_tsc() : monotonic_ns(); }
+
+// Whether the TSC can time traced calls on this machine: the CPU's counter
+// is invariant (constant_tsc and nonstop_tsc) and the kernel keeps time with
+// it, either as its clocksource ("tsc") or through kvm-clock read in the
+// vDSO, which the kernel only does when the hypervisor guarantees a stable,
+// synchronized TSC (PVCLOCK_TSC_STABLE_BIT; without it every clock_gettime
+// is a system call). `override_value` is HYBRIDPROF_TRACE_CLOCK: "tsc",
+// "monotonic" or empty (decide). `why` says what was decided and why.
+bool tsc_can_time_calls(const std::string& override_value, std::string* why);
+
+// Drain side: readings to CLOCK_MONOTONIC ns. In TSC mode the drain anchors
+// the counter to the clock at every pass (a pair read back to back) and
+// converts with the rate measured between anchors at least 10 ms apart, so
+// NTP's slewing of CLOCK_MONOTONIC is followed. Otherwise the identity.
+class TraceClockConverter {
+ public:
+  explicit TraceClockConverter(bool tsc = false) { reset(tsc); }
+  void reset(bool tsc);
+  // Takes an anchor now (the drain, at each pass).
+  void anchor();
+  uint64_t to_ns(uint64_t reading) const {
+    if (!tsc_) return reading;
+    const double ticks = static_cast<double>(static_cast<int64_t>(reading - last_.tsc));
+    return last_.ns + static_cast<uint64_t>(static_cast<int64_t>(ticks * ns_per_tick_));
+  }
+  double ns_per_tick() const { return ns_per_tick_; }
+
+  // The rate is measured over at least this span between anchors.
+  static constexpr uint64_t kMinRateSpanNs = 10000000;
+
+ private:
+  struct Anchor {
+    uint64_t tsc = 0, ns = 0;
+  };
+  static Anchor read_anchor();
+  bool tsc_ = false;
+  Anchor base_, last_;  // the rate is measured from base_ to last_
+  double ns_per_tick_ = 1.0;
+};
+
+}  // namespace hybridprof
