@@ -93,7 +93,7 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   BusyScope busy(&t);
   if (!t.caller_stacks) t.caller_stacks = std::make_unique<CallerStackCache>(rt->config.max_depth);
   uint32_t flags = 0;
-  stack_depth_ = t.caller_stacks->capture(t.unwind_scratch, &flags, &stack_);
+  stack_depth_ = t.caller_stacks->capture(t.unwind_scratch, &flags, &stack_, /*copy_remembered=*/false);
   // A stack the drain has already seen goes by its reference alone.
   if (stack_.generation != 0 && !stack_.stored) stack_depth_ = 0;
   enter_flags_ = flags | (begins_collective ? kEnterBeginsCollective : 0u);

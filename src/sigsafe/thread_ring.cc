@@ -5,27 +5,6 @@ namespace hybridprof {
 ThreadRing::ThreadRing(void* storage, size_t bytes)
     : base_(static_cast<unsigned char*>(storage)), mask_(bytes - 1) {}
 
-bool ThreadRing::place(uint64_t pos, uint64_t size, uint64_t* start) const {
-  const uint64_t cap = mask_ + 1;
-  const uint64_t offset = pos & mask_;
-  *start = (offset + size > cap) ? pos + (cap - offset) : pos;  // skip the tail
-  return *start + size - tail_.load(std::memory_order_acquire) <= cap;
-}
-
-RecordHeader* ThreadRing::write_header(uint64_t pos, uint64_t start, uint64_t size, uint16_t type, uint16_t aux) {
-  if (start != pos) {  // cover the skipped tail with a padding record
-    auto* pad = reinterpret_cast<RecordHeader*>(base_ + (pos & mask_));
-    pad->size = static_cast<uint32_t>(start - pos);
-    pad->type = kPaddingRecord;
-    pad->aux = 0;
-  }
-  auto* h = reinterpret_cast<RecordHeader*>(base_ + (start & mask_));
-  h->size = static_cast<uint32_t>(size);
-  h->type = type;
-  h->aux = aux;
-  return h;
-}
-
 // Signal-safe: atomics only.
 RecordHeader* ThreadRing::reserve(uint32_t bytes, uint16_t type, uint16_t aux) {
   const uint64_t size = (uint64_t{bytes} + 7) & ~uint64_t{7};
@@ -46,21 +25,6 @@ RecordHeader* ThreadRing::reserve(uint32_t bytes, uint16_t type, uint16_t aux) {
     if (reserved_.compare_exchange_weak(pos, start + size, std::memory_order_relaxed)) break;
   }
   return write_header(pos, start, size, type, aux);
-}
-
-// No handler writes in between (see the header): plain loads and stores.
-RecordHeader* ThreadRing::reserve_exclusive(uint32_t bytes, uint16_t type, uint16_t aux) {
-  const uint64_t size = (uint64_t{bytes} + 7) & ~uint64_t{7};
-  if (size > (mask_ + 1) / 2) return nullptr;
-  const uint64_t pos = reserved_.load(std::memory_order_relaxed);
-  uint64_t start;
-  if (!place(pos, size, &start)) return nullptr;
-  reserved_.store(start + size, std::memory_order_relaxed);
-  return write_header(pos, start, size, type, aux);
-}
-
-void ThreadRing::commit_exclusive() {
-  head_.store(reserved_.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
 // Signal-safe. The outermost writer publishes everything reserved so far,

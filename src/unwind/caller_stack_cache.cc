@@ -18,16 +18,17 @@ bool CallerStackCache::still_there(const Entry& e, uint64_t own_slot, uint64_t o
   return true;
 }
 
-uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref) {
+uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, bool copy_remembered) {
   // This function keeps a frame pointer (it asks for its frame address):
   // its return address sits just above the saved frame pointer.
   const uint64_t own_slot = reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 8;
   const uint64_t own_return = reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  for (uint32_t i = 0; i < kEntries; ++i) {
+  for (uint32_t k = 0, i = last_hit_; k < kEntries; ++k, i = (i + 1) % kEntries) {
     const Entry& e = entries_[i];
     if (still_there(e, own_slot, own_return)) {
       ++hits_;
-      std::memcpy(ips, e.ips.data(), 8u * e.depth);
+      last_hit_ = i;
+      if (copy_remembered) std::memcpy(ips, e.ips.data(), 8u * e.depth);
       *flags |= e.flags;
       if (ref) *ref = Ref{i, e.generation, false};
       return e.depth;

@@ -41,8 +41,11 @@ class CallerStackCache {
   // Like unwind_from_caller: the calling thread's return addresses from
   // this function's caller outwards into ips[0..max_depth) (room for
   // max_depth + 1), flags as there. Reuses a remembered stack when every
-  // one of its return-address slots still holds the same address.
-  __attribute__((noinline)) uint32_t capture(uint64_t* ips, uint32_t* flags, Ref* ref = nullptr);
+  // one of its return-address slots still holds the same address; then,
+  // with `copy_remembered` false, leaves ips alone (a caller that goes by
+  // `ref` does not need the addresses again). Returns the depth.
+  __attribute__((noinline)) uint32_t capture(uint64_t* ips, uint32_t* flags, Ref* ref = nullptr,
+                                             bool copy_remembered = true);
 
   uint64_t hits() const { return hits_; }
   uint64_t misses() const { return misses_; }
@@ -60,6 +63,7 @@ class CallerStackCache {
   std::vector<Entry> entries_;
   std::vector<uint64_t> scratch_ips_, scratch_slots_;
   uint32_t next_victim_ = 0;
+  uint32_t last_hit_ = 0;  // looked at first: a loop calls from the same few places
   uint32_t generations_ = 0;  // entries stored so far
   uint64_t hits_ = 0, misses_ = 0;
 };

@@ -34,6 +34,15 @@ __attribute__((noinline)) void capture_here(CallerStackCache* cache, Seen* seen)
   g_sink = g_sink + 1;  // no tail call
 }
 
+// A caller that goes by the reference: remembered addresses are not copied.
+__attribute__((noinline)) void capture_by_reference(CallerStackCache* cache, Seen* seen) {
+  std::vector<uint64_t> ips(kMaxDepth + 1, 0xdead);
+  const uint32_t n = cache->capture(ips.data(), &seen->flags, &seen->ref, /*copy_remembered=*/false);
+  ips.resize(n);
+  seen->ips = ips;
+  g_sink = g_sink + 1;
+}
+
 __attribute__((noinline)) void small_frame(CallerStackCache* cache, Seen* seen) {
   capture_here(cache, seen);
   seen->into_grandcaller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
@@ -107,6 +116,20 @@ TEST_F(CallerStacks, ADifferentCallerAtTheSameCallSiteIsUnwoundAgain) {
     EXPECT_EQ(seen[size_t(i) + 2].ref.slot, seen[size_t(i)].ref.slot);
     EXPECT_EQ(seen[size_t(i) + 2].ref.generation, seen[size_t(i)].ref.generation);
   }
+}
+
+TEST_F(CallerStacks, ACallerGoingByReferenceGetsNoCopyOfARememberedStack) {
+  std::vector<Seen> seen(3);
+  for (Seen& s : seen) capture_by_reference(&cache, &s);  // one call site
+  EXPECT_TRUE(seen[0].ref.stored);
+  EXPECT_NE(seen[0].ips[0], 0xdeadu) << "a stack seen the first time is unwound into ips";
+  for (int i : {1, 2}) {
+    EXPECT_FALSE(seen[size_t(i)].ref.stored);
+    EXPECT_EQ(seen[size_t(i)].ref.generation, seen[0].ref.generation);
+    EXPECT_EQ(seen[size_t(i)].ips.size(), seen[0].ips.size()) << "the depth is still returned";
+    for (uint64_t ip : seen[size_t(i)].ips) EXPECT_EQ(ip, 0xdeadu);
+  }
+  EXPECT_EQ(cache.hits(), 2u);
 }
 
 TEST_F(CallerStacks, RecursionDepthIsNeverConfused) {
