@@ -33,11 +33,12 @@ class MpiRecordWriter {
  public:
   explicit MpiRecordWriter(ThreadState& t) : t_(t) {}
 
-  // One call's records as MpiCall writes them: the first enter carries the
-  // stack, later ones refer to it; a send travels in the enter (stamped
+  // One call's records as MpiCall writes them: the first enter from each
+  // place (one per region here) carries the stack, later ones refer to it; a send travels in the enter (stamped
   // with the call's start), a receive in the leave (stamped with its end).
   bool call(uint32_t region, raw::MpiEventKind kind) {
-    const uint32_t depth = first_ ? 12 : 0;
+    const uint32_t slot = region % CallerStackCache::kEntries;
+    const uint32_t depth = seen_[slot] ? 0 : 12;
     const uint64_t enter_ns = now_ += 40, leave_ns = now_ += 500;
     const bool at_enter = kind == raw::MpiEventKind::kSend;
     const MpiEventFields message{0, 1, 7, 0, at_enter ? 8u : 0u, at_enter ? 0u : 8u, 0};
@@ -49,12 +50,12 @@ class MpiRecordWriter {
     e->timestamp = enter_ns;
     e->region = region;
     e->flags = at_enter ? carried : 0;
-    e->stack_slot = 0;
+    e->stack_slot = slot;
     e->stack_generation = 1;
     caller_frames(e->ips(), depth);
     if (at_enter) *const_cast<MpiEventFields*>(carried_event(*e)) = message;
     t_.ring.commit_exclusive();
-    first_ = false;
+    seen_[slot] = true;
     auto* l = reinterpret_cast<RegionRecord*>(t_.ring.reserve_exclusive(
         uint32_t(sizeof(RegionRecord) + (at_enter ? 0 : sizeof message)), uint16_t(RecordType::kRegionLeave), 0));
     if (l == nullptr) return false;
@@ -69,7 +70,7 @@ class MpiRecordWriter {
 
  private:
   ThreadState& t_;
-  bool first_ = true;
+  bool seen_[CallerStackCache::kEntries] = {};
   uint64_t now_ = monotonic_ns();
 };
 

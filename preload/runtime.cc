@@ -261,7 +261,12 @@ ThreadContext* this_thread() { return tls_thread; }
 void thread_begin() {
   Runtime* rt = runtime();
   if (!rt || !g_enabled || tls_thread) return;
-  ThreadState* state = rt->drain.add_thread(static_cast<pid_t>(gettid()), monotonic_ns());
+  const pid_t tid = static_cast<pid_t>(gettid());
+  // An MPI rank's main thread (unless the user sized the rings) gets room
+  // for its calls' records.
+  const bool mpi_main = tid == getpid() && mpi_rank_from_env() >= 0 && !rt->config.ring_kib_given;
+  ThreadState* state =
+      rt->drain.add_thread(tid, monotonic_ns(), mpi_main ? size_t{kMpiMainThreadRingKiB} * 1024 : 0);
   if (!state) return;
   auto* ctx = new ThreadContext();
   ctx->state = state;

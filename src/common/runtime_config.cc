@@ -82,6 +82,7 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
   if (!number_from_env(env::kMaxDepth, 1, kMaxDepthLimit, &n, error)) return false;
   c->max_depth = static_cast<uint32_t>(n);
   n = c->ring_kib;
+  c->ring_kib_given = get(env::kRingKiB) != nullptr;
   if (!number_from_env(env::kRingKiB, 16, 1 << 20, &n, error)) return false;
   // The ring needs a power of two.
   uint32_t kib = 16;

@@ -23,6 +23,10 @@ inline constexpr const char* kTraceClock = "HYBRIDPROF_TRACE_CLOCK";  // tsc | m
 }  // namespace env
 
 inline constexpr uint32_t kMaxDepthLimit = 512;
+// An MPI rank's main thread makes the MPI calls: a loop of small messages
+// writes hundreds of MB of records a second, more than the default ring
+// holds between two drain passes.
+inline constexpr uint32_t kMpiMainThreadRingKiB = 4096;
 inline constexpr uint64_t kMaxFrequencyHz = 100000;
 
 struct RuntimeConfig {
@@ -33,6 +37,7 @@ struct RuntimeConfig {
   uint32_t max_depth = 128;
   int signal = 0;                // 0: SIGRTMIN+4
   uint32_t ring_kib = 256;
+  bool ring_kib_given = false;   // HYBRIDPROF_RING_KB was set (then every thread gets ring_kib)
   uint32_t flush_ms = 50;
   bool force_timer = false;
   bool quiet = false;

@@ -102,15 +102,16 @@ void Drain::wake() {
   [[maybe_unused]] ssize_t w = write(wake_fd_, &one, sizeof one);
 }
 
-ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns) {
+ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns, size_t ring_bytes) {
+  if (ring_bytes == 0) ring_bytes = options_.ring_bytes;
   // Populated now, at the thread's start: otherwise the first pass over the
   // ring takes a page fault every 4 KiB inside the writers (the sample
   // handler, traced-call wrappers), costly on a VM, and the ring's memory
   // is all in use after one pass anyway.
-  void* storage = mmap(nullptr, ThreadState::storage_bytes(options_.ring_bytes), PROT_READ | PROT_WRITE,
+  void* storage = mmap(nullptr, ThreadState::storage_bytes(ring_bytes), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (storage == MAP_FAILED) return nullptr;
-  auto* t = new ThreadState(storage, options_.ring_bytes);
+  auto* t = new ThreadState(storage, ring_bytes);
   t->tid = tid;
   t->begin_ns = now_ns;
   std::lock_guard lock(mutex_);
@@ -303,21 +304,56 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
   }
 }
 
+namespace {
+bool same_fields(const MpiEventFields& a, const MpiEventFields& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+// Does `r` say what the site's last record said (times aside)?
+bool same_record(const RegionRecord& r, uint32_t flags, const MpiEventFields& event) {
+  return r.flags == flags && (!(r.flags & kRegionCarriesEvent) || same_fields(*carried_event(r), event));
+}
+}  // namespace
+
 void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   write_unwritten_call_locked(t);  // a call inside a call
   const uint64_t ns = clock_.to_ns(r.timestamp);
+  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  const bool has_site = r.stack_generation != 0 && r.stack_slot < ThreadState::kNoSite;
+  if (has_site && r.header.aux == 0) {
+    // The loop case: the same call from the same place as last time.
+    const ThreadState::CallSite& site = t.call_sites[r.stack_slot];
+    if (site.generation == r.stack_generation && site.region == r.region &&
+        same_record(r, site.enter_flags, site.enter_event)) {
+      call.shape = site.enter_shape;
+      call.enter_ns = ns;
+      call.event_ns.fill(ns);
+      call.site = r.stack_slot;
+      call.enter_repeats = true;
+      t.call_unwritten = true;
+      return;
+    }
+  }
   const uint32_t node = enter_context_locked(t, r, ns);
   for (const auto& n : new_nodes_) writer_.append(n);
-  ThreadState::UnwrittenCall& call = t.unwritten_call;
   call.shape = raw::CallShape{};
   call.shape.region = r.region;
   call.shape.node = node;
   call.enter_ns = ns;
+  call.site = ThreadState::kNoSite;
+  call.enter_repeats = false;
   t.call_unwritten = true;
   if (r.flags & kEnterBeginsCollective)
     convert_mpi_event_locked(t, uint32_t(raw::MpiEventKind::kCollectiveBegin), ns, MpiEventFields{});
   if (r.flags & kRegionCarriesEvent)
     convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
+  if (has_site && t.call_unwritten) {
+    ThreadState::CallSite& site = t.call_sites[r.stack_slot];
+    site = ThreadState::CallSite{};
+    site.generation = r.stack_generation;
+    site.region = r.region;
+    site.enter_flags = r.flags;
+    if (r.flags & kRegionCarriesEvent) site.enter_event = *carried_event(r);
+    site.enter_shape = call.shape;
+    call.site = r.stack_slot;
+  }
 }
 
 void Drain::convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns,
@@ -337,9 +373,19 @@ void Drain::convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t tim
 
 void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
   const uint64_t ns = clock_.to_ns(r.timestamp);
+  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  if (t.call_unwritten && call.enter_repeats && ns >= call.enter_ns) {
+    // Enter and leave as last time from here: the call's shape is the one
+    // the writer kept then (if it still does).
+    const ThreadState::CallSite& site = t.call_sites[call.site];
+    if (site.region == r.region && same_record(r, site.leave_flags, site.leave_event) &&
+        writer_.append_repeat(t.index, site.written, call.enter_ns, ns)) {
+      t.call_unwritten = false;
+      return;
+    }
+  }
   if (r.flags & kRegionCarriesEvent)
     convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
-  ThreadState::UnwrittenCall& call = t.unwritten_call;
   if (t.call_unwritten && call.shape.region == r.region && ns >= call.enter_ns) {
     // A Call stamps each event with the enter's or the leave's time.
     bool stamped_at_ends = true;
@@ -349,7 +395,13 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
     }
     if (stamped_at_ends) {
       t.call_unwritten = false;
-      writer_.append_call(t.index, call.enter_ns, ns, call.shape);
+      const raw::RecentCalls::Handle kept = writer_.append_call(t.index, call.enter_ns, ns, call.shape);
+      if (call.site != ThreadState::kNoSite) {
+        ThreadState::CallSite& site = t.call_sites[call.site];
+        site.leave_flags = r.flags;
+        site.leave_event = (r.flags & kRegionCarriesEvent) ? *carried_event(r) : MpiEventFields{};
+        site.written = kept;
+      }
       return;
     }
   }

@@ -61,8 +61,9 @@ class Drain {
   bool start(const Options& options, const raw::ProcessBegin& begin, std::string* error);
   bool running() const { return thread_started_; }
 
-  // On the new thread, outside signal handlers: its ring and counters.
-  ThreadState* add_thread(pid_t tid, uint64_t now_ns);
+  // On the new thread, outside signal handlers: its ring (of ring_bytes,
+  // a power of two; 0: Options::ring_bytes) and counters.
+  ThreadState* add_thread(pid_t tid, uint64_t now_ns, size_t ring_bytes = 0);
   // The thread will write no more; the drain ends it after its last records.
   void finish_thread(ThreadState* t, uint64_t now_ns);
 

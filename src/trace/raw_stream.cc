@@ -447,13 +447,13 @@ void StreamWriter::append(const MpiEvent& r) { put(r); }
 void StreamWriter::append(const CctNode& r) { put(r); }
 void StreamWriter::append(const Call& r) { append_call(r.thread, r.enter_ns, r.leave_ns, CallShape::of(r)); }
 
-void StreamWriter::append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns, const CallShape& shape) {
-  if (const uint32_t slot = recent_calls_.find(thread, shape); slot != RecentCalls::kNone) {
-    put_varint(static_cast<uint32_t>(Tag::kCallRepeat));
-    put_varint(thread); put_varint(slot);
-    put_varint(delta(thread, enter_ns)); put_varint(leave_ns - enter_ns);
+RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns,
+                                              const CallShape& shape) {
+  uint32_t slot = recent_calls_.find(thread, shape);
+  if (slot != RecentCalls::kNone) {
+    put_repeat(thread, slot, enter_ns, leave_ns);
   } else {
-    recent_calls_.remember(thread, shape);
+    slot = recent_calls_.remember(thread, shape);
     // Events carry one bit for their time instead of a timestamp: the
     // enter's (0) or the leave's (1).
     put_varint(static_cast<uint32_t>(Tag::kCall));
@@ -465,9 +465,25 @@ void StreamWriter::append_call(uint32_t thread, uint64_t enter_ns, uint64_t leav
       put_varint(uint64_t{e.kind} << 1 | e.at_leave);
       put_mpi_fields(e);
     }
+    last_ts_[thread] = leave_ns;  // the thread's next delta counts from the leave
   }
-  last_ts_[thread] = leave_ns;  // the thread's next delta counts from the leave
+  const RecentCalls::Handle kept = recent_calls_.handle(thread, slot);
   if (used_ >= kChunkFlushBytes) flush();
+  return kept;
+}
+
+bool StreamWriter::append_repeat(uint32_t thread, RecentCalls::Handle kept, uint64_t enter_ns, uint64_t leave_ns) {
+  if (!recent_calls_.keeps(thread, kept)) return false;
+  put_repeat(thread, kept.slot, enter_ns, leave_ns);
+  if (used_ >= kChunkFlushBytes) flush();
+  return true;
+}
+
+void StreamWriter::put_repeat(uint32_t thread, uint32_t slot, uint64_t enter_ns, uint64_t leave_ns) {
+  put_varint(static_cast<uint32_t>(Tag::kCallRepeat));
+  put_varint(thread); put_varint(slot);
+  put_varint(delta(thread, enter_ns)); put_varint(leave_ns - enter_ns);
+  last_ts_[thread] = leave_ns;
 }
 
 bool StreamWriter::flush() {

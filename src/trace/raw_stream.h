@@ -28,8 +28,13 @@ class StreamWriter {
   void append(const MpiEvent& record);
   void append(const CctNode& record);
   void append(const Call& record);
-  // A Call given as its shape and times (what the drain keeps).
-  void append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns, const CallShape& shape);
+  // A Call given as its shape and times (what the drain keeps). Returns
+  // where the writer keeps that shape, for append_repeat.
+  RecentCalls::Handle append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns, const CallShape& shape);
+  // A Call shaped exactly like the one append_call returned `kept` for,
+  // without comparing shapes again. False, with nothing written, when the
+  // writer no longer keeps that shape (then use append_call).
+  bool append_repeat(uint32_t thread, RecentCalls::Handle kept, uint64_t enter_ns, uint64_t leave_ns);
   // Writes the pending chunk, if any, with one write(). Returns false on I/O error.
   bool flush();
   void close();
@@ -69,6 +74,7 @@ class StreamWriter {
   }
   void put_string(const std::string& s);
   uint64_t delta(uint32_t thread, uint64_t ts);
+  void put_repeat(uint32_t thread, uint32_t slot, uint64_t enter_ns, uint64_t leave_ns);
 
   int fd_ = -1;
   std::vector<unsigned char> chunk_;  // grows, never shrinks; used_ bytes pending

@@ -73,6 +73,12 @@ class RecentCalls {
  public:
   static constexpr uint32_t kSlots = 4;
   static constexpr uint32_t kNone = kSlots;
+  // Where a shape is kept, for as long as that slot keeps it (until it is
+  // replaced, or forgotten at a chunk start).
+  struct Handle {
+    uint32_t slot = kNone;
+    uint64_t version = 0;
+  };
 
   void forget_all() { threads_.clear(); }
 
@@ -88,13 +94,21 @@ class RecentCalls {
     }
     return kNone;
   }
-  // Remembers `shape` in `thread`'s next slot (oldest first once all are used).
-  void remember(uint32_t thread, const CallShape& shape) {
+  // Remembers `shape` in `thread`'s next slot (oldest first once all are
+  // used); returns the slot.
+  uint32_t remember(uint32_t thread, const CallShape& shape) {
     if (thread >= threads_.size()) threads_.resize(size_t(thread) + 1);
     PerThread& t = threads_[thread];
-    t.slots[t.next] = shape;
+    const uint32_t slot = t.next;
+    t.slots[slot] = shape;
+    t.versions[slot] = ++stored_;
     t.next = (t.next + 1) % kSlots;
     if (t.used < kSlots) ++t.used;
+    return slot;
+  }
+  Handle handle(uint32_t thread, uint32_t slot) const { return {slot, threads_[thread].versions[slot]}; }
+  bool keeps(uint32_t thread, Handle h) const {
+    return thread < threads_.size() && h.slot < threads_[thread].used && threads_[thread].versions[h.slot] == h.version;
   }
   // The shape in `slot`, or nullptr when that slot holds none.
   const CallShape* at(uint32_t thread, uint64_t slot) const {
@@ -105,9 +119,11 @@ class RecentCalls {
  private:
   struct PerThread {
     std::array<CallShape, kSlots> slots;
+    std::array<uint64_t, kSlots> versions{};
     uint32_t used = 0, next = 0, last_found = 0;
   };
   std::vector<PerThread> threads_;
+  uint64_t stored_ = 0;  // shapes remembered so far: versions are never reused
 };
 
 }  // namespace hybridprof::raw

@@ -14,6 +14,7 @@
 
 #include "sigsafe/thread_ring.h"
 #include "trace/raw_format.h"
+#include "trace/records.h"
 #include "trace/recent_calls.h"
 #include "unwind/caller_stack_cache.h"
 #include "unwind/python/python_stack.h"
@@ -95,9 +96,26 @@ struct ThreadState {
     raw::CallShape shape;
     uint64_t enter_ns = 0;
     std::array<uint64_t, raw::Call::kMaxEvents> event_ns{};
+    uint32_t site = kNoSite;     // its caller stack's entry in call_sites
+    bool enter_repeats = false;  // its enter is the site's last enter again
   };
   UnwrittenCall unwritten_call;
   bool call_unwritten = false;
+  // Drain only: per remembered caller stack (CallerStackCache entry), the
+  // last call made from it: its enter and leave records as the ring had
+  // them (times aside), its shape so far after the enter, and where the
+  // stream writer keeps the whole call's shape. A loop's next call from
+  // there, with the same enter and leave, is written as a repeat without
+  // being converted again.
+  struct CallSite {
+    uint32_t generation = 0;  // the stack's; 0: none
+    uint32_t region = 0, enter_flags = 0, leave_flags = 0;
+    MpiEventFields enter_event{}, leave_event{};  // when the record carried one
+    raw::CallShape enter_shape;
+    raw::RecentCalls::Handle written;  // of enter and leave together
+  };
+  static constexpr uint32_t kNoSite = CallerStackCache::kEntries;
+  std::array<CallSite, CallerStackCache::kEntries> call_sites;
   // Drain only: the context node of each stack the thread's CallerStackCache
   // remembers (RegionRecord's stack_slot / stack_generation).
   struct RememberedStack {

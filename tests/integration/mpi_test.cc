@@ -467,6 +467,17 @@ TEST_F(Mpi, AFullRingLosesEventsButNotTheJob) {
   }
 }
 
+// A rank's main thread gets a ring sized for MPI calls: a loop of small
+// messages at full speed loses nothing with the default settings.
+TEST_F(Mpi, AMessageLoopLosesNoEventWithTheDefaultRings) {
+  const RunResult r = mpirun(2, {fixture("mpi_pingpong"), "8", "20000"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const RunResult report = run({report_tool(), dir});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  EXPECT_EQ(report.out.find("traced events lost"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("MPI_Send"), std::string::npos) << report.out;
+}
+
 TEST_F(Mpi, ProgramsWithoutMpiDoNotLoadTheMpiLibrary) {
   const RunResult r = profile({"-o", scratch / "plain"}, {"/bin/cat", "/proc/self/maps"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,35 @@ class DrainTest : public ::testing::Test {
     r->stack_slot = r->stack_generation = 0;
     t_->ring.commit_exclusive();
   }
+  // An enter from remembered caller stack `generation` (entry `slot`),
+  // carrying a send to `peer` when peer >= 0, as MpiCall writes it.
+  void enter_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
+    const bool carries = peer >= 0;
+    auto* r = reinterpret_cast<RegionRecord*>(t_->ring.reserve_exclusive(
+        uint32_t(sizeof(RegionRecord) + (carries ? sizeof(MpiEventFields) : 0)), uint16_t(RecordType::kRegionEnter), 0));
+    ASSERT_NE(r, nullptr);
+    r->timestamp = ns;
+    r->region = region;
+    r->flags = carries ? kRegionCarriesEvent | uint32_t(MpiEventKind::kSend) << kCarriedEventKindShift : 0;
+    r->stack_slot = slot;
+    r->stack_generation = generation;
+    if (carries) *const_cast<MpiEventFields*>(carried_event(*r)) = MpiEventFields{0, uint32_t(peer), 7, 0, 8, 0, 0};
+    t_->ring.commit_exclusive();
+  }
+  // A leave carrying a receive from `peer` when peer >= 0.
+  void leave_with(uint64_t ns, uint32_t region, int peer) {
+    const bool carries = peer >= 0;
+    auto* r = reinterpret_cast<RegionRecord*>(t_->ring.reserve_exclusive(
+        uint32_t(sizeof(RegionRecord) + (carries ? sizeof(MpiEventFields) : 0)), uint16_t(RecordType::kRegionLeave), 0));
+    ASSERT_NE(r, nullptr);
+    r->timestamp = ns;
+    r->region = region;
+    r->flags = carries ? kRegionCarriesEvent | uint32_t(MpiEventKind::kRecv) << kCarriedEventKindShift : 0;
+    r->stack_slot = r->stack_generation = 0;
+    if (carries) *const_cast<MpiEventFields*>(carried_event(*r)) = MpiEventFields{0, uint32_t(peer), 7, 0, 0, 8, 0};
+    t_->ring.commit_exclusive();
+  }
+
   void leave(uint64_t ns, uint32_t region) {
     auto* r = reinterpret_cast<RegionRecord*>(
         t_->ring.reserve_exclusive(sizeof(RegionRecord), uint16_t(RecordType::kRegionLeave), 0));
@@ -87,7 +117,7 @@ class DrainTest : public ::testing::Test {
         [&](const raw::Record& r) {
           if (const auto* e = std::get_if<raw::Enter>(&r)) seen.emplace_back('E', e->timestamp_ns), nodes_.push_back(e->node);
           if (const auto* l = std::get_if<raw::Leave>(&r)) seen.emplace_back('L', l->timestamp_ns), nodes_.push_back(l->node);
-          if (const auto* m = std::get_if<raw::MpiEvent>(&r)) seen.emplace_back('M', m->timestamp_ns);
+          if (const auto* m = std::get_if<raw::MpiEvent>(&r)) seen.emplace_back('M', m->timestamp_ns), peers_.push_back(m->peer);
           if (const auto* s = std::get_if<raw::Sample>(&r)) seen.emplace_back('S', s->timestamp_ns);
         },
         nullptr, &error))
@@ -101,6 +131,7 @@ class DrainTest : public ::testing::Test {
   Drain drain_{modules_};
   ThreadState* t_ = nullptr;
   std::vector<uint32_t> nodes_;  // of every Enter and Leave read, in order
+  std::vector<uint32_t> peers_;  // of every MPI event read, in order
 };
 
 TEST_F(DrainTest, WholeCallsReadBackAsTheirEnterEventsAndLeave) {
@@ -142,6 +173,52 @@ TEST_F(DrainTest, CallsInsideCallsAndManyEventsKeepTheirOrder) {
   EXPECT_EQ(nodes_[0], nodes_[3]);
   EXPECT_EQ(nodes_[1], nodes_[2]);
   EXPECT_EQ(nodes_[4], nodes_[5]);
+}
+
+// A loop's calls from one place are written as repeats of the first: what
+// reads back must be exactly what each call said, also when a call in the
+// middle differs (another peer), has a sample inside, or when a pass (and
+// a chunk) ends between two calls.
+TEST_F(DrainTest, RepeatedCallsFromOnePlaceReadBackExactly) {
+  Seen expected;
+  std::vector<uint32_t> expected_peers;
+  uint64_t now = 1000;
+  auto send = [&](uint32_t generation, int peer) {
+    enter_from(now, 1, 0, generation, peer);
+    leave(now + 50, 1);
+    expected.insert(expected.end(), {{'E', now}, {'M', now}, {'L', now + 50}});
+    expected_peers.push_back(uint32_t(peer));
+    now += 100;
+  };
+  auto recv = [&](int peer, bool sample_inside = false) {
+    enter_from(now, 2, 1, 1);
+    expected.push_back({'E', now});
+    if (sample_inside) {
+      sample(now + 10);
+      expected.push_back({'S', now + 10});
+    }
+    leave_with(now + 60, 2, peer);
+    expected.insert(expected.end(), {{'M', now + 60}, {'L', now + 60}});
+    expected_peers.push_back(uint32_t(peer));
+    now += 100;
+  };
+  for (int i = 0; i < 5; ++i) send(1, 1), recv(1);
+  send(1, 2);                 // another peer: the enter differs
+  recv(3);                    // another source: the leave differs
+  send(1, 1), recv(1);        // and back
+  recv(1, true);              // a sample inside
+  recv(1);
+  drain_.flush_now();         // the pass ends, the chunk is written
+  for (int i = 0; i < 3; ++i) send(1, 1), recv(1);
+  send(2, 1);                 // the cache's entry now holds another stack
+  send(2, 1);
+  EXPECT_EQ(stream(), expected);
+  EXPECT_EQ(peers_, expected_peers);
+  // Each leave names its enter's context; sends and receives have their own.
+  ASSERT_EQ(nodes_.size() % 2, 0u);
+  for (size_t i = 0; i < nodes_.size(); i += 2) EXPECT_EQ(nodes_[i], nodes_[i + 1]) << "call " << i / 2;
+  EXPECT_NE(nodes_[0], nodes_[2]);
+  EXPECT_EQ(nodes_[0], nodes_[4]);
 }
 
 // A process killed while a call blocks must still show the call's start.
