@@ -11,13 +11,13 @@
 # Target: at most 100 ns per MPI call at the median, sampling at 1 kHz.
 #
 # Every event must be recorded for the figure to mean anything: at 8 bytes
-# the loop makes millions of MPI calls a second, hundreds of MB/s of
-# records per rank, which the drain thread must store while both cores are
-# busy-polling ranks. The per-thread ring is 4 MiB here (HYBRIDPROF_RING_KB;
-# the default 256 KiB suits sampling, not such a loop), and the script says
-# how many events were lost (it must be 0). A ring sized for the whole run
-# would hide the drain's cost but add its own: every record would land in
-# memory never touched before (~20 ns per 32 bytes on this VM).
+# the loop makes millions of MPI calls a second, which the drain thread must
+# store while both cores are busy-polling ranks. The profiler runs with its
+# defaults (a rank's main thread has a 4 MiB ring; HYBRIDPROF_RING_KB, when
+# set, is passed on for every thread), and the script says how many events
+# were lost (it must be 0). A ring sized for the whole run would hide the
+# drain's cost but add its own: every record would land in memory never
+# touched before (~20 ns per 32 bytes on this VM).
 #
 #   benchmarks/mpi_overhead.sh [BUILD_DIR] [RUNS] [ITERS]
 set -euo pipefail
@@ -30,7 +30,8 @@ pingpong=$build/tests/fixtures/mpi_pingpong
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # harmless when not root
-ring_kib=${HYBRIDPROF_RING_KB:-4096}
+ring_args=()
+[ -n "${HYBRIDPROF_RING_KB:-}" ] && ring_args=(-x HYBRIDPROF_RING_KB="$HYBRIDPROF_RING_KB")
 
 # run NAME CMD...: appends the program's two figures (microseconds) to $work/NAME.{pingpong,barrier}
 run() {
@@ -45,7 +46,7 @@ minimum() { sort -g "$1" | head -1; }
 
 for i in $(seq "$runs"); do
   run plain mpirun -np 2 "$pingpong" 8 "$iters"
-  run profiled mpirun -np 2 -x HYBRIDPROF_RING_KB="$ring_kib" "$bin/hybridprof" -F 1000 -o "$work/job.$i" -- \
+  run profiled mpirun -np 2 "${ring_args[@]}" "$bin/hybridprof" -F 1000 -o "$work/job.$i" -- \
     "$pingpong" 8 "$iters"
   lost=$("$bin/hybridprof-report" "$work/job.$i" 2>/dev/null |
          awk '/traced events lost/ {n += $3} END {print n + 0}')
