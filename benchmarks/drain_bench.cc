@@ -53,7 +53,7 @@ class MpiRecordWriter {
     e->stack_slot = slot;
     e->stack_generation = 1;
     caller_frames(e->ips(), depth);
-    if (at_enter) *const_cast<MpiEventFields*>(carried_event(*e)) = message;
+    if (at_enter) *carried_event(*e) = message;
     t_.ring.commit_exclusive();
     seen_[slot] = true;
     auto* l = reinterpret_cast<RegionRecord*>(t_.ring.reserve_exclusive(
@@ -63,7 +63,7 @@ class MpiRecordWriter {
     l->region = region;
     l->flags = at_enter ? 0 : carried;
     l->stack_slot = l->stack_generation = 0;
-    if (!at_enter) *const_cast<MpiEventFields*>(carried_event(*l)) = message;
+    if (!at_enter) *carried_event(*l) = message;
     t_.ring.commit_exclusive();
     return true;
   }

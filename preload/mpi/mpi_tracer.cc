@@ -103,6 +103,11 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   if (stack_depth_ != 0) write_enter(nullptr);
 }
 
+void MpiCall::carry(RegionRecord& r, const HeldEvent& e) {
+  r.flags |= kRegionCarriesEvent | static_cast<uint32_t>(e.kind) << kCarriedEventKindShift;
+  *carried_event(r) = e.fields;
+}
+
 void MpiCall::begin() {
   if (thread_ == nullptr || begun_) return;
   // A held event is stamped with the enter's time (see emit).
@@ -130,10 +135,7 @@ void MpiCall::write_enter(const HeldEvent* carried) {
   r->stack_slot = stack_.slot;
   r->stack_generation = stack_.generation;
   std::memcpy(r->ips(), t.unwind_scratch, 8u * stack_depth_);
-  if (carried) {
-    r->flags |= kRegionCarriesEvent | static_cast<uint32_t>(carried->kind) << kCarriedEventKindShift;
-    *const_cast<MpiEventFields*>(carried_event(*r)) = carried->fields;
-  }
+  if (carried) carry(*r, *carried);
   t.ring.commit_exclusive();
   entered_ = true;
 }
@@ -170,10 +172,7 @@ MpiCall::~MpiCall() {
   r->flags = 0;
   r->stack_slot = 0;
   r->stack_generation = 0;
-  if (carries) {
-    r->flags = kRegionCarriesEvent | static_cast<uint32_t>(held_event_.kind) << kCarriedEventKindShift;
-    *const_cast<MpiEventFields*>(carried_event(*r)) = held_event_.fields;
-  }
+  if (carries) carry(*r, held_event_);
   thread_->ring.commit_exclusive();
 }
 

@@ -60,6 +60,7 @@ class MpiCall {
     MpiEventFields fields;
   };
   void write_enter(const HeldEvent* carried);
+  static void carry(RegionRecord& r, const HeldEvent& e);  // e travels inside r
   void write_event(const HeldEvent& e);
   void write_held_event();
 

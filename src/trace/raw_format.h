@@ -9,11 +9,13 @@
 // the process died.
 //
 // File:  "HYBPRAW" + version byte, then chunks.
-// Chunk: u32 magic 'HPRC', u32 payload bytes, u32 FNV-1a of payload, u32 0,
+// Chunk: u32 magic 'HPRC', u32 payload bytes, u32 checksum of the payload
+//        (a 64-bit multiply-xor mix folded to 32 bits), u32 0,
 //        payload = records. A record is a varint tag then its fields:
 //        integers as LEB128 varints, signed deltas zigzag-encoded, strings as
 //        varint length + bytes. Sample and region timestamps are deltas
-//        against the previous timestamp of the same thread.
+//        against the previous timestamp of the same thread. Deltas, and the
+//        call shapes a CallRepeat refers to, start over in every chunk.
 #pragma once
 
 #include <array>

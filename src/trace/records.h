@@ -120,6 +120,7 @@ static_assert(sizeof(MpiEventFields) == 40);
 inline const MpiEventFields* carried_event(const RegionRecord& r) {
   return reinterpret_cast<const MpiEventFields*>(r.ips() + r.header.aux);
 }
+inline MpiEventFields* carried_event(RegionRecord& r) { return reinterpret_cast<MpiEventFields*>(r.ips() + r.header.aux); }
 
 // An MPI event; header.aux = raw::MpiEventKind.
 struct MpiEventRecord {

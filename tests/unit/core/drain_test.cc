@@ -63,7 +63,7 @@ class DrainTest : public ::testing::Test {
     r->flags = carries ? kRegionCarriesEvent | uint32_t(MpiEventKind::kSend) << kCarriedEventKindShift : 0;
     r->stack_slot = slot;
     r->stack_generation = generation;
-    if (carries) *const_cast<MpiEventFields*>(carried_event(*r)) = MpiEventFields{0, uint32_t(peer), 7, 0, 8, 0, 0};
+    if (carries) *carried_event(*r) = MpiEventFields{0, uint32_t(peer), 7, 0, 8, 0, 0};
     t_->ring.commit_exclusive();
   }
   // A leave carrying a receive from `peer` when peer >= 0.
@@ -76,7 +76,7 @@ class DrainTest : public ::testing::Test {
     r->region = region;
     r->flags = carries ? kRegionCarriesEvent | uint32_t(MpiEventKind::kRecv) << kCarriedEventKindShift : 0;
     r->stack_slot = r->stack_generation = 0;
-    if (carries) *const_cast<MpiEventFields*>(carried_event(*r)) = MpiEventFields{0, uint32_t(peer), 7, 0, 0, 8, 0};
+    if (carries) *carried_event(*r) = MpiEventFields{0, uint32_t(peer), 7, 0, 0, 8, 0};
     t_->ring.commit_exclusive();
   }
 
