@@ -166,7 +166,7 @@ void start_process(Runtime& rt) {
   options.ring_bytes = size_t{rt.config.ring_kib} * 1024;
   options.create_thread = real().pthread_create;
   options.on_terminated = on_terminated;
-  options.tsc_trace_clock = g_trace_clock_tsc;
+  options.tsc_trace_clock = g_trace_clock_tsc;  // decided at the first MPI call; a fork child inherits it
   // The runtime's own code: its frames (wrappers aside) are not the program's.
   ModuleInfo self;
   if (rt.modules.find(reinterpret_cast<uint64_t>(&start_process), start_ns, &self)) {
@@ -216,7 +216,6 @@ void start_runtime() {
   rt->plan = sampling::plan_sampling(request);
   if (!rt->plan.notice.empty() && !rt->config.quiet) say(rt->plan.notice);
   rt->sample_signal = rt->config.signal ? rt->config.signal : SIGRTMIN + 4;
-  g_trace_clock_tsc = tsc_can_time_calls(rt->config.trace_clock, &rt->trace_clock_note);
 
   std::string dir = rt->config.output_dir;
   if (dir.empty()) dir = default_output_dir(command_line());

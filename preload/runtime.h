@@ -29,7 +29,6 @@ struct Runtime {
   int sample_signal = 0;
   pid_t pid = 0;
   std::string raw_dir;
-  std::string trace_clock_note;  // how traced calls are timed (common/trace_clock.h)
   ModuleTable modules;
   Drain drain{modules};
   // CPython's frames, when the program is a Python interpreter we can read.

@@ -60,7 +60,14 @@ __attribute__((noinline)) void define_regions_once(Runtime& rt) {
     const auto f = static_cast<MpiFunction>(i);
     defs.push_back(raw::RegionDef{mpi_region(f), mpi_function_name(f), static_cast<uint32_t>(otf2::Paradigm::kMpi)});
   }
-  defs.push_back(raw::Notice{"MPI: " + rt.trace_clock_note});
+  // How calls are timed is decided here, not at every process start (it
+  // reads /proc/cpuinfo and times system calls): only MPI needs it. The
+  // drain converts from the TSC before any call reads it.
+  std::string clock_note;
+  const bool tsc = tsc_can_time_calls(rt.config.trace_clock, &clock_note);
+  rt.drain.use_tsc_trace_clock(tsc);
+  g_trace_clock_tsc = tsc;
+  defs.push_back(raw::Notice{"MPI: " + clock_note});
   rt.drain.append(defs);
   rt.drain.add_traced_code(wrapper_code());
   g_regions_defined.store(true, std::memory_order_release);

@@ -27,7 +27,7 @@ inline uint64_t read_tsc() { return __rdtsc(); }
 inline uint64_t read_tsc() { return 0; }  // never chosen: tsc_can_time_calls() says no
 #endif
 
-// Set once by the runtime before any call is traced (choose_trace_clock).
+// Set once, at the first MPI call, before that call reads it (mpi_tracer.cc).
 extern bool g_trace_clock_tsc;
 
 // A reading of the traced-call clock (ticks in TSC mode, else ns).

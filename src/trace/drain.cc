@@ -165,6 +165,13 @@ void Drain::drain_rings_locked() {
   }
 }
 
+void Drain::use_tsc_trace_clock(bool tsc) {
+  std::lock_guard lock(mutex_);
+  if (tsc == options_.tsc_trace_clock) return;
+  options_.tsc_trace_clock = tsc;
+  clock_.reset(tsc);
+}
+
 void Drain::add_traced_code(const std::vector<TracedCode>& code) {
   std::lock_guard lock(mutex_);
   traced_code_.insert(traced_code_.end(), code.begin(), code.end());

@@ -79,6 +79,10 @@ class Drain {
   // the next interval (a producer whose ring is filling up).
   void wake();
 
+  // Traced-call records carry TSC readings from now on (or not). Thread-safe;
+  // called before the first such record is written.
+  void use_tsc_trace_clock(bool tsc);
+
   // Adds ranges of traced code (see TracedCode). Thread-safe.
   void add_traced_code(const std::vector<TracedCode>& code);
 

@@ -54,29 +54,26 @@ class DrainTest : public ::testing::Test {
   // An enter from remembered caller stack `generation` (entry `slot`),
   // carrying a send to `peer` when peer >= 0, as MpiCall writes it.
   void enter_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
-    const bool carries = peer >= 0;
-    auto* r = reinterpret_cast<RegionRecord*>(t_->ring.reserve_exclusive(
-        uint32_t(sizeof(RegionRecord) + (carries ? sizeof(MpiEventFields) : 0)), uint16_t(RecordType::kRegionEnter), 0));
-    ASSERT_NE(r, nullptr);
-    r->timestamp = ns;
-    r->region = region;
-    r->flags = carries ? kRegionCarriesEvent | uint32_t(MpiEventKind::kSend) << kCarriedEventKindShift : 0;
-    r->stack_slot = slot;
-    r->stack_generation = generation;
-    if (carries) *carried_event(*r) = MpiEventFields{0, uint32_t(peer), 7, 0, 8, 0, 0};
-    t_->ring.commit_exclusive();
+    region_record(RecordType::kRegionEnter, ns, region, slot, generation, MpiEventKind::kSend, peer,
+                  MpiEventFields{0, uint32_t(peer), 7, 0, 8, 0, 0});
   }
   // A leave carrying a receive from `peer` when peer >= 0.
   void leave_with(uint64_t ns, uint32_t region, int peer) {
+    region_record(RecordType::kRegionLeave, ns, region, 0, 0, MpiEventKind::kRecv, peer,
+                  MpiEventFields{0, uint32_t(peer), 7, 0, 0, 8, 0});
+  }
+  void region_record(RecordType type, uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation,
+                     MpiEventKind kind, int peer, const MpiEventFields& event) {
     const bool carries = peer >= 0;
     auto* r = reinterpret_cast<RegionRecord*>(t_->ring.reserve_exclusive(
-        uint32_t(sizeof(RegionRecord) + (carries ? sizeof(MpiEventFields) : 0)), uint16_t(RecordType::kRegionLeave), 0));
+        uint32_t(sizeof(RegionRecord) + (carries ? sizeof(MpiEventFields) : 0)), uint16_t(type), 0));
     ASSERT_NE(r, nullptr);
     r->timestamp = ns;
     r->region = region;
-    r->flags = carries ? kRegionCarriesEvent | uint32_t(MpiEventKind::kRecv) << kCarriedEventKindShift : 0;
-    r->stack_slot = r->stack_generation = 0;
-    if (carries) *carried_event(*r) = MpiEventFields{0, uint32_t(peer), 7, 0, 0, 8, 0};
+    r->flags = carries ? kRegionCarriesEvent | uint32_t(kind) << kCarriedEventKindShift : 0;
+    r->stack_slot = slot;
+    r->stack_generation = generation;
+    if (carries) *carried_event(*r) = event;
     t_->ring.commit_exclusive();
   }
 
