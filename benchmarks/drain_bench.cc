@@ -16,6 +16,7 @@
 #include "trace/drain.h"
 #include "trace/module_table.h"
 #include "trace/records.h"
+#include "trace/thread_state.h"
 
 namespace hybridprof {
 namespace {
@@ -33,39 +34,25 @@ class MpiRecordWriter {
  public:
   explicit MpiRecordWriter(ThreadState& t) : t_(t) {}
 
-  // One call's records as MpiCall writes them: the first enter from each
-  // place (one per region here) carries the stack, later ones refer to it; a send travels in the enter (stamped
-  // with the call's start), a receive in the leave (stamped with its end).
+  // One call's records as MpiCall writes them (TracedCallWriter): the first
+  // enter from each place (one per region here) carries the stack, later
+  // ones refer to it; a send travels in the enter (stamped with the call's
+  // start), a receive in the leave (stamped with its end). From the second
+  // call from a place on, both are repeats.
   bool call(uint32_t region, raw::MpiEventKind kind) {
     const uint32_t slot = region % CallerStackCache::kEntries;
     const uint32_t depth = seen_[slot] ? 0 : 12;
+    const CallerStackCache::Ref stack{slot, 1, depth != 0};
     const uint64_t enter_ns = now_ += 40, leave_ns = now_ += 500;
     const bool at_enter = kind == raw::MpiEventKind::kSend;
-    const MpiEventFields message{0, 1, 7, 0, at_enter ? 8u : 0u, at_enter ? 0u : 8u, 0};
-    const uint32_t carried = kRegionCarriesEvent | uint32_t(kind) << kCarriedEventKindShift;
-    auto* e = reinterpret_cast<RegionRecord*>(t_.ring.reserve_exclusive(
-        uint32_t(sizeof(RegionRecord) + 8 * depth + (at_enter ? sizeof message : 0)),
-        uint16_t(RecordType::kRegionEnter), uint16_t(depth)));
-    if (e == nullptr) return false;
-    e->timestamp = enter_ns;
-    e->region = region;
-    e->flags = at_enter ? carried : 0;
-    e->stack_slot = slot;
-    e->stack_generation = 1;
-    caller_frames(e->ips(), depth);
-    if (at_enter) *carried_event(*e) = message;
-    t_.ring.commit_exclusive();
+    const RegionBody carrying{region, kRegionCarriesEvent | uint32_t(kind) << kCarriedEventKindShift,
+                              MpiEventFields{0, 1, 7, 0, at_enter ? 8u : 0u, at_enter ? 0u : 8u, 0}};
+    const RegionBody plain{region, 0, {}};
+    uint64_t ips[12];
+    caller_frames(ips, depth);
+    if (!t_.traced_calls.enter(t_.ring, enter_ns, at_enter ? carrying : plain, stack, ips, depth)) return false;
     seen_[slot] = true;
-    auto* l = reinterpret_cast<RegionRecord*>(t_.ring.reserve_exclusive(
-        uint32_t(sizeof(RegionRecord) + (at_enter ? 0 : sizeof message)), uint16_t(RecordType::kRegionLeave), 0));
-    if (l == nullptr) return false;
-    l->timestamp = leave_ns;
-    l->region = region;
-    l->flags = at_enter ? 0 : carried;
-    l->stack_slot = l->stack_generation = 0;
-    if (!at_enter) *carried_event(*l) = message;
-    t_.ring.commit_exclusive();
-    return true;
+    return t_.traced_calls.leave(t_.ring, leave_ns, at_enter ? plain : carrying, stack);
   }
 
  private:
@@ -96,7 +83,7 @@ void BM_DrainMpiCalls(benchmark::State& state) {
   drain.append(raw::RegionDef{kRecvRegion, "MPI_Recv", 0});
   ThreadState* t = drain.add_thread(getpid(), monotonic_ns());
   MpiRecordWriter writer(*t);
-  const int64_t calls_per_pass = int64_t(kRingBytes / 2 / (32 + 32 + 40));
+  const int64_t calls_per_pass = int64_t(kRingBytes / 2 / (2 * sizeof(RepeatRecord)));
   int64_t calls = 0;
   for (auto _ : state) {
     state.PauseTiming();

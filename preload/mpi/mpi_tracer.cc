@@ -110,9 +110,13 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   if (stack_depth_ != 0) write_enter(nullptr);
 }
 
-void MpiCall::carry(RegionRecord& r, const HeldEvent& e) {
-  r.flags |= kRegionCarriesEvent | static_cast<uint32_t>(e.kind) << kCarriedEventKindShift;
-  *carried_event(r) = e.fields;
+RegionBody MpiCall::body(uint32_t flags, const HeldEvent* carried) const {
+  RegionBody b{mpi_region(function_), flags, {}};
+  if (carried) {
+    b.flags |= kRegionCarriesEvent | static_cast<uint32_t>(carried->kind) << kCarriedEventKindShift;
+    b.event = carried->fields;
+  }
+  return b;
 }
 
 void MpiCall::begin() {
@@ -126,24 +130,12 @@ void MpiCall::write_enter(const HeldEvent* carried) {
   begun_ = true;
   ThreadState& t = *thread_;
   BusyScope busy(&t);
-  const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * stack_depth_ + (carried ? sizeof(MpiEventFields) : 0));
-  RecordHeader* h = t.ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionEnter),
-                                             static_cast<uint16_t>(stack_depth_));
-  if (h == nullptr) {
+  if (!t.traced_calls.enter(t.ring, enter_ns_, body(enter_flags_, carried), stack_, t.unwind_scratch, stack_depth_)) {
     // The hooks still run (some talk to the other ranks, which expect it);
     // only this call's region (and the event it carried) is lost.
     t.dropped_events.fetch_add(carried ? 2 : 1, std::memory_order_relaxed);
     return;
   }
-  auto* r = reinterpret_cast<RegionRecord*>(h);
-  r->timestamp = enter_ns_;
-  r->region = mpi_region(function_);
-  r->flags = enter_flags_;
-  r->stack_slot = stack_.slot;
-  r->stack_generation = stack_.generation;
-  std::memcpy(r->ips(), t.unwind_scratch, 8u * stack_depth_);
-  if (carried) carry(*r, *carried);
-  t.ring.commit_exclusive();
   entered_ = true;
 }
 
@@ -164,23 +156,11 @@ MpiCall::~MpiCall() {
   const bool carries = held_ && held_event_.timestamp == now;
   if (!carries) write_held_event();
   BusyScope busy(thread_);
-  RecordHeader* h = thread_->ring.reserve_exclusive(
-      uint32_t(sizeof(RegionRecord) + (carries ? sizeof(MpiEventFields) : 0)),
-      static_cast<uint16_t>(RecordType::kRegionLeave), 0);
-  if (h == nullptr) {
+  if (!thread_->traced_calls.leave(thread_->ring, now, body(0, carries ? &held_event_ : nullptr), stack_)) {
     // The enter is in the stream: a lost leave would leave the region open
     // to the thread's end. The drain closes it there; count it.
     thread_->dropped_events.fetch_add(carries ? 2 : 1, std::memory_order_relaxed);
-    return;
   }
-  auto* r = reinterpret_cast<RegionRecord*>(h);
-  r->timestamp = now;
-  r->region = mpi_region(function_);
-  r->flags = 0;
-  r->stack_slot = 0;
-  r->stack_generation = 0;
-  if (carries) carry(*r, held_event_);
-  thread_->ring.commit_exclusive();
 }
 
 uint64_t MpiCall::end_ns() {

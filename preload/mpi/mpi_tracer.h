@@ -16,6 +16,7 @@
 #include "trace/raw_format.h"
 #include "trace/records.h"
 #include "trace/thread_state.h"
+#include "trace/traced_call_writer.h"
 
 namespace hybridprof::preload::mpi {
 
@@ -60,7 +61,8 @@ class MpiCall {
     MpiEventFields fields;
   };
   void write_enter(const HeldEvent* carried);
-  static void carry(RegionRecord& r, const HeldEvent& e);  // e travels inside r
+  // What this call's enter (flags) or leave (0) record says, `carried` travelling inside it.
+  RegionBody body(uint32_t flags, const HeldEvent* carried) const;
   void write_event(const HeldEvent& e);
   void write_held_event();
 

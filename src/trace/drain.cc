@@ -301,6 +301,12 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
     case RecordType::kRegionLeave:
       convert_leave_locked(t, reinterpret_cast<const RegionRecord&>(h));
       break;
+    case RecordType::kRegionEnterRepeat:
+      convert_enter_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
+      break;
+    case RecordType::kRegionLeaveRepeat:
+      convert_leave_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
+      break;
     case RecordType::kMpiEvent: {
       const auto& m = reinterpret_cast<const MpiEventRecord&>(h);
       convert_mpi_event_locked(t, h.aux, clock_.to_ns(m.timestamp), m.fields);
@@ -312,10 +318,32 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
 }
 
 namespace {
-bool same_fields(const MpiEventFields& a, const MpiEventFields& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-// Does `r` say what the site's last record said (times aside)?
-bool same_record(const RegionRecord& r, uint32_t flags, const MpiEventFields& event) {
-  return r.flags == flags && (!(r.flags & kRegionCarriesEvent) || same_fields(*carried_event(r), event));
+RegionBody body_of(const RegionRecord& r) {
+  RegionBody b{r.region, r.flags, {}};
+  if (b.carries()) b.event = *carried_event(r);
+  return b;
+}
+// A full record again, from what a RepeatRecord stands for.
+struct RebuiltRecord {
+  RegionRecord record;
+  MpiEventFields event;  // where carried_event() looks for it (no stack)
+  RebuiltRecord(RecordType type, uint64_t timestamp, const RegionBody& body, uint32_t slot, uint32_t generation)
+      : record{RecordHeader{sizeof(RebuiltRecord), uint16_t(type), 0}, timestamp, body.region, body.flags, slot,
+               generation},
+        event(body.event) {}
+};
+static_assert(sizeof(RebuiltRecord) == sizeof(RegionRecord) + sizeof(MpiEventFields));
+
+// The unwritten call's shape; a repeated enter's is copied from its site
+// only now (a loop's call needs none: it is written as a repeat).
+raw::CallShape& shape_of(ThreadState& t) {
+  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  if (call.shape_at_site) {
+    call.shape = t.call_sites[call.site].enter_shape;
+    call.event_ns.fill(call.enter_ns);
+    call.shape_at_site = false;
+  }
+  return call.shape;
 }
 }  // namespace
 
@@ -323,21 +351,6 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   write_unwritten_call_locked(t);  // a call inside a call
   const uint64_t ns = clock_.to_ns(r.timestamp);
   ThreadState::UnwrittenCall& call = t.unwritten_call;
-  const bool has_site = r.stack_generation != 0 && r.stack_slot < ThreadState::kNoSite;
-  if (has_site && r.header.aux == 0) {
-    // The loop case: the same call from the same place as last time.
-    const ThreadState::CallSite& site = t.call_sites[r.stack_slot];
-    if (site.generation == r.stack_generation && site.region == r.region &&
-        same_record(r, site.enter_flags, site.enter_event)) {
-      call.shape = site.enter_shape;
-      call.enter_ns = ns;
-      call.event_ns.fill(ns);
-      call.site = r.stack_slot;
-      call.enter_repeats = true;
-      t.call_unwritten = true;
-      return;
-    }
-  }
   const uint32_t node = enter_context_locked(t, r, ns);
   for (const auto& n : new_nodes_) writer_.append(n);
   call.shape = raw::CallShape{};
@@ -346,29 +359,52 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   call.enter_ns = ns;
   call.site = ThreadState::kNoSite;
   call.enter_repeats = false;
+  call.shape_at_site = false;
   t.call_unwritten = true;
   if (r.flags & kEnterBeginsCollective)
     convert_mpi_event_locked(t, uint32_t(raw::MpiEventKind::kCollectiveBegin), ns, MpiEventFields{});
   if (r.flags & kRegionCarriesEvent)
     convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
-  if (has_site && t.call_unwritten) {
+  if (r.stack_generation != 0 && r.stack_slot < ThreadState::kNoSite) {
+    // The stack's site starts afresh, as at the producer (TracedCallWriter).
     ThreadState::CallSite& site = t.call_sites[r.stack_slot];
     site = ThreadState::CallSite{};
     site.generation = r.stack_generation;
-    site.region = r.region;
-    site.enter_flags = r.flags;
-    if (r.flags & kRegionCarriesEvent) site.enter_event = *carried_event(r);
-    site.enter_shape = call.shape;
-    call.site = r.stack_slot;
+    site.enter = body_of(r);
+    if (t.call_unwritten) {
+      site.enter_shape = call.shape;
+      site.enter_shape_known = true;
+      call.site = r.stack_slot;
+    }
   }
+}
+
+void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
+  if (slot >= ThreadState::kNoSite || t.call_sites[slot].generation == 0) return;  // no producer writes that
+  const ThreadState::CallSite& site = t.call_sites[slot];
+  if (!site.enter_shape_known) {
+    // The full enter's events did not fit a Call: no shape to start from.
+    const RebuiltRecord rebuilt(RecordType::kRegionEnter, timestamp, site.enter, slot, site.generation);
+    convert_enter_locked(t, rebuilt.record);
+    return;
+  }
+  write_unwritten_call_locked(t);  // a call inside a call
+  // The loop case: the same call from the same place as last time.
+  const uint64_t ns = clock_.to_ns(timestamp);
+  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  call.enter_ns = ns;
+  call.site = slot;
+  call.enter_repeats = true;
+  call.shape_at_site = true;
+  t.call_unwritten = true;
 }
 
 void Drain::convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns,
                                      const MpiEventFields& f) {
   if (kind >= static_cast<uint32_t>(raw::MpiEventKind::kCount)) return;  // from a newer producer
   ThreadState::UnwrittenCall& call = t.unwritten_call;
-  uint32_t& n = call.shape.event_count;
-  if (t.call_unwritten && n < raw::Call::kMaxEvents && timestamp_ns >= call.enter_ns) {
+  if (t.call_unwritten && shape_of(t).event_count < raw::Call::kMaxEvents && timestamp_ns >= call.enter_ns) {
+    uint32_t& n = call.shape.event_count;
     call.shape.events[n] = raw::CallShape::Event{kind, 0, f.comm, f.peer, f.tag, f.op, f.sent, f.received, f.request};
     call.event_ns[n++] = timestamp_ns;
     return;
@@ -381,19 +417,18 @@ void Drain::convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t tim
 void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
   const uint64_t ns = clock_.to_ns(r.timestamp);
   ThreadState::UnwrittenCall& call = t.unwritten_call;
-  if (t.call_unwritten && call.enter_repeats && ns >= call.enter_ns) {
-    // Enter and leave as last time from here: the call's shape is the one
-    // the writer kept then (if it still does).
-    const ThreadState::CallSite& site = t.call_sites[call.site];
-    if (site.region == r.region && same_record(r, site.leave_flags, site.leave_event) &&
-        writer_.append_repeat(t.index, site.written, call.enter_ns, ns)) {
-      t.call_unwritten = false;
-      return;
-    }
+  // The last full leave of a call from its stack, as at the producer.
+  ThreadState::CallSite* site = nullptr;
+  if (r.stack_generation != 0 && r.stack_slot < ThreadState::kNoSite &&
+      t.call_sites[r.stack_slot].generation == r.stack_generation) {
+    site = &t.call_sites[r.stack_slot];
+    site->leave_known = true;
+    site->leave = body_of(r);
+    site->written = {};
   }
   if (r.flags & kRegionCarriesEvent)
     convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
-  if (t.call_unwritten && call.shape.region == r.region && ns >= call.enter_ns) {
+  if (t.call_unwritten && shape_of(t).region == r.region && ns >= call.enter_ns) {
     // A Call stamps each event with the enter's or the leave's time.
     bool stamped_at_ends = true;
     for (uint32_t i = 0; i < call.shape.event_count; ++i) {
@@ -403,12 +438,9 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
     if (stamped_at_ends) {
       t.call_unwritten = false;
       const raw::RecentCalls::Handle kept = writer_.append_call(t.index, call.enter_ns, ns, call.shape);
-      if (call.site != ThreadState::kNoSite) {
-        ThreadState::CallSite& site = t.call_sites[call.site];
-        site.leave_flags = r.flags;
-        site.leave_event = (r.flags & kRegionCarriesEvent) ? *carried_event(r) : MpiEventFields{};
-        site.written = kept;
-      }
+      // A call with the site's enter (any other was written out when that
+      // enter came) and its leave: the next such call repeats it.
+      if (site && call.site == r.stack_slot) site->written = kept;
       return;
     }
   }
@@ -421,10 +453,27 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
   writer_.append(raw::Leave{{t.index, ns, r.region, node}});
 }
 
+void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
+  if (slot >= ThreadState::kNoSite || !t.call_sites[slot].leave_known) return;  // no producer writes that
+  const ThreadState::CallSite& site = t.call_sites[slot];
+  const ThreadState::UnwrittenCall& call = t.unwritten_call;
+  const uint64_t ns = clock_.to_ns(timestamp);
+  // Enter and leave as last time from here: the call's shape is the one
+  // the writer kept then (if it still does).
+  if (t.call_unwritten && call.enter_repeats && call.site == slot && ns >= call.enter_ns &&
+      writer_.append_repeat(t.index, site.written, call.enter_ns, ns)) {
+    t.call_unwritten = false;
+    return;
+  }
+  const RebuiltRecord rebuilt(RecordType::kRegionLeave, timestamp, site.leave, slot, site.generation);
+  convert_leave_locked(t, rebuilt.record);
+}
+
 void Drain::write_unwritten_call_locked(ThreadState& t) {
   if (!t.call_unwritten) return;
   t.call_unwritten = false;
   const ThreadState::UnwrittenCall& call = t.unwritten_call;
+  shape_of(t);
   t.open_regions.push_back(call.shape.node);
   writer_.append(raw::Enter{{t.index, call.enter_ns, call.shape.region, call.shape.node}});
   for (uint32_t i = 0; i < call.shape.event_count; ++i) writer_.append(call.shape.event(i, t.index, call.event_ns[i]));

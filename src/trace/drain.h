@@ -115,6 +115,9 @@ class Drain {
   // The records of one traced call, read one by one (see ThreadState::unwritten_call).
   void convert_enter_locked(ThreadState& t, const RegionRecord& r);
   void convert_leave_locked(ThreadState& t, const RegionRecord& r);
+  // RepeatRecords: the site's last full enter / leave again (records.h).
+  void convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp);
+  void convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp);
   void convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const MpiEventFields& fields);
   // Interns a stack (innermost first) under `node`; `all_return_addresses`
   // when ips[0] is a return address too (not an interrupted instruction).

@@ -18,6 +18,8 @@ enum class RecordType : uint16_t {
   kRegionLeave = 3,   // RegionRecord [+ MpiEventFields]
   kMpiEvent = 4,      // MpiEventRecord
   kMixedSample = 5,   // MixedSampleRecord: native IPs and Python frames
+  kRegionEnterRepeat = 6,  // RepeatRecord: an enter as last written in full from its caller stack
+  kRegionLeaveRepeat = 7,  // RepeatRecord: a leave as last written in full for a call from there
 };
 
 // Bits of SampleRecord::flags.
@@ -83,7 +85,8 @@ constexpr uint32_t mixed_sample_record_bytes(uint32_t depth, uint32_t python_dep
 //   header.aux IPs, stack_generation g      remembered as entry stack_slot, g
 //   no IPs (aux 0), stack_generation g      the same stack as that entry
 // The third saves the copy of the addresses into the ring (and the drain
-// the interning of them) when a loop calls from one place.
+// the interning of them) when a loop calls from one place. A leave names
+// its call's stack the same way (slot and generation, never addresses).
 struct RegionRecord {
   RecordHeader header;
   uint64_t timestamp;  // a trace clock reading (common/trace_clock.h)
@@ -121,6 +124,19 @@ inline const MpiEventFields* carried_event(const RegionRecord& r) {
   return reinterpret_cast<const MpiEventFields*>(r.ips() + r.header.aux);
 }
 inline MpiEventFields* carried_event(RegionRecord& r) { return reinterpret_cast<MpiEventFields*>(r.ips() + r.header.aux); }
+
+// A region's enter or leave that says exactly what the last one written in
+// full from the same remembered caller stack said (region, flags, carried
+// event), at another time; header.aux = the stack's slot. The producer
+// (TracedCallWriter) and the drain keep the last full records per slot by
+// the same rule, so 16 bytes stand for up to 72. A full enter from a stack
+// starts its "last" records afresh, the leave's too. The MPI wrappers write
+// no other kind of record for a loop's calls after its first.
+struct RepeatRecord {
+  RecordHeader header;
+  uint64_t timestamp;  // a trace clock reading
+};
+static_assert(sizeof(RepeatRecord) == 16);
 
 // An MPI event; header.aux = raw::MpiEventKind.
 struct MpiEventRecord {

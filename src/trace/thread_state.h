@@ -16,6 +16,7 @@
 #include "trace/raw_format.h"
 #include "trace/records.h"
 #include "trace/recent_calls.h"
+#include "trace/traced_call_writer.h"
 #include "unwind/caller_stack_cache.h"
 #include "unwind/python/python_stack.h"
 
@@ -70,6 +71,7 @@ struct ThreadState {
   // Traced-call wrappers only (this thread, outside handlers): the stacks
   // of its recent traced calls. Made at the first one.
   std::unique_ptr<CallerStackCache> caller_stacks;
+  TracedCallWriter traced_calls;  // ... and how they write enters and leaves
   uint64_t drain_woken_ns = 0;  // when they (or the sample handler) last asked the drain for an early pass
 
   // Signal-safe. Should this thread, at `now_ns`, ask the drain for a pass
@@ -98,20 +100,22 @@ struct ThreadState {
     std::array<uint64_t, raw::Call::kMaxEvents> event_ns{};
     uint32_t site = kNoSite;     // its caller stack's entry in call_sites
     bool enter_repeats = false;  // its enter is the site's last enter again
+    bool shape_at_site = false;  // ... whose shape (events at enter_ns) is not copied yet
   };
   UnwrittenCall unwritten_call;
   bool call_unwritten = false;
   // Drain only: per remembered caller stack (CallerStackCache entry), the
-  // last call made from it: its enter and leave records as the ring had
-  // them (times aside), its shape so far after the enter, and where the
-  // stream writer keeps the whole call's shape. A loop's next call from
-  // there, with the same enter and leave, is written as a repeat without
-  // being converted again.
+  // last enter and leave records written in full from it, kept by the
+  // producer's rule (TracedCallWriter) so that a RepeatRecord stands for
+  // them; the call's shape so far after that enter; and where the stream
+  // writer keeps the shape of a whole call from there, so a loop's next
+  // call is written as a repeat without being converted again.
   struct CallSite {
     uint32_t generation = 0;  // the stack's; 0: none
-    uint32_t region = 0, enter_flags = 0, leave_flags = 0;
-    MpiEventFields enter_event{}, leave_event{};  // when the record carried one
+    bool leave_known = false;
+    RegionBody enter, leave;
     raw::CallShape enter_shape;
+    bool enter_shape_known = false;
     raw::RecentCalls::Handle written;  // of enter and leave together
   };
   static constexpr uint32_t kNoSite = CallerStackCache::kEntries;

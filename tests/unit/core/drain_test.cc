@@ -51,30 +51,22 @@ class DrainTest : public ::testing::Test {
     r->stack_slot = r->stack_generation = 0;
     t_->ring.commit_exclusive();
   }
-  // An enter from remembered caller stack `generation` (entry `slot`),
-  // carrying a send to `peer` when peer >= 0, as MpiCall writes it.
+  // A traced call's enter and leave from remembered caller stack
+  // `generation` (entry `slot`), as MpiCall writes them (TracedCallWriter:
+  // a record that says what the last one from there said is a repeat): a
+  // send to `peer` travels in the enter, a receive from `peer` in the leave.
   void enter_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
-    region_record(RecordType::kRegionEnter, ns, region, slot, generation, MpiEventKind::kSend, peer,
-                  MpiEventFields{0, uint32_t(peer), 7, 0, 8, 0, 0});
+    ASSERT_TRUE(t_->traced_calls.enter(t_->ring, ns, body(region, MpiEventKind::kSend, peer, 8, 0),
+                                       CallerStackCache::Ref{slot, generation, false}, nullptr, 0));
   }
-  // A leave carrying a receive from `peer` when peer >= 0.
-  void leave_with(uint64_t ns, uint32_t region, int peer) {
-    region_record(RecordType::kRegionLeave, ns, region, 0, 0, MpiEventKind::kRecv, peer,
-                  MpiEventFields{0, uint32_t(peer), 7, 0, 0, 8, 0});
+  void leave_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
+    ASSERT_TRUE(t_->traced_calls.leave(t_->ring, ns, body(region, MpiEventKind::kRecv, peer, 0, 8),
+                                       CallerStackCache::Ref{slot, generation, false}));
   }
-  void region_record(RecordType type, uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation,
-                     MpiEventKind kind, int peer, const MpiEventFields& event) {
-    const bool carries = peer >= 0;
-    auto* r = reinterpret_cast<RegionRecord*>(t_->ring.reserve_exclusive(
-        uint32_t(sizeof(RegionRecord) + (carries ? sizeof(MpiEventFields) : 0)), uint16_t(type), 0));
-    ASSERT_NE(r, nullptr);
-    r->timestamp = ns;
-    r->region = region;
-    r->flags = carries ? kRegionCarriesEvent | uint32_t(kind) << kCarriedEventKindShift : 0;
-    r->stack_slot = slot;
-    r->stack_generation = generation;
-    if (carries) *carried_event(*r) = event;
-    t_->ring.commit_exclusive();
+  static RegionBody body(uint32_t region, MpiEventKind kind, int peer, uint64_t sent, uint64_t received) {
+    if (peer < 0) return RegionBody{region, 0, {}};
+    return RegionBody{region, kRegionCarriesEvent | uint32_t(kind) << kCarriedEventKindShift,
+                      MpiEventFields{0, uint32_t(peer), 7, 0, sent, received, 0}};
   }
 
   void leave(uint64_t ns, uint32_t region) {
@@ -182,7 +174,7 @@ TEST_F(DrainTest, RepeatedCallsFromOnePlaceReadBackExactly) {
   uint64_t now = 1000;
   auto send = [&](uint32_t generation, int peer) {
     enter_from(now, 1, 0, generation, peer);
-    leave(now + 50, 1);
+    leave_from(now + 50, 1, 0, generation);
     expected.insert(expected.end(), {{'E', now}, {'M', now}, {'L', now + 50}});
     expected_peers.push_back(uint32_t(peer));
     now += 100;
@@ -194,7 +186,7 @@ TEST_F(DrainTest, RepeatedCallsFromOnePlaceReadBackExactly) {
       sample(now + 10);
       expected.push_back({'S', now + 10});
     }
-    leave_with(now + 60, 2, peer);
+    leave_from(now + 60, 2, 1, 1, peer);
     expected.insert(expected.end(), {{'M', now + 60}, {'L', now + 60}});
     expected_peers.push_back(uint32_t(peer));
     now += 100;

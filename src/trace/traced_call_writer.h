@@ -1,0 +1,106 @@
+// The producer side of traced-call records (records.h): writes a region's
+// enter and leave into its thread's ring, as a 16-byte RepeatRecord when
+// the record would say what the last one written in full from the same
+// remembered caller stack said. A loop calling MPI_Send from one place then
+// puts 32 bytes a call into the ring instead of ~100, and the drain writes
+// the call without looking at what it says (it keeps the same "last"
+// records by the same rule, Drain::convert_*_locked).
+//
+// Not the signal path: called by traced-call wrappers on their own thread,
+// under its busy guard (a sample handler never sees a half-written record).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#include "sigsafe/thread_ring.h"
+#include "trace/records.h"
+#include "unwind/caller_stack_cache.h"
+
+namespace hybridprof {
+
+// What an enter or leave record says beside its time and stack.
+struct RegionBody {
+  uint32_t region = 0;
+  uint32_t flags = 0;   // RegionRecord::flags
+  MpiEventFields event{};  // meaningful with kRegionCarriesEvent
+
+  bool carries() const { return (flags & kRegionCarriesEvent) != 0; }
+  bool operator==(const RegionBody& o) const {
+    return region == o.region && flags == o.flags && (!carries() || std::memcmp(&event, &o.event, sizeof event) == 0);
+  }
+};
+
+class TracedCallWriter {
+ public:
+  // The enter of `body.region` at `timestamp` (a trace clock reading), made
+  // from caller stack `stack`; its return addresses ips[0..depth) go into
+  // the record when the drain has not seen the stack (depth 0: it has).
+  // False when the ring had no room (nothing written).
+  bool enter(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack,
+             const uint64_t* ips, uint32_t depth) {
+    const bool has_site = stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
+    if (has_site && depth == 0) {
+      const Site& s = sites_[stack.slot];
+      if (s.generation == stack.generation && s.enter == body) return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot);
+    }
+    const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(MpiEventFields) : 0));
+    auto* r = reinterpret_cast<RegionRecord*>(
+        ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionEnter), static_cast<uint16_t>(depth)));
+    if (r == nullptr) return false;
+    fill(*r, timestamp, body, stack);
+    std::memcpy(r->ips(), ips, 8u * depth);
+    if (body.carries()) *carried_event(*r) = body.event;
+    ring.commit_exclusive();
+    if (has_site) sites_[stack.slot] = Site{stack.generation, false, body, {}};
+    return true;
+  }
+
+  // The leave of a call whose enter enter() wrote from `stack`.
+  bool leave(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
+    const bool has_site = stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
+    Site* s = has_site && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
+    if (s && s->leave_known && s->leave == body) return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot);
+    const uint32_t bytes = uint32_t(sizeof(RegionRecord) + (body.carries() ? sizeof(MpiEventFields) : 0));
+    auto* r = reinterpret_cast<RegionRecord*>(
+        ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionLeave), 0));
+    if (r == nullptr) return false;
+    fill(*r, timestamp, body, stack);
+    if (body.carries()) *carried_event(*r) = body.event;
+    ring.commit_exclusive();
+    if (s) {
+      s->leave_known = true;
+      s->leave = body;
+    }
+    return true;
+  }
+
+ private:
+  // The last full records from one remembered stack (CallerStackCache slot).
+  struct Site {
+    uint32_t generation = 0;  // the stack's; 0: nothing written from it
+    bool leave_known = false;  // a full leave was written since the last full enter
+    RegionBody enter, leave;
+  };
+
+  static bool repeat(ThreadRing& ring, RecordType type, uint64_t timestamp, uint32_t slot) {
+    auto* r = reinterpret_cast<RepeatRecord*>(
+        ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(type), static_cast<uint16_t>(slot)));
+    if (r == nullptr) return false;
+    r->timestamp = timestamp;
+    ring.commit_exclusive();
+    return true;
+  }
+  static void fill(RegionRecord& r, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
+    r.timestamp = timestamp;
+    r.region = body.region;
+    r.flags = body.flags;
+    r.stack_slot = stack.slot;
+    r.stack_generation = stack.generation;
+  }
+
+  std::array<Site, CallerStackCache::kEntries> sites_{};
+};
+
+}  // namespace hybridprof

@@ -1,0 +1,116 @@
+// What TracedCallWriter puts in the ring: a full record whenever it says
+// something new for its caller stack, a 16-byte repeat otherwise, and
+// nothing remembered from a record that did not fit.
+#include "trace/traced_call_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace hybridprof {
+namespace {
+
+using Ref = CallerStackCache::Ref;
+
+constexpr uint32_t kSend = 1, kRecv = 2;
+
+RegionBody carrying(uint32_t region, uint32_t peer, uint32_t kind = 1) {
+  return RegionBody{region, kRegionCarriesEvent | kind << kCarriedEventKindShift,
+                    MpiEventFields{0, peer, 7, 0, 8, 0, 0}};
+}
+RegionBody bare(uint32_t region) { return RegionBody{region, 0, {}}; }
+
+class TracedCallWriterTest : public ::testing::Test {
+ protected:
+  // What was written since the last call: 'E'/'L' full enter/leave (with
+  // the size), 'e'/'l' repeats (with the slot).
+  std::vector<std::string> written() {
+    std::vector<std::string> out;
+    ring_.consume([&](const RecordHeader& h) {
+      switch (static_cast<RecordType>(h.type)) {
+        case RecordType::kRegionEnter: out.push_back("E" + std::to_string(h.size)); break;
+        case RecordType::kRegionLeave: out.push_back("L" + std::to_string(h.size)); break;
+        case RecordType::kRegionEnterRepeat: out.push_back("e" + std::to_string(h.aux)); break;
+        case RecordType::kRegionLeaveRepeat: out.push_back("l" + std::to_string(h.aux)); break;
+        default: out.push_back("?"); break;
+      }
+    });
+    return out;
+  }
+  using Written = std::vector<std::string>;
+
+  alignas(64) unsigned char storage_[4096];
+  ThreadRing ring_{storage_, sizeof storage_};
+  TracedCallWriter writer_;
+  uint64_t ips_[3] = {0x1000, 0x2000, 0x3000};
+};
+
+TEST_F(TracedCallWriterTest, ALoopsSecondCallIsTwoRepeats) {
+  const Ref first{2, 5, true}, again{2, 5, false};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(writer_.enter(ring_, 100, carrying(kSend, 1), i ? again : first, ips_, i ? 0 : 3));
+    ASSERT_TRUE(writer_.leave(ring_, 150, bare(kSend), i ? again : first));
+  }
+  // 32-byte record + 3 addresses + 40-byte event; a bare leave is 32 bytes.
+  EXPECT_EQ(written(), (Written{"E96", "L32", "e2", "l2", "e2", "l2"}));
+}
+
+TEST_F(TracedCallWriterTest, ARecordThatSaysSomethingNewIsWrittenInFull) {
+  const Ref stack{0, 1, false};
+  writer_.enter(ring_, 100, carrying(kSend, 1), stack, nullptr, 0);
+  writer_.leave(ring_, 150, bare(kSend), stack);
+  writer_.enter(ring_, 200, carrying(kSend, 2), stack, nullptr, 0);  // another peer
+  writer_.leave(ring_, 250, bare(kSend), stack);  // the site starts afresh with a full enter
+  writer_.enter(ring_, 300, carrying(kSend, 2), stack, nullptr, 0);
+  writer_.leave(ring_, 350, carrying(kSend, 3, 2), stack);  // a leave carrying an event now
+  writer_.enter(ring_, 400, carrying(kSend, 2), stack, nullptr, 0);
+  writer_.leave(ring_, 450, carrying(kSend, 3, 2), stack);
+  EXPECT_EQ(written(), (Written{"E72", "L32", "E72", "L32", "e0", "L72", "e0", "l0"}));
+}
+
+TEST_F(TracedCallWriterTest, StacksAreTheirOwnSitesAndNewGenerationsStartAfresh) {
+  writer_.enter(ring_, 100, carrying(kSend, 1), Ref{0, 1, false}, nullptr, 0);
+  writer_.leave(ring_, 110, bare(kSend), Ref{0, 1, false});
+  writer_.enter(ring_, 120, carrying(kRecv, 1), Ref{1, 2, false}, nullptr, 0);
+  writer_.leave(ring_, 130, bare(kRecv), Ref{1, 2, false});
+  writer_.enter(ring_, 140, carrying(kSend, 1), Ref{0, 1, false}, nullptr, 0);
+  writer_.leave(ring_, 150, bare(kSend), Ref{0, 1, false});
+  writer_.enter(ring_, 160, carrying(kRecv, 1), Ref{1, 2, false}, nullptr, 0);
+  writer_.leave(ring_, 170, bare(kRecv), Ref{1, 2, false});
+  // Slot 0 now holds another stack: nothing it said before counts.
+  writer_.enter(ring_, 180, carrying(kSend, 1), Ref{0, 3, true}, ips_, 1);
+  writer_.leave(ring_, 190, bare(kSend), Ref{0, 3, true});
+  // A stack not remembered (generation 0) is always written in full.
+  writer_.enter(ring_, 200, bare(kSend), Ref{}, ips_, 2);
+  writer_.leave(ring_, 210, bare(kSend), Ref{});
+  writer_.enter(ring_, 220, bare(kSend), Ref{}, ips_, 2);
+  writer_.leave(ring_, 230, bare(kSend), Ref{});
+  EXPECT_EQ(written(), (Written{"E72", "L32", "E72", "L32", "e0", "l0", "e1", "l1", "E80", "L32", "E48", "L32",
+                                "E48", "L32"}));
+}
+
+// The drain keeps "the last full record" by what it reads: a record lost
+// to a full ring must not count as written, or the next repeat would stand
+// for something the drain never saw.
+TEST_F(TracedCallWriterTest, ARecordThatFoundNoRoomIsNotRemembered) {
+  const Ref stack{0, 1, false};
+  writer_.enter(ring_, 100, carrying(kSend, 1), stack, nullptr, 0);
+  writer_.leave(ring_, 150, bare(kSend), stack);
+  uint32_t filler = 0;  // records of 8 bytes, until nothing fits
+  while (ring_.reserve_exclusive(sizeof(RecordHeader), uint16_t(RecordType::kSample), 0) != nullptr) {
+    ring_.commit_exclusive();
+    ++filler;
+  }
+  EXPECT_FALSE(writer_.enter(ring_, 200, carrying(kSend, 2), stack, nullptr, 0)) << "the ring is full";
+  const Written full = written();
+  ASSERT_EQ(full.size(), 2u + filler);
+  writer_.enter(ring_, 300, carrying(kSend, 2), stack, nullptr, 0);  // not a repeat of the lost one
+  writer_.leave(ring_, 350, bare(kSend), stack);
+  writer_.enter(ring_, 400, carrying(kSend, 2), stack, nullptr, 0);
+  writer_.leave(ring_, 450, bare(kSend), stack);
+  EXPECT_EQ(written(), (Written{"E72", "L32", "e0", "l0"}));
+}
+
+}  // namespace
+}  // namespace hybridprof
