@@ -480,9 +480,15 @@ bool StreamWriter::append_repeat(uint32_t thread, RecentCalls::Handle kept, uint
 }
 
 void StreamWriter::put_repeat(uint32_t thread, uint32_t slot, uint64_t enter_ns, uint64_t leave_ns) {
-  put_varint(static_cast<uint32_t>(Tag::kCallRepeat));
-  put_varint(thread); put_varint(slot);
-  put_varint(delta(thread, enter_ns)); put_varint(leave_ns - enter_ns);
+  // A loop's every call comes here: one room check for the whole record.
+  const uint64_t d = delta(thread, enter_ns);
+  unsigned char* const start = room(5 * 10);
+  unsigned char* p = encode_varint(start, static_cast<uint32_t>(Tag::kCallRepeat));
+  p = encode_varint(p, thread);
+  p = encode_varint(p, slot);
+  p = encode_varint(p, d);
+  p = encode_varint(p, leave_ns - enter_ns);
+  used_ += static_cast<size_t>(p - start);
   last_ts_[thread] = leave_ns;
 }
 

@@ -56,15 +56,17 @@ class StreamWriter {
   unsigned char* room_slow(size_t bytes);
   template <typename T>
   void put(const T& record);
-  void put_varint(uint64_t v) {
-    unsigned char* p = room(10);
-    unsigned char* const start = p;
+  static unsigned char* encode_varint(unsigned char* p, uint64_t v) {
     while (v >= 0x80) {
       *p++ = static_cast<unsigned char>(v | 0x80);
       v >>= 7;
     }
     *p++ = static_cast<unsigned char>(v);
-    used_ += static_cast<size_t>(p - start);
+    return p;
+  }
+  void put_varint(uint64_t v) {
+    unsigned char* const start = room(10);
+    used_ += static_cast<size_t>(encode_varint(start, v) - start);
   }
   void put_signed(int64_t v);
   template <typename Event>  // MpiEvent or CallShape::Event
