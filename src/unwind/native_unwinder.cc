@@ -3,6 +3,8 @@
 #include <sys/auxv.h>
 #include <ucontext.h>
 
+#include <cstring>
+
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
@@ -51,49 +53,101 @@ void prepare_unwinder_for_thread() {
     policy_set = true;
   }
   LoaderSnapshot::instance().refresh_if_changed();  // the thread may start in a library just loaded
+  in_program_entry(0);  // its static is set here, not in a handler
   SnapshotLookups lookups;
   void* ips[kMaxDepthLimitForRoot];
   const int n = unw_backtrace(ips, kMaxDepthLimitForRoot);
   if (n > 0 && n < kMaxDepthLimitForRoot) tls_root_ip = reinterpret_cast<uint64_t>(ips[n - 1]);
 }
 
+namespace {
+
+// Sets kSampleTruncated / kSampleUnwindFailed for an unwind of `depth`
+// frames (`ips`) that stopped where it stopped; `full` = it filled the room
+// it had.
+void judge_end(const uint64_t* ips, uint32_t depth, bool full, uint32_t* flags) {
+  const uint64_t last = ips[depth - 1];
+  if (last == tls_root_ip || in_program_entry(last)) return;
+  *flags |= full ? kSampleTruncated : kSampleUnwindFailed;
+}
+
+// SIGNAL PATH. The slow unwind: unw_step frame by frame from the
+// interrupted context, each frame's unwind table looked up (in the
+// snapshot) afresh. Returns the depth, 0 when it cannot start.
+uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
+  // On x86-64 Linux libunwind's context is a ucontext_t; a copy, since
+  // unw_init_local2 takes it writable.
+  static_assert(sizeof(unw_context_t) == sizeof(ucontext_t));
+  unw_context_t context;
+  std::memcpy(&context, uc, sizeof context);
+  unw_cursor_t cursor;
+  if (unw_init_local2(&cursor, &context, UNW_INIT_SIGNAL_FRAME) != 0) return 0;
+  uint32_t n = 0;
+  int step = 1;
+  while (n <= max_depth && step > 0) {
+    unw_word_t ip = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    ips[n++] = ip;
+    step = unw_step(&cursor);
+  }
+  if (n == 0) return 0;
+  if (n > max_depth) {
+    *flags |= kSampleTruncated;
+    return max_depth;
+  }
+  if (step < 0) *flags |= kSampleUnwindFailed;
+  else judge_end(ips, n, false, flags);
+  return n;
+}
+
+}  // namespace
+
 // SIGNAL PATH: see header. unw_backtrace is libunwind's fast path: it walks
 // with cached frame descriptions (the trace cache made in
 // prepare_unwinder_for_thread) and only falls back to DWARF unw_step for
 // frames it has not seen. It starts here, so the handler's own frames are
 // skipped up to the interrupted instruction.
+//
+// The trace cache never forgets: a frame first met while its module was
+// missing from the snapshot (loaded since the last rebuild) was described
+// by a guess, and every later unwind through that address would go wrong
+// the same way for the thread's life. So an unwind that does not end at
+// the thread's root is done again step by step, which looks the module up
+// again (only then: it costs several times the fast path).
 uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+  SnapshotLookups lookups;
   void** raw = reinterpret_cast<void**>(ips);
-  int n;
-  {
-    SnapshotLookups lookups;
-    n = unw_backtrace(raw, static_cast<int>(max_depth + kHandlerFrames));
-  }
+  const int n = unw_backtrace(raw, static_cast<int>(max_depth + kHandlerFrames));
   int first = 0;
   while (first < n && reinterpret_cast<uint64_t>(raw[first]) != interrupted) ++first;
-  if (first == n) {  // the interrupted frame was not found: unwind broken
-    *flags |= kSampleUnwindFailed;
-    ips[0] = interrupted;
-    return 1;
-  }
-  uint32_t depth = static_cast<uint32_t>(n - first);
-  if (depth > max_depth) {
-    depth = max_depth;
-    *flags |= kSampleTruncated;
-  }
-  for (uint32_t i = 0; i < depth; ++i) ips[i] = reinterpret_cast<uint64_t>(raw[first + i]);
-  if (!(*flags & kSampleTruncated)) {
-    const uint64_t last = ips[depth - 1];
-    if (last != tls_root_ip && !in_program_entry(last)) {
-      if (static_cast<uint32_t>(n) == max_depth + kHandlerFrames)
-        *flags |= kSampleTruncated;
-      else
-        *flags |= kSampleUnwindFailed;
+  uint32_t depth = 0, fast_flags = 0;
+  if (first < n) {
+    depth = static_cast<uint32_t>(n - first);
+    if (depth > max_depth) {
+      depth = max_depth;
+      fast_flags |= kSampleTruncated;
+    }
+    for (uint32_t i = 0; i < depth; ++i) ips[i] = reinterpret_cast<uint64_t>(raw[first + i]);
+    if (!(fast_flags & kSampleTruncated))
+      judge_end(ips, depth, static_cast<uint32_t>(n) == max_depth + kHandlerFrames, &fast_flags);
+    if (!(fast_flags & kSampleUnwindFailed)) {
+      *flags |= fast_flags;
+      return depth;
     }
   }
-  return depth;
+  // Step by step, over what the fast path wrote: the slow path looks every
+  // module up afresh, so its result is the one to trust.
+  uint32_t slow_flags = 0;
+  const uint32_t slow_depth = step_from_signal_context(uc, ips, max_depth, &slow_flags);
+  if (slow_depth != 0) {
+    *flags |= slow_flags;
+    return slow_depth;
+  }
+  *flags |= kSampleUnwindFailed;  // neither found the interrupted frame's caller
+  ips[0] = interrupted;
+  return 1;
 }
 
 bool libunwind_lookups_use_snapshot() { return tls_snapshot_lookups != 0; }
