@@ -15,6 +15,7 @@
 #include "common/runtime_config.h"
 #include "preload/runtime.h"
 #include "trace/records.h"
+#include "unwind/loader_snapshot.h"
 #include "unwind/native_unwinder.h"
 
 namespace hybridprof::preload {
@@ -81,13 +82,18 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   t.ring.commit();
   // Wake the drain before its interval when this thread needs it sooner:
   // Python code it has not shown before may be freed within milliseconds (a
-  // module's body) and must be named first; a filling ring (deep mixed
-  // stacks are a few KiB a sample) would soon drop samples.
-  bool new_code = false;
+  // module's body) and must be named first; a module loaded since the
+  // loader snapshot was taken breaks every unwind through it until the
+  // drain's pass rebuilds the snapshot; a filling ring (deep mixed stacks
+  // are a few KiB a sample) would soon drop samples.
+  bool urgent = false;
   if (mixed && t.python_seen_codes) {
-    for (uint32_t i = 0; i < python_depth; ++i) new_code |= t.python_seen_codes->insert(t.python_scratch[i]);
+    for (uint32_t i = 0; i < python_depth; ++i) urgent |= t.python_seen_codes->insert(t.python_scratch[i]);
   }
-  if (t.wants_early_drain(now, new_code)) rt.drain.wake();  // write(2) on an eventfd
+  if (flags & kSampleUnwindFailed) {
+    for (uint32_t i = 0; i < depth && !urgent; ++i) urgent = LoaderSnapshot::instance().misses(ips[i]);
+  }
+  if (t.wants_early_drain(now, urgent)) rt.drain.wake();  // write(2) on an eventfd
   t.samples.fetch_add(weight, std::memory_order_relaxed);
   if (flags & kSampleTruncated) t.truncated.fetch_add(1, std::memory_order_relaxed);
   if (flags & kSampleUnwindFailed) t.unwind_failed.fetch_add(1, std::memory_order_relaxed);

@@ -79,14 +79,18 @@ void LoaderSnapshot::refresh_if_changed() {
 }
 
 // SIGNAL PATH.
-int LoaderSnapshot::iterate(Callback callback, void* data) {
-  int i;
+int LoaderSnapshot::acquire() {
   for (;;) {
-    i = current_.load(std::memory_order_acquire);
+    const int i = current_.load(std::memory_order_acquire);
     readers_[i].fetch_add(1, std::memory_order_acq_rel);
-    if (current_.load(std::memory_order_acquire) == i) break;
+    if (current_.load(std::memory_order_acquire) == i) return i;
     readers_[i].fetch_sub(1, std::memory_order_release);
   }
+}
+
+// SIGNAL PATH.
+int LoaderSnapshot::iterate(Callback callback, void* data) {
+  const int i = acquire();
   int result = 0;
   for (Module& m : buffers_[i].modules) {
     if (m.link_map != nullptr) {
@@ -97,8 +101,19 @@ int LoaderSnapshot::iterate(Callback callback, void* data) {
     result = callback(&m.info, sizeof m.info, data);
     if (result != 0) break;
   }
-  readers_[i].fetch_sub(1, std::memory_order_release);
+  release(i);
   return result;
+}
+
+// SIGNAL PATH.
+bool LoaderSnapshot::misses(uint64_t ip) {
+  dl_find_object found{};
+  if (_dl_find_object(reinterpret_cast<void*>(ip), &found) != 0) return false;  // in no module
+  const int i = acquire();
+  bool held = false;
+  for (const Module& m : buffers_[i].modules) held |= m.link_map == found.dlfo_link_map;
+  release(i);
+  return !held;
 }
 
 void LoaderSnapshot::after_fork_child() {

@@ -47,6 +47,11 @@ class LoaderSnapshot {
   // dl_iterate_phdr; stops at and returns the first nonzero result.
   int iterate(Callback callback, void* data);
 
+  // SIGNAL PATH: async-signal-safe. Is `ip` in a loaded module that the
+  // snapshot does not hold (loaded since its last rebuild)? Then a rebuild
+  // is due: unwinds through that module's frames cannot find its tables.
+  bool misses(uint64_t ip);
+
   // In a fork child (one thread): no reader can still be inside.
   void after_fork_child();
 
@@ -64,6 +69,9 @@ class LoaderSnapshot {
     std::vector<std::string> names;
   };
   static int collect(dl_phdr_info* info, size_t size, void* data);
+  // SIGNAL PATH: the current buffer's index, counted as read until release().
+  int acquire();
+  void release(int i) { readers_[i].fetch_sub(1, std::memory_order_release); }
 
   std::mutex rebuild_mutex_;
   Buffer buffers_[2];
