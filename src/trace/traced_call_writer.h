@@ -50,7 +50,7 @@ class TracedCallWriter {
         ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionEnter), static_cast<uint16_t>(depth)));
     if (r == nullptr) return false;
     fill(*r, timestamp, body, stack);
-    std::memcpy(r->ips(), ips, 8u * depth);
+    if (depth != 0) std::memcpy(r->ips(), ips, 8u * depth);  // ips may be null then
     if (body.carries()) *carried_event(*r) = body.event;
     ring.commit_exclusive();
     if (has_site) sites_[stack.slot] = Site{stack.generation, false, body, {}};
