@@ -157,7 +157,16 @@ void Drain::drain_rings_locked() {
   for (ThreadState* t : threads) {
     // Read `finished` first: once it is set the ring holds its last records.
     const bool finished = t->finished.load(std::memory_order_acquire);
-    t->ring.consume([&](const RecordHeader& h) { convert_locked(*t, h); });
+    t->ring.consume([&](const RecordHeader& h) {
+      // A loop's MPI calls are most of an MPI rank's records: two repeats
+      // a call, handled before the general dispatch.
+      if (h.type == uint16_t(RecordType::kRegionEnterRepeat))
+        convert_enter_repeat_locked(*t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
+      else if (h.type == uint16_t(RecordType::kRegionLeaveRepeat))
+        convert_leave_repeat_locked(*t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
+      else
+        convert_locked(*t, h);
+    });
     // A call still in progress (blocked in a receive...) is on disk with
     // this pass, in case the process is killed before it returns.
     write_unwritten_call_locked(*t);
@@ -300,12 +309,6 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       break;
     case RecordType::kRegionLeave:
       convert_leave_locked(t, reinterpret_cast<const RegionRecord&>(h));
-      break;
-    case RecordType::kRegionEnterRepeat:
-      convert_enter_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
-      break;
-    case RecordType::kRegionLeaveRepeat:
-      convert_leave_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
       break;
     case RecordType::kMpiEvent: {
       const auto& m = reinterpret_cast<const MpiEventRecord&>(h);

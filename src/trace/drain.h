@@ -106,6 +106,8 @@ class Drain {
   static void* thread_main(void* self);
   void loop();
   void drain_rings_locked();
+  // One ring record into the stream; RepeatRecords do not come here
+  // (drain_rings_locked takes them first: they are most of an MPI rank's).
   void convert_locked(ThreadState& t, const RecordHeader& h);
   // The context node of a traced-call enter (its stack, then its region).
   uint32_t enter_context_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns);

@@ -58,7 +58,6 @@ bool write_all(int fd, const unsigned char* p, size_t n) {
 }
 
 constexpr size_t kChunkHeader = 16;
-constexpr size_t kChunkFlushBytes = 256 * 1024;
 
 // Decodes one chunk's payload.
 class Decoder {
@@ -347,13 +346,6 @@ void StreamWriter::put_string(const std::string& s) {
   used_ += s.size();
 }
 
-uint64_t StreamWriter::delta(uint32_t thread, uint64_t ts) {
-  if (thread >= last_ts_.size()) last_ts_.resize(thread + 1, 0);
-  const uint64_t d = ts - last_ts_[thread];
-  last_ts_[thread] = ts;
-  return (d << 1) ^ static_cast<uint64_t>(static_cast<int64_t>(d) >> 63);
-}
-
 template <typename T>
 void StreamWriter::put(const T& r) {
   auto tag = [&](Tag t) { put_varint(static_cast<uint32_t>(t)); };
@@ -431,9 +423,6 @@ void StreamWriter::put(const T& r) {
     } else {
       static_assert(sizeof(T) == 0, "every raw record needs an encoding");
     }
-  // A chunk that stays small stays in the cache: a drain pass over a full
-  // ring (hundreds of MiB of MPI records) would otherwise grow one chunk by
-  // reallocation and copying, over and over.
   if (used_ >= kChunkFlushBytes) flush();
 }
 
@@ -470,26 +459,6 @@ RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns
   const RecentCalls::Handle kept = recent_calls_.handle(thread, slot);
   if (used_ >= kChunkFlushBytes) flush();
   return kept;
-}
-
-bool StreamWriter::append_repeat(uint32_t thread, RecentCalls::Handle kept, uint64_t enter_ns, uint64_t leave_ns) {
-  if (!recent_calls_.keeps(thread, kept)) return false;
-  put_repeat(thread, kept.slot, enter_ns, leave_ns);
-  if (used_ >= kChunkFlushBytes) flush();
-  return true;
-}
-
-void StreamWriter::put_repeat(uint32_t thread, uint32_t slot, uint64_t enter_ns, uint64_t leave_ns) {
-  // A loop's every call comes here: one room check for the whole record.
-  const uint64_t d = delta(thread, enter_ns);
-  unsigned char* const start = room(5 * 10);
-  unsigned char* p = encode_varint(start, static_cast<uint32_t>(Tag::kCallRepeat));
-  p = encode_varint(p, thread);
-  p = encode_varint(p, slot);
-  p = encode_varint(p, d);
-  p = encode_varint(p, leave_ns - enter_ns);
-  used_ += static_cast<size_t>(p - start);
-  last_ts_[thread] = leave_ns;
 }
 
 bool StreamWriter::flush() {

@@ -34,7 +34,13 @@ class StreamWriter {
   // A Call shaped exactly like the one append_call returned `kept` for,
   // without comparing shapes again. False, with nothing written, when the
   // writer no longer keeps that shape (then use append_call).
-  bool append_repeat(uint32_t thread, RecentCalls::Handle kept, uint64_t enter_ns, uint64_t leave_ns);
+  // Inline: a loop's every traced call comes here.
+  bool append_repeat(uint32_t thread, RecentCalls::Handle kept, uint64_t enter_ns, uint64_t leave_ns) {
+    if (!recent_calls_.keeps(thread, kept)) return false;
+    put_repeat(thread, kept.slot, enter_ns, leave_ns);
+    if (used_ >= kChunkFlushBytes) flush();
+    return true;
+  }
   // Writes the pending chunk, if any, with one write(). Returns false on I/O error.
   bool flush();
   void close();
@@ -75,8 +81,29 @@ class StreamWriter {
     put_varint(e.sent); put_varint(e.received); put_varint(e.request);
   }
   void put_string(const std::string& s);
-  uint64_t delta(uint32_t thread, uint64_t ts);
-  void put_repeat(uint32_t thread, uint32_t slot, uint64_t enter_ns, uint64_t leave_ns);
+  // The zigzag-encoded step from the thread's last timestamp to `ts`.
+  uint64_t delta(uint32_t thread, uint64_t ts) {
+    if (thread >= last_ts_.size()) last_ts_.resize(thread + 1, 0);
+    const uint64_t d = ts - last_ts_[thread];
+    last_ts_[thread] = ts;
+    return (d << 1) ^ static_cast<uint64_t>(static_cast<int64_t>(d) >> 63);
+  }
+  void put_repeat(uint32_t thread, uint32_t slot, uint64_t enter_ns, uint64_t leave_ns) {
+    // One room check for the whole record.
+    const uint64_t d = delta(thread, enter_ns);
+    unsigned char* const start = room(5 * 10);
+    unsigned char* p = encode_varint(start, static_cast<uint32_t>(Tag::kCallRepeat));
+    p = encode_varint(p, thread);
+    p = encode_varint(p, slot);
+    p = encode_varint(p, d);
+    p = encode_varint(p, leave_ns - enter_ns);
+    used_ += static_cast<size_t>(p - start);
+    last_ts_[thread] = leave_ns;
+  }
+  // A chunk is written once its payload reaches this: one that stays
+  // small stays in the cache (a drain pass over a full ring would otherwise
+  // grow one chunk by reallocation and copying, over and over).
+  static constexpr size_t kChunkFlushBytes = 256 * 1024;
 
   int fd_ = -1;
   std::vector<unsigned char> chunk_;  // grows, never shrinks; used_ bytes pending
