@@ -222,6 +222,24 @@ TEST_F(DrainTest, ACallInProgressIsOnDiskAfterEachPass) {
   EXPECT_EQ(nodes_[0], nodes_[1]);
 }
 
+// The same for a loop's call, written as repeats: its enter is on disk
+// after the pass, and its leave (a repeat of a leave written before) closes
+// it in the next one.
+TEST_F(DrainTest, ARepeatedCallInProgressIsOnDiskAfterEachPass) {
+  enter_from(100, 1, 0, 1, 5);
+  leave_from(150, 1, 0, 1);
+  enter_from(200, 1, 0, 1, 5);
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 100}, {'L', 150}, {'E', 200}, {'M', 200}}));
+  leave_from(260, 1, 0, 1);
+  nodes_.clear();
+  peers_.clear();
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 100}, {'L', 150}, {'E', 200}, {'M', 200}, {'L', 260}}));
+  EXPECT_EQ(peers_, (std::vector<uint32_t>{5, 5}));
+  ASSERT_EQ(nodes_.size(), 4u);
+  EXPECT_EQ(nodes_[2], nodes_[3]) << "the leave names its enter's context";
+  EXPECT_EQ(nodes_[0], nodes_[2]);
+}
+
 // Calls with nothing inside them are stored whole: markedly fewer bytes
 // than the same calls written as enter, event and leave.
 TEST_F(DrainTest, WholeCallsTakeFewerBytes) {
