@@ -43,7 +43,8 @@ class TracedCallWriter {
     const bool has_site = stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
     if (has_site && depth == 0) {
       const Site& s = sites_[stack.slot];
-      if (s.generation == stack.generation && s.enter == body) return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot);
+      if (s.generation == stack.generation && s.enter == body)
+        return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot);
     }
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(MpiEventFields) : 0));
     auto* r = reinterpret_cast<RegionRecord*>(
@@ -61,7 +62,8 @@ class TracedCallWriter {
   bool leave(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
     const bool has_site = stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
     Site* s = has_site && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
-    if (s && s->leave_known && s->leave == body) return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot);
+    if (s && s->leave_known && s->leave == body)
+      return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot);
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + (body.carries() ? sizeof(MpiEventFields) : 0));
     auto* r = reinterpret_cast<RegionRecord*>(
         ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionLeave), 0));
