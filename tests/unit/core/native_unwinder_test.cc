@@ -38,7 +38,16 @@ __attribute__((noinline)) void interrupt_here() {
   asm volatile("" ::: "memory");  // not a tail call: this frame stays
 }
 
-// Does the last unwind pass through `module` (a dlopen handle's symbol)?
+// The test's samples: SIGUSR2 into on_signal, on this thread.
+void install_sample_handler() {
+  prepare_unwinder_for_thread();
+  struct sigaction sa {};
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO;
+  ASSERT_EQ(sigaction(SIGUSR2, &sa, nullptr), 0);
+}
+
+// Does the last unwind pass through the module that holds `symbol`?
 bool passes_through(const void* symbol) {
   Dl_info want{};
   if (dladdr(symbol, &want) == 0) return false;
@@ -55,11 +64,7 @@ bool passes_through(const void* symbol) {
 // fast path's frame cache keeps what it first made of an address: without
 // a second look, the guess would stay for the thread's life.)
 TEST(NativeUnwinder, AFrameMetBeforeItsModuleWasKnownUnwindsOnceItIs) {
-  prepare_unwinder_for_thread();
-  struct sigaction sa {};
-  sa.sa_sigaction = on_signal;
-  sa.sa_flags = SA_SIGINFO;
-  ASSERT_EQ(sigaction(SIGUSR2, &sa, nullptr), 0);
+  install_sample_handler();
   LoaderSnapshot::instance().rebuild();
   void* module = dlopen(HYBRIDPROF_LATE_MODULE, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(module, nullptr) << dlerror();
@@ -80,11 +85,7 @@ TEST(NativeUnwinder, AFrameMetBeforeItsModuleWasKnownUnwindsOnceItIs) {
 
 // Unwinds that need no second look take the fast path's result as it is.
 TEST(NativeUnwinder, AnUnwindOfKnownCodeEndsAtTheThreadsRoot) {
-  prepare_unwinder_for_thread();
-  struct sigaction sa {};
-  sa.sa_sigaction = on_signal;
-  sa.sa_flags = SA_SIGINFO;
-  ASSERT_EQ(sigaction(SIGUSR2, &sa, nullptr), 0);
+  install_sample_handler();
   interrupt_here();
   EXPECT_EQ(g_flags, 0u);
   ASSERT_GT(g_depth, 2u);
