@@ -91,7 +91,14 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
     for (uint32_t i = 0; i < python_depth; ++i) urgent |= t.python_seen_codes->insert(t.python_scratch[i]);
   }
   if (flags & kSampleUnwindFailed) {
-    for (uint32_t i = 0; i < depth && !urgent; ++i) urgent = LoaderSnapshot::instance().misses(ips[i]);
+    // The unwind broke at the last frame it could place in a module (what
+    // follows is in none): was that module one the snapshot misses?
+    for (uint32_t i = depth; i-- > 0;) {
+      const LoaderSnapshot::Where where = LoaderSnapshot::instance().where(ips[i]);
+      if (where == LoaderSnapshot::Where::kNoModule) continue;
+      urgent |= where == LoaderSnapshot::Where::kMissed;
+      break;
+    }
   }
   if (t.wants_early_drain(now, urgent)) rt.drain.wake();  // write(2) on an eventfd
   t.samples.fetch_add(weight, std::memory_order_relaxed);

@@ -106,14 +106,14 @@ int LoaderSnapshot::iterate(Callback callback, void* data) {
 }
 
 // SIGNAL PATH.
-bool LoaderSnapshot::misses(uint64_t ip) {
+LoaderSnapshot::Where LoaderSnapshot::where(uint64_t ip) {
   dl_find_object found{};
-  if (_dl_find_object(reinterpret_cast<void*>(ip), &found) != 0) return false;  // in no module
+  if (_dl_find_object(reinterpret_cast<void*>(ip), &found) != 0) return Where::kNoModule;
   const int i = acquire();
   bool held = false;
   for (const Module& m : buffers_[i].modules) held |= m.link_map == found.dlfo_link_map;
   release(i);
-  return !held;
+  return held ? Where::kHeld : Where::kMissed;
 }
 
 void LoaderSnapshot::after_fork_child() {

@@ -47,10 +47,12 @@ class LoaderSnapshot {
   // dl_iterate_phdr; stops at and returns the first nonzero result.
   int iterate(Callback callback, void* data);
 
-  // SIGNAL PATH: async-signal-safe. Is `ip` in a loaded module that the
-  // snapshot does not hold (loaded since its last rebuild)? Then a rebuild
-  // is due: unwinds through that module's frames cannot find its tables.
-  bool misses(uint64_t ip);
+  // SIGNAL PATH: async-signal-safe. Where `ip` is: in no loaded module, in
+  // one the snapshot holds, or in one it misses (loaded since its last
+  // rebuild: unwinds through that module's frames cannot find its tables
+  // until the next rebuild).
+  enum class Where { kNoModule, kHeld, kMissed };
+  Where where(uint64_t ip);
 
   // In a fork child (one thread): no reader can still be inside.
   void after_fork_child();

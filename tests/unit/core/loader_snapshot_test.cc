@@ -71,18 +71,20 @@ TEST(LoaderSnapshot, SkipsAModuleUnloadedSinceItWasTaken) {
 
 // What the sample handler asks when an unwind fails: was it a module the
 // snapshot has not seen yet (then the drain should rebuild it now)?
-TEST(LoaderSnapshot, MissesOnlyModulesLoadedSinceItWasTaken) {
+TEST(LoaderSnapshot, TellsModulesLoadedSinceItWasTakenFromHeldOnesAndNone) {
   LoaderSnapshot::instance().rebuild();
   void* handle = dlopen(HYBRIDPROF_TEST_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
   const auto in_plugin = reinterpret_cast<uint64_t>(dlsym(handle, "unload_me_answer"));
   ASSERT_NE(in_plugin, 0u) << dlerror();
   int on_stack = 0;
-  EXPECT_TRUE(LoaderSnapshot::instance().misses(in_plugin));
-  EXPECT_FALSE(LoaderSnapshot::instance().misses(reinterpret_cast<uint64_t>(&dlopen))) << "libc is in it";
-  EXPECT_FALSE(LoaderSnapshot::instance().misses(reinterpret_cast<uint64_t>(&on_stack))) << "in no module";
-  LoaderSnapshot::instance().rebuild();
-  EXPECT_FALSE(LoaderSnapshot::instance().misses(in_plugin));
+  using Where = LoaderSnapshot::Where;
+  LoaderSnapshot& snapshot = LoaderSnapshot::instance();
+  EXPECT_EQ(snapshot.where(in_plugin), Where::kMissed);
+  EXPECT_EQ(snapshot.where(reinterpret_cast<uint64_t>(&dlopen)), Where::kHeld) << "libc";
+  EXPECT_EQ(snapshot.where(reinterpret_cast<uint64_t>(&on_stack)), Where::kNoModule) << "the stack";
+  snapshot.rebuild();
+  EXPECT_EQ(snapshot.where(in_plugin), Where::kHeld);
   ASSERT_EQ(dlclose(handle), 0);
 }
 
