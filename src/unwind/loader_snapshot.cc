@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <cstddef>
+#include <cstring>
 
 namespace hybridprof {
 
@@ -25,6 +26,15 @@ int read_counters(dl_phdr_info* info, size_t size, void* data) {
   }
   return 1;  // the first module is enough
 }
+
+// Modules offered by offer_missed(), on this thread only.
+constexpr int kMissedModules = 4;
+struct MissedModule {
+  dl_phdr_info info;
+  void* link_map;
+};
+__thread MissedModule tls_missed[kMissedModules] __attribute__((tls_model("initial-exec")));
+__thread int tls_missed_count __attribute__((tls_model("initial-exec"))) = 0;
 
 }  // namespace
 
@@ -102,6 +112,8 @@ int LoaderSnapshot::iterate(Callback callback, void* data) {
     if (result != 0) break;
   }
   release(i);
+  for (int k = 0; result == 0 && k < tls_missed_count; ++k)
+    result = callback(&tls_missed[k].info, sizeof tls_missed[k].info, data);
   return result;
 }
 
@@ -115,6 +127,37 @@ LoaderSnapshot::Where LoaderSnapshot::where(uint64_t ip) {
   release(i);
   return held ? Where::kHeld : Where::kMissed;
 }
+
+// SIGNAL PATH.
+bool LoaderSnapshot::offer_missed(uint64_t ip) {
+  if (where(ip) != Where::kMissed) return false;
+  dl_find_object found{};
+  if (_dl_find_object(reinterpret_cast<void*>(ip), &found) != 0) return false;
+  for (int k = 0; k < tls_missed_count; ++k) {
+    if (tls_missed[k].link_map == found.dlfo_link_map) return true;
+  }
+  if (tls_missed_count == kMissedModules) return false;
+  // The loader maps a module's first segment, which holds its ELF and
+  // program headers, at the start of its mapping.
+  const auto* start = static_cast<const unsigned char*>(found.dlfo_map_start);
+  const auto* ehdr = reinterpret_cast<const ElfW(Ehdr)*>(start);
+  if (std::memcmp(ehdr->e_ident, ELFMAG, SELFMAG) != 0 || ehdr->e_phentsize != sizeof(ElfW(Phdr)) ||
+      ehdr->e_phoff + size_t(ehdr->e_phnum) * sizeof(ElfW(Phdr)) >
+          size_t(static_cast<const unsigned char*>(found.dlfo_map_end) - start))
+    return false;
+  const auto* map = static_cast<const link_map*>(found.dlfo_link_map);
+  MissedModule& m = tls_missed[tls_missed_count];
+  m.info = dl_phdr_info{};
+  m.info.dlpi_addr = map->l_addr;
+  m.info.dlpi_name = map->l_name;
+  m.info.dlpi_phdr = reinterpret_cast<const ElfW(Phdr)*>(start + ehdr->e_phoff);
+  m.info.dlpi_phnum = ehdr->e_phnum;
+  m.link_map = found.dlfo_link_map;
+  ++tls_missed_count;
+  return true;
+}
+
+void LoaderSnapshot::forget_missed() { tls_missed_count = 0; }
 
 void LoaderSnapshot::after_fork_child() {
   readers_[0].store(0);

@@ -54,6 +54,16 @@ class LoaderSnapshot {
   enum class Where { kNoModule, kHeld, kMissed };
   Where where(uint64_t ip);
 
+  // SIGNAL PATH. For this thread's next lookups: the module `ip` is in,
+  // when the snapshot misses it, described from the loader's lock-free
+  // lookup and its ELF headers in memory, and offered by iterate() after
+  // the snapshot's own (a few at a time). So an unwind through a module
+  // loaded a moment ago need not wait for the next rebuild. Returns whether
+  // it offers one for `ip`. forget_missed() withdraws them all: they are
+  // good only while the unwind that asked runs.
+  bool offer_missed(uint64_t ip);
+  static void forget_missed();
+
   // In a fork child (one thread): no reader can still be inside.
   void after_fork_child();
 

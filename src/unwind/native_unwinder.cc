@@ -138,9 +138,15 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
     }
   }
   // Step by step, over what the fast path wrote: the slow path looks every
-  // module up afresh, so its result is the one to trust.
+  // module up afresh, so its result is the one to trust. A module the
+  // snapshot misses (the first the fast path met) is offered to those
+  // lookups for this unwind.
+  LoaderSnapshot& snapshot = LoaderSnapshot::instance();
+  bool offered = snapshot.offer_missed(interrupted);
+  for (uint32_t i = 0; i < depth && !offered; ++i) offered = snapshot.offer_missed(ips[i]);
   uint32_t slow_flags = 0;
   const uint32_t slow_depth = step_from_signal_context(uc, ips, max_depth, &slow_flags);
+  LoaderSnapshot::forget_missed();
   if (slow_depth != 0) {
     *flags |= slow_flags;
     return slow_depth;

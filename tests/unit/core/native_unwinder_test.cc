@@ -59,10 +59,11 @@ bool passes_through(const void* symbol) {
 }
 
 // A sample that lands while a module is missing from the snapshot (loaded
-// since its last rebuild) cannot unwind through the module's frames; once
-// the snapshot knows it, samples through the same addresses must. (The
-// fast path's frame cache keeps what it first made of an address: without
-// a second look, the guess would stay for the thread's life.)
+// since its last rebuild) unwinds through the module's frames all the same
+// (the module is described from the loader's lock-free lookup), and so do
+// samples through the same addresses once the snapshot knows it. (The fast
+// path's frame cache keeps what it first made of an address: without a
+// second look, its guess would stay for the thread's life.)
 TEST(NativeUnwinder, AFrameMetBeforeItsModuleWasKnownUnwindsOnceItIs) {
   install_sample_handler();
   LoaderSnapshot::instance().rebuild();
@@ -72,7 +73,10 @@ TEST(NativeUnwinder, AFrameMetBeforeItsModuleWasKnownUnwindsOnceItIs) {
   ASSERT_NE(late_call, nullptr);
 
   late_call(interrupt_here);  // the snapshot does not know the module yet
-  EXPECT_GT(g_depth, 0u);
+  EXPECT_EQ(g_flags & kSampleUnwindFailed, 0u) << "before the rebuild: " << g_depth << " frames";
+  EXPECT_TRUE(passes_through(reinterpret_cast<void*>(late_call))) << "before the rebuild";
+  EXPECT_EQ(LoaderSnapshot::instance().where(reinterpret_cast<uint64_t>(late_call)), LoaderSnapshot::Where::kMissed)
+      << "the snapshot itself is unchanged";
 
   LoaderSnapshot::instance().rebuild();
   for (int i = 0; i < 3; ++i) {
