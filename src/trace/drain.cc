@@ -361,7 +361,6 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   call.shape.node = node;
   call.enter_ns = ns;
   call.site = ThreadState::kNoSite;
-  call.enter_repeats = false;
   call.shape_at_site = false;
   t.call_unwritten = true;
   if (r.flags & kEnterBeginsCollective)
@@ -370,34 +369,25 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
     convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
   if (r.stack_generation != 0 && r.stack_slot < ThreadState::kNoSite) {
     // The stack's site starts afresh, as at the producer (TracedCallWriter).
+    // The enter's own events always fit the call, so its shape is whole.
+    static_assert(raw::Call::kMaxEvents >= 2, "a collective's begin and a carried event");
     ThreadState::CallSite& site = t.call_sites[r.stack_slot];
     site = ThreadState::CallSite{};
     site.generation = r.stack_generation;
     site.enter = body_of(r);
-    if (t.call_unwritten) {
-      site.enter_shape = call.shape;
-      site.enter_shape_known = true;
-      call.site = r.stack_slot;
-    }
+    site.enter_shape = call.shape;
+    call.site = r.stack_slot;
   }
 }
 
 void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
   if (slot >= ThreadState::kNoSite || t.call_sites[slot].generation == 0) return;  // no producer writes that
-  const ThreadState::CallSite& site = t.call_sites[slot];
-  if (!site.enter_shape_known) {
-    // The full enter's events did not fit a Call: no shape to start from.
-    const RebuiltRecord rebuilt(RecordType::kRegionEnter, timestamp, site.enter, slot, site.generation);
-    convert_enter_locked(t, rebuilt.record);
-    return;
-  }
   write_unwritten_call_locked(t);  // a call inside a call
   // The loop case: the same call from the same place as last time.
   const uint64_t ns = clock_.to_ns(timestamp);
   ThreadState::UnwrittenCall& call = t.unwritten_call;
   call.enter_ns = ns;
   call.site = slot;
-  call.enter_repeats = true;
   call.shape_at_site = true;
   t.call_unwritten = true;
 }
@@ -441,9 +431,13 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
     if (stamped_at_ends) {
       t.call_unwritten = false;
       const raw::RecentCalls::Handle kept = writer_.append_call(t.index, call.enter_ns, ns, call.shape);
-      // A call with the site's enter (any other was written out when that
-      // enter came) and its leave: the next such call repeats it.
-      if (site && call.site == r.stack_slot) site->written = kept;
+      // A call of the site's enter (any other was written out when that
+      // enter came) and its leave, nothing in between: the next such call
+      // repeats it.
+      const uint32_t leave_events = (r.flags & kRegionCarriesEvent) ? 1 : 0;
+      if (site && call.site == r.stack_slot &&
+          call.shape.event_count == site->enter_shape.event_count + leave_events)
+        site->written = kept;
       return;
     }
   }
@@ -461,9 +455,9 @@ void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   const ThreadState::CallSite& site = t.call_sites[slot];
   const ThreadState::UnwrittenCall& call = t.unwritten_call;
   const uint64_t ns = clock_.to_ns(timestamp);
-  // Enter and leave as last time from here: the call's shape is the one
-  // the writer kept then (if it still does).
-  if (t.call_unwritten && call.enter_repeats && call.site == slot && ns >= call.enter_ns &&
+  // Enter and leave as last time from here, nothing in between: the call's
+  // shape is the one the writer kept then (if it still does).
+  if (t.call_unwritten && call.shape_at_site && call.site == slot && ns >= call.enter_ns &&
       writer_.append_repeat(t.index, site.written, call.enter_ns, ns)) {
     t.call_unwritten = false;
     return;

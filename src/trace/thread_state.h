@@ -99,8 +99,9 @@ struct ThreadState {
     uint64_t enter_ns = 0;
     std::array<uint64_t, raw::Call::kMaxEvents> event_ns{};
     uint32_t site = kNoSite;     // its caller stack's entry in call_sites
-    bool enter_repeats = false;  // its enter is the site's last enter again
-    bool shape_at_site = false;  // ... whose shape (events at enter_ns) is not copied yet
+    // Its enter repeated the site's, and nothing has come since: its shape
+    // is the site's enter_shape (events at enter_ns), not copied yet.
+    bool shape_at_site = false;
   };
   UnwrittenCall unwritten_call;
   bool call_unwritten = false;
@@ -115,7 +116,6 @@ struct ThreadState {
     bool leave_known = false;
     RegionBody enter, leave;
     raw::CallShape enter_shape;
-    bool enter_shape_known = false;
     raw::RecentCalls::Handle written;  // of enter and leave together
   };
   static constexpr uint32_t kNoSite = CallerStackCache::kEntries;

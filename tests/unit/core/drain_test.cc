@@ -240,6 +240,21 @@ TEST_F(DrainTest, ARepeatedCallInProgressIsOnDiskAfterEachPass) {
   EXPECT_EQ(nodes_[0], nodes_[2]);
 }
 
+// A loop's call with an event of its own between its enter and leave (a
+// second completion at the call's end, which the leave record cannot
+// carry) is not the loop's other calls: the event must read back, and the
+// next plain call must not gain it.
+TEST_F(DrainTest, AnEventInsideARepeatedCallIsKept) {
+  for (uint64_t start : {100, 200, 300, 400}) {
+    enter_from(start, 1, 0, 1, 5);
+    if (start == 300) event(start + 50, MpiEventKind::kIsendComplete, 9);
+    leave_from(start + 50, 1, 0, 1);
+  }
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 100}, {'L', 150}, {'E', 200}, {'M', 200}, {'L', 250}, {'E', 300},
+                            {'M', 300}, {'M', 350}, {'L', 350}, {'E', 400}, {'M', 400}, {'L', 450}}));
+  EXPECT_EQ(peers_, (std::vector<uint32_t>{5, 5, 5, 9, 5}));
+}
+
 // Calls with nothing inside them are stored whole: markedly fewer bytes
 // than the same calls written as enter, event and leave.
 TEST_F(DrainTest, WholeCallsTakeFewerBytes) {
