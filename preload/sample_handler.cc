@@ -15,7 +15,6 @@
 #include "common/runtime_config.h"
 #include "preload/runtime.h"
 #include "trace/records.h"
-#include "unwind/loader_snapshot.h"
 #include "unwind/native_unwinder.h"
 
 namespace hybridprof::preload {
@@ -41,7 +40,8 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   static_assert(kMaxDepthLimit + kUnwindScratchFrames <= kUnwindScratchEntries);
   uint64_t* const ips = t.unwind_scratch;
   uint32_t flags = 0;
-  const uint32_t depth = unwind_signal_context(ucontext, ips, rt.config.max_depth, &flags);
+  bool snapshot_stale = false;
+  const uint32_t depth = unwind_signal_context(ucontext, ips, rt.config.max_depth, &flags, &snapshot_stale);
   // Python frames of this thread, if the program is CPython and the thread
   // runs Python (read from the interpreter's memory, see python_stack.h).
   uint32_t python_depth = 0;
@@ -83,22 +83,12 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   // Wake the drain before its interval when this thread needs it sooner:
   // Python code it has not shown before may be freed within milliseconds (a
   // module's body) and must be named first; a module loaded since the
-  // loader snapshot was taken breaks every unwind through it until the
-  // drain's pass rebuilds the snapshot; a filling ring (deep mixed stacks
-  // are a few KiB a sample) would soon drop samples.
-  bool urgent = false;
+  // loader snapshot was taken costs every unwind through it a second, slow
+  // one until the drain's pass rebuilds the snapshot; a filling ring (deep
+  // mixed stacks are a few KiB a sample) would soon drop samples.
+  bool urgent = snapshot_stale;
   if (mixed && t.python_seen_codes) {
     for (uint32_t i = 0; i < python_depth; ++i) urgent |= t.python_seen_codes->insert(t.python_scratch[i]);
-  }
-  if (flags & kSampleUnwindFailed) {
-    // The unwind broke at the last frame it could place in a module (what
-    // follows is in none): was that module one the snapshot misses?
-    for (uint32_t i = depth; i-- > 0;) {
-      const LoaderSnapshot::Where where = LoaderSnapshot::instance().where(ips[i]);
-      if (where == LoaderSnapshot::Where::kNoModule) continue;
-      urgent |= where == LoaderSnapshot::Where::kMissed;
-      break;
-    }
   }
   if (t.wants_early_drain(now, urgent)) rt.drain.wake();  // write(2) on an eventfd
   t.samples.fetch_add(weight, std::memory_order_relaxed);

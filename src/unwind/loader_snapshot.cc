@@ -118,21 +118,18 @@ int LoaderSnapshot::iterate(Callback callback, void* data) {
 }
 
 // SIGNAL PATH.
-LoaderSnapshot::Where LoaderSnapshot::where(uint64_t ip) {
-  dl_find_object found{};
-  if (_dl_find_object(reinterpret_cast<void*>(ip), &found) != 0) return Where::kNoModule;
+bool LoaderSnapshot::holds(const void* link_map) {
   const int i = acquire();
   bool held = false;
-  for (const Module& m : buffers_[i].modules) held |= m.link_map == found.dlfo_link_map;
+  for (const Module& m : buffers_[i].modules) held |= m.link_map == link_map;
   release(i);
-  return held ? Where::kHeld : Where::kMissed;
+  return held;
 }
 
 // SIGNAL PATH.
 bool LoaderSnapshot::offer_missed(uint64_t ip) {
-  if (where(ip) != Where::kMissed) return false;
   dl_find_object found{};
-  if (_dl_find_object(reinterpret_cast<void*>(ip), &found) != 0) return false;
+  if (_dl_find_object(reinterpret_cast<void*>(ip), &found) != 0 || holds(found.dlfo_link_map)) return false;
   for (int k = 0; k < tls_missed_count; ++k) {
     if (tls_missed[k].link_map == found.dlfo_link_map) return true;
   }

@@ -47,15 +47,9 @@ class LoaderSnapshot {
   // dl_iterate_phdr; stops at and returns the first nonzero result.
   int iterate(Callback callback, void* data);
 
-  // SIGNAL PATH: async-signal-safe. Where `ip` is: in no loaded module, in
-  // one the snapshot holds, or in one it misses (loaded since its last
-  // rebuild: unwinds through that module's frames cannot find its tables
-  // until the next rebuild).
-  enum class Where { kNoModule, kHeld, kMissed };
-  Where where(uint64_t ip);
-
-  // SIGNAL PATH. For this thread's next lookups: the module `ip` is in,
-  // when the snapshot misses it, described from the loader's lock-free
+  // SIGNAL PATH: async-signal-safe. For this thread's next lookups: the
+  // module `ip` is in, when the snapshot misses it (loaded since its last
+  // rebuild: a rebuild is due), described from the loader's lock-free
   // lookup and its ELF headers in memory, and offered by iterate() after
   // the snapshot's own (a few at a time). So an unwind through a module
   // loaded a moment ago need not wait for the next rebuild. Returns whether
@@ -84,6 +78,8 @@ class LoaderSnapshot {
   // SIGNAL PATH: the current buffer's index, counted as read until release().
   int acquire();
   void release(int i) { readers_[i].fetch_sub(1, std::memory_order_release); }
+  // SIGNAL PATH: is the module with this link map in the current buffer?
+  bool holds(const void* link_map);
 
   std::mutex rebuild_mutex_;
   Buffer buffers_[2];

@@ -114,7 +114,8 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
 // the same way for the thread's life. So an unwind that does not end at
 // the thread's root is done again step by step, which looks the module up
 // again (only then: it costs several times the fast path).
-uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
+uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth, uint32_t* flags,
+                               bool* snapshot_stale) {
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
   SnapshotLookups lookups;
@@ -144,6 +145,7 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
   LoaderSnapshot& snapshot = LoaderSnapshot::instance();
   bool offered = snapshot.offer_missed(interrupted);
   for (uint32_t i = 0; i < depth && !offered; ++i) offered = snapshot.offer_missed(ips[i]);
+  if (snapshot_stale) *snapshot_stale = offered;
   uint32_t slow_flags = 0;
   const uint32_t slow_depth = step_from_signal_context(uc, ips, max_depth, &slow_flags);
   LoaderSnapshot::forget_missed();
