@@ -40,7 +40,7 @@ class TracedCallWriter {
   // False when the ring had no room (nothing written).
   bool enter(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack,
              const uint64_t* ips, uint32_t depth) {
-    const bool has_site = stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
+    const bool has_site = remembered(stack);
     if (has_site && depth == 0) {
       const Site& s = sites_[stack.slot];
       if (s.generation == stack.generation && s.enter == body)
@@ -60,8 +60,7 @@ class TracedCallWriter {
 
   // The leave of a call whose enter enter() wrote from `stack`.
   bool leave(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
-    const bool has_site = stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
-    Site* s = has_site && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
+    Site* s = remembered(stack) && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
     if (s && s->leave_known && s->leave == body)
       return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot);
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + (body.carries() ? sizeof(MpiEventFields) : 0));
@@ -86,6 +85,9 @@ class TracedCallWriter {
     RegionBody enter, leave;
   };
 
+  static bool remembered(CallerStackCache::Ref stack) {
+    return stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
+  }
   static bool repeat(ThreadRing& ring, RecordType type, uint64_t timestamp, uint32_t slot) {
     auto* r = reinterpret_cast<RepeatRecord*>(
         ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(type), static_cast<uint16_t>(slot)));
