@@ -50,9 +50,11 @@ void prepare_directory(const ArchiveWriter::Options& options) {
     throw std::runtime_error("ArchiveWriter: bad archive name '" + options.name + "'");
   }
   const fs::path dir(options.directory);
+  // Of a collective archive, the master checks: the others may find what it made already.
+  const bool checks_existing = options.collective == nullptr || options.collective->is_master();
   for (const fs::path& part : {dir / (options.name + ".otf2"), dir / (options.name + ".def"), dir / options.name}) {
     std::error_code ec;
-    if (fs::exists(fs::symlink_status(part, ec))) {
+    if (checks_existing && fs::exists(fs::symlink_status(part, ec))) {
       throw std::runtime_error("ArchiveWriter: an OTF2 archive already exists at " + part.string());
     }
   }
@@ -82,6 +84,7 @@ struct ArchiveWriter::Thread {
   uint32_t process;
   OTF2_EvtWriter* writer = nullptr;  // created at the first event
   bool ended = false;
+  bool remote = false;  // collective mode: another writer's
   uint64_t events = 0;
   uint64_t first_timestamp = UINT64_MAX;  // UINT64_MAX: no event yet
   uint64_t last_timestamp = 0;
@@ -123,7 +126,10 @@ ArchiveWriter::ArchiveWriter(const Options& options) : options_(options), archiv
     check(OTF2_Archive_SetFlushCallbacks(a, &kFlushCallbacks, nullptr), "OTF2_Archive_SetFlushCallbacks");
     check(OTF2_Archive_SetMemoryCallbacks(a, detail::bounded_memory_callbacks(), &archive_->budget),
           "OTF2_Archive_SetMemoryCallbacks");
-    check(OTF2_Archive_SetSerialCollectiveCallbacks(a), "OTF2_Archive_SetSerialCollectiveCallbacks");
+    if (options_.collective)
+      options_.collective->install(a);
+    else
+      check(OTF2_Archive_SetSerialCollectiveCallbacks(a), "OTF2_Archive_SetSerialCollectiveCallbacks");
     check(OTF2_Archive_SetCreator(a, "hybridprof"), "OTF2_Archive_SetCreator");
     check(OTF2_Archive_OpenEvtFiles(a), "OTF2_Archive_OpenEvtFiles for " + anchor_path_);
   } catch (...) {
@@ -136,7 +142,9 @@ ArchiveWriter::ArchiveWriter(const Options& options) : options_(options), archiv
 ArchiveWriter::~ArchiveWriter() {
   if (archive_ && archive_->handle) {
     try {
-      close(ClockInfo{});
+      // Of a collective archive, each writer alone cannot tell whether the
+      // others will close: abandon() must be called by all or none.
+      if (!options_.collective) close(ClockInfo{});
     } catch (...) {
       // A destructor cannot report; close() explicitly to see failures.
     }
@@ -251,6 +259,12 @@ uint64_t ArchiveWriter::define_thread(uint32_t process, const std::string& name)
   return threads_.size() - 1;
 }
 
+void ArchiveWriter::set_thread_remote(uint64_t location) {
+  check_ref(location, threads_.size(), "location");
+  if (!options_.collective) throw std::logic_error("ArchiveWriter: set_thread_remote without a collective");
+  threads_[location].remote = true;
+}
+
 void ArchiveWriter::set_process_property(uint32_t process, const std::string& name, const std::string& value) {
   check_ref(process, processes_.size(), "process");
   process_properties_[{process, define_string(name)}] = define_string(value);
@@ -276,6 +290,7 @@ ArchiveWriter::Thread& ArchiveWriter::thread_for_event(uint64_t location, uint64
   check_ref(location, threads_.size(), "location");
   Thread& thread = threads_[location];
   if (thread.ended) throw std::logic_error("ArchiveWriter: event for " + location_text(location) + " after end_thread");
+  if (thread.remote) throw std::logic_error("ArchiveWriter: event for " + location_text(location) + ", another writer's");
   open_writer(thread, location);
   if (timestamp < thread.last_timestamp) {
     ++clamped_timestamps_;
@@ -518,6 +533,10 @@ void ArchiveWriter::end_thread(uint64_t location, uint64_t timestamp) {
   check_ref(location, threads_.size(), "location");
   Thread& thread = threads_[location];
   if (thread.ended) return;
+  if (thread.remote) {
+    thread.ended = true;
+    return;
+  }
   open_writer(thread, location);  // every location gets an event file, readers expect one
   if (options_.enter_leave && !thread.sampled.open().empty()) {
     thread_for_event(location, timestamp);  // the leaves are events: same time rules
@@ -545,10 +564,13 @@ void ArchiveWriter::close(const ClockInfo& clock_in) {
     }
     OTF2_Archive* a = archive_->handle;
     check(OTF2_Archive_CloseEvtFiles(a), "OTF2_Archive_CloseEvtFiles");
+    if (options_.collective) gather_thread_totals();
     write_local_definitions();
-    write_global_definitions(clock_in);
-    for (const auto& [name, value] : archive_properties_) {
-      check(OTF2_Archive_SetProperty(a, name.c_str(), value.c_str(), true), "OTF2_Archive_SetProperty " + name);
+    if (!options_.collective || options_.collective->is_master()) {
+      write_global_definitions(clock_in);
+      for (const auto& [name, value] : archive_properties_) {
+        check(OTF2_Archive_SetProperty(a, name.c_str(), value.c_str(), true), "OTF2_Archive_SetProperty " + name);
+      }
     }
   } catch (...) {
     OTF2_Archive_Close(archive_->handle);
@@ -560,12 +582,47 @@ void ArchiveWriter::close(const ClockInfo& clock_in) {
   check(status, "OTF2_Archive_Close " + anchor_path_);
 }
 
+void ArchiveWriter::abandon() {
+  if (!archive_ || !archive_->handle) return;
+  for (Thread& thread : threads_) {
+    if (thread.writer) OTF2_Archive_CloseEvtWriter(archive_->handle, thread.writer);
+    thread.writer = nullptr;
+    thread.ended = true;
+  }
+  OTF2_Archive_CloseEvtFiles(archive_->handle);
+  OTF2_Archive_Close(archive_->handle);
+  archive_->handle = nullptr;
+}
+
+void ArchiveWriter::gather_thread_totals() {
+  const size_t n = threads_.size();
+  std::vector<uint64_t> events(n), firsts(n + 1), lasts(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    events[i] = threads_[i].events;
+    firsts[i] = threads_[i].first_timestamp;
+    lasts[i] = threads_[i].last_timestamp;
+  }
+  firsts[n] = first_timestamp_;
+  lasts[n] = last_timestamp_;
+  options_.collective->reduce(events, Collective::Reduce::kSum);
+  options_.collective->reduce(firsts, Collective::Reduce::kMin);
+  options_.collective->reduce(lasts, Collective::Reduce::kMax);
+  for (size_t i = 0; i < n; ++i) {
+    threads_[i].events = events[i];
+    threads_[i].first_timestamp = firsts[i];
+    threads_[i].last_timestamp = lasts[i];
+  }
+  first_timestamp_ = firsts[n];
+  last_timestamp_ = lasts[n];
+}
+
 // Readers (otf2-print, ViTE) open <location>.def for every location: it
 // holds the location's clock offsets, if any (no mappings: refs are global).
 void ArchiveWriter::write_local_definitions() {
   OTF2_Archive* a = archive_->handle;
   check(OTF2_Archive_OpenDefFiles(a), "OTF2_Archive_OpenDefFiles");
   for (uint64_t location = 0; location < threads_.size(); ++location) {
+    if (threads_[location].remote) continue;
     OTF2_DefWriter* writer = OTF2_Archive_GetDefWriter(a, location);
     if (writer == nullptr) {
       throw std::runtime_error("ArchiveWriter: cannot create the local definition writer of " +

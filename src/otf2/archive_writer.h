@@ -26,6 +26,13 @@
 //     end_thread: one file descriptor per live thread that has filled a chunk
 //     (~16k samples at the default 256 KiB). End threads when they exit.
 //
+//  6. Collective mode (Options::collective): several processes write one
+//     archive together, each with its own ArchiveWriter making the same
+//     definitions in the same order (so refs agree). Each writes the events
+//     and local definitions of the locations it has not marked remote; the
+//     master also writes the global definitions and the anchor. The
+//     constructor and close() are collective: all writers call them.
+//
 // Not thread-safe: one thread (the drain) drives a writer.
 #pragma once
 
@@ -41,10 +48,24 @@
 
 #include "otf2/types.h"
 
+struct OTF2_Archive_struct;
+
 namespace hybridprof::otf2 {
 
 class ArchiveWriter {
  public:
+  // What the writers of one archive share (an MPI job: its ranks).
+  class Collective {
+   public:
+    enum class Reduce { kSum, kMin, kMax };
+    virtual ~Collective() = default;
+    // Gives OTF2 its collective callbacks (OTF2_Archive_SetCollectiveCallbacks).
+    virtual void install(OTF2_Archive_struct* archive) = 0;
+    virtual bool is_master() const = 0;
+    // Element-wise over all writers; every writer gets the result.
+    virtual void reduce(std::vector<uint64_t>& values, Reduce op) = 0;
+  };
+
   struct Options {
     std::string directory;      // archive directory (created); anchor is <directory>/<name>.otf2
     std::string name = "traces";
@@ -58,6 +79,8 @@ class ArchiveWriter {
     // OTF2 accepts chunks of 256 KiB .. 16 MiB.
     uint64_t event_chunk_bytes = 256 * 1024;
     uint32_t max_chunks_per_thread = 1;
+    // Rule 6; not owned, must outlive the writer. Null: this writer alone.
+    Collective* collective = nullptr;
   };
 
   struct Stats {
@@ -97,6 +120,9 @@ class ArchiveWriter {
   uint32_t define_system_tree_node(const std::string& name, const std::string& class_name, uint32_t parent /*or kUndefined*/);
   uint32_t define_process(const std::string& name, uint32_t system_tree_node);  // OTF2 location group (PROCESS)
   uint64_t define_thread(uint32_t process, const std::string& name);             // OTF2 location (CPU_THREAD)
+  // Collective mode: another writer writes this location's events and local
+  // definitions (events for it here are a std::logic_error).
+  void set_thread_remote(uint64_t location);
   void set_process_property(uint32_t process, const std::string& name, const std::string& value);  // string
   void set_thread_property(uint64_t location, const std::string& name, uint64_t value);             // uint64
 
@@ -170,6 +196,10 @@ class ArchiveWriter {
   // ClockInfo global_offset / trace_length left at 0 is taken from the events
   // (their times as readers will see them, i.e. after clock offsets).
   void close(const ClockInfo&);
+  // Collective mode, when the writers agree not to finish (one of them
+  // failed): closes the files, writes no definitions. Never throws; what
+  // it leaves on disk is not an archive (the caller removes it).
+  void abandon();
 
   const std::string& anchor_path() const { return anchor_path_; }
   Stats stats() const;
@@ -202,6 +232,8 @@ class ArchiveWriter {
   void write_event(uint64_t location, uint64_t timestamp, const char* what, Write&& write);
   void check_comm(uint32_t comm) const;
   void write_global_definitions(const ClockInfo&);
+  // Collective mode: event counts and time ranges from every writer.
+  void gather_thread_totals();
   void write_local_definitions();
   void require_open(const char* what) const;
 

@@ -12,6 +12,9 @@ inline constexpr const char* kMechanism = "HYBRIDPROF::MECHANISM";  // e.g. "per
 inline constexpr const char* kPeriod = "HYBRIDPROF::PERIOD";        // "1000 Hz" / "1000000 events"
 inline constexpr const char* kVersion = "HYBRIDPROF::VERSION";
 inline constexpr const char* kNotices = "HYBRIDPROF::NOTICES";      // one notice per line
+// Who wrote the archive, and when: the ranks at the end of an MPI job, or
+// a launcher or hybridprof-merge from the raw data afterwards.
+inline constexpr const char* kWrittenBy = "HYBRIDPROF::WRITTEN_BY";
 
 // Process (OTF2 location group) properties, stored as strings.
 inline constexpr const char* kPid = "PID";

@@ -13,8 +13,8 @@
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
 #include "otf2/property_names.h"
+#include "finalize/process_definitions.h"
 #include "symbolizer/symbolizer.h"
-#include "unwind/python/python_lines.h"
 
 namespace hybridprof::finalize {
 namespace {
@@ -50,28 +50,7 @@ std::vector<std::string> raw_directories(const std::string& dir) {
   return dirs;
 }
 
-std::vector<std::string> raw_files(const std::string& dir) {
-  std::vector<std::string> files;
-  for (const auto& raw_dir : raw_directories(dir))
-    for (const auto& name : entries(raw_dir))
-      if (name.size() > 4 && ends_with(name, ".hpr")) files.push_back(raw_dir + "/" + name);
-  return files;
-}
-
 std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
-
-// OTF2 readers correct a location's times only between two offsets or more.
-// A rank that died before MPI_Finalize measured one (at MPI_Init): repeat it
-// at the process's last event, so its timeline is shifted all the same.
-std::vector<raw::ClockOffset> offsets_for_readers(const RawProcess& p) {
-  std::vector<raw::ClockOffset> offsets = p.clock_offsets;
-  if (offsets.size() == 1) {
-    raw::ClockOffset last = offsets.front();
-    last.timestamp_ns = std::max(p.last_ns, last.timestamp_ns + 1);
-    offsets.push_back(last);
-  }
-  return offsets;
-}
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {
   std::string out;
@@ -103,12 +82,14 @@ class Writers {
 
 class Finalizer {
  public:
-  Finalizer(const Options& options, Result* result) : options_(options), result_(result) {}
+  Finalizer(const Options& options, ArchiveWriter::Collective* collective, Result* result)
+      : options_(options), collective_(collective), result_(result) {}
 
-  void run(std::vector<RawProcess>& processes) {
+  void run(std::vector<ArchiveEntry>& entries) {
     const std::string dir = options_.archive_directory.empty() ? options_.directory : options_.archive_directory;
     ArchiveWriter::Options main_options;
     main_options.directory = dir;
+    main_options.collective = collective_;
     writers_.add(std::make_unique<ArchiveWriter>(main_options));
     result_->anchor = dir + "/traces.otf2";
     if (options_.enter_leave) {
@@ -119,30 +100,49 @@ class Finalizer {
       result_->enter_leave_anchor = el.directory + "/traces.otf2";
     }
     // MPI ranks in rank order, then other processes; parents before
-    // children (start time).
-    std::stable_sort(processes.begin(), processes.end(), [](const RawProcess& a, const RawProcess& b) {
+    // children (start time). The writers of a collective archive must all
+    // come to the same order.
+    std::stable_sort(entries.begin(), entries.end(), [](const ArchiveEntry& ea, const ArchiveEntry& eb) {
+      const ProcessDefinitions &a = *ea.definitions, &b = *eb.definitions;
       const int64_t ra = a.mpi_world ? a.mpi_world->rank : INT64_MAX, rb = b.mpi_world ? b.mpi_world->rank : INT64_MAX;
-      if (ra != rb) return ra < rb;
-      return a.begin->monotonic_ns < b.begin->monotonic_ns;
+      return std::tie(ra, a.begin_monotonic_ns, a.pid) < std::tie(rb, b.begin_monotonic_ns, b.pid);
     });
     machine_ = writers_.each([](ArchiveWriter& w) {
       return w.define_system_tree_node("machine", "machine", kUndefined);
     });
     std::vector<ProcessRefs> refs;
-    for (auto& p : processes) refs.push_back(define_process(p));
-    define_mpi(processes, refs);
-    for (size_t i = 0; i < processes.size(); ++i) stream_events(processes[i], refs[i]);
-    write_archive_properties(processes);
+    for (const auto& e : entries) refs.push_back(define_process(*e.definitions, e.stream != nullptr));
+    define_mpi(entries, refs);
+    std::string failure;
+    try {
+      for (size_t i = 0; i < entries.size(); ++i)
+        if (entries[i].stream) stream_events(*entries[i].stream, refs[i]);
+    } catch (const std::exception& e) {
+      if (!collective_) throw;
+      failure = e.what();
+    }
+    if (collective_) {
+      // Closing is collective: all writers go on, or none.
+      std::vector<uint64_t> totals{failure.empty() ? 0u : 1u, result_->mpi_events, result_->mpi_events_without_comm};
+      collective_->reduce(totals, ArchiveWriter::Collective::Reduce::kSum);
+      if (totals[0]) {
+        writers_.each([](ArchiveWriter& w) { w.abandon(); });
+        throw std::runtime_error(failure.empty() ? std::to_string(totals[0]) + " other writer(s) failed" : failure);
+      }
+      result_->mpi_events = totals[1];
+      result_->mpi_events_without_comm = totals[2];
+    }
+    write_archive_properties(entries);
     otf2::ClockInfo clock;
     uint64_t first = UINT64_MAX, last = 0;
-    for (const auto& p : processes) {
-      first = std::min(first, p.begin->monotonic_ns);
-      last = std::max(last, p.last_ns);
+    for (const auto& e : entries) {
+      first = std::min(first, e.definitions->begin_monotonic_ns);
+      last = std::max(last, e.definitions->last_ns);
     }
     clock.global_offset = first;
     clock.trace_length = last > first ? last - first : 1;
-    const auto& p0 = processes.front().begin;
-    clock.realtime_ns_at_offset = p0->realtime_ns - (p0->monotonic_ns - first);
+    const ProcessDefinitions& p0 = *entries.front().definitions;
+    clock.realtime_ns_at_offset = p0.begin_realtime_ns - (p0.begin_monotonic_ns - first);
     writers_.each([&](ArchiveWriter& w) { w.close(clock); });
   }
 
@@ -155,51 +155,50 @@ class Finalizer {
     std::map<uint32_t, uint32_t> comms;      // by raw CommDef id
   };
 
-  ProcessRefs define_process(RawProcess& p) {
-    const raw::ProcessBegin& b = *p.begin;
+  ProcessRefs define_process(const ProcessDefinitions& p, bool local) {
     ++result_->processes;
     ProcessRefs refs;
     const uint32_t node = writers_.each([&](ArchiveWriter& w) {
-      return w.define_system_tree_node(b.hostname, "node", machine_);
+      return w.define_system_tree_node(p.hostname, "node", machine_);
     });
     // The PID is a property of its own (readers show it next to the name).
-    const std::string name = b.mpi_rank >= 0 ? "rank " + std::to_string(b.mpi_rank) : basename_of(b.executable);
+    const std::string name = p.mpi_rank >= 0 ? "rank " + std::to_string(p.mpi_rank) : basename_of(p.executable);
     const uint32_t group = writers_.each([&](ArchiveWriter& w) { return w.define_process(name, node); });
     set_process_properties(p, group);
-    const bool time_based = b.mechanism != "perf_event" || b.frequency || b.event.find("clock") != std::string::npos;
-    const uint64_t period = b.frequency && b.period ? 1000000000ull / b.period : b.period;
+    const bool time_based = p.mechanism != "perf_event" || p.frequency || p.event.find("clock") != std::string::npos;
+    const uint64_t period = p.frequency && p.period ? 1000000000ull / p.period : p.period;
     refs.generator = writers_.each([&](ArchiveWriter& w) {
-      return w.define_interrupt_generator(b.event, time_based, period);
+      return w.define_interrupt_generator(p.event, time_based, period);
     });
     refs.contexts = define_contexts(p);
-    for (auto& [index, t] : p.threads) {
-      std::string thread_name = index == 0 ? "main thread" : "thread " + std::to_string(index);
-      // Name threads the program named (pthread_setname_np) after it.
-      if (t.end && !t.end->name.empty() && t.end->name != basename_of(b.executable).substr(0, 15))
-        thread_name += " (" + t.end->name + ")";
-      const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, thread_name); });
-      refs.locations[index] = loc;
+    for (const ThreadDefinition& t : p.threads) {
+      const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, t.name); });
+      if (!local) writers_.each([&](ArchiveWriter& w) { w.set_thread_remote(loc); });
+      refs.locations[t.index] = loc;
       set_thread_properties(p, t, loc);
-      for (const auto& c : offsets_for_readers(p))
+      for (const auto& c : p.clock_offsets)
         writers_.each([&](ArchiveWriter& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
     }
+    for (const auto& w : p.warnings) result_->warnings.push_back(w);
     return refs;
   }
 
   // The MPI world (each rank's main thread, a placeholder for a rank whose
   // data is missing) and the communicators, unified across ranks by key.
-  void define_mpi(const std::vector<RawProcess>& processes, std::vector<ProcessRefs>& refs) {
+  void define_mpi(const std::vector<ArchiveEntry>& entries, std::vector<ProcessRefs>& refs) {
     uint32_t world_size = 0;
-    for (const auto& p : processes)
-      if (p.mpi_world) world_size = std::max(world_size, p.mpi_world->size);
+    for (const auto& e : entries)
+      if (e.definitions->mpi_world) world_size = std::max(world_size, e.definitions->mpi_world->size);
     if (world_size == 0) return;
     std::vector<uint64_t> rank_locations(world_size, kNoLocation);
-    for (size_t i = 0; i < processes.size(); ++i) {
-      const auto& w = processes[i].mpi_world;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const auto& w = entries[i].definitions->mpi_world;
       if (w && w->rank < world_size && rank_locations[w->rank] == kNoLocation &&
           !refs[i].locations.empty())
         rank_locations[w->rank] = refs[i].locations.begin()->second;
     }
+    // A placeholder is the master's to write (it has no events).
+    const bool placeholders_remote = collective_ && !collective_->is_master();
     for (uint32_t rank = 0; rank < world_size; ++rank) {
       if (rank_locations[rank] != kNoLocation) continue;
       result_->warnings.push_back("rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
@@ -208,15 +207,17 @@ class Finalizer {
       rank_locations[rank] = writers_.each([&](ArchiveWriter& w) {
         const uint32_t node = w.define_system_tree_node("unknown", "node", machine_);
         const uint32_t group = w.define_process("rank " + std::to_string(rank) + " (missing)", node);
-        return w.define_thread(group, "main thread");
+        const uint64_t loc = w.define_thread(group, "main thread");
+        if (placeholders_remote) w.set_thread_remote(loc);
+        return loc;
       });
     }
     writers_.each([&](ArchiveWriter& w) { w.define_mpi_world(rank_locations); });
     std::map<uint64_t, uint32_t> by_key;
     std::vector<uint32_t> all_ranks(world_size);
     for (uint32_t r = 0; r < world_size; ++r) all_ranks[r] = r;
-    for (size_t i = 0; i < processes.size(); ++i) {
-      for (const auto& [id, c] : processes[i].comms) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      for (const raw::CommDef& c : entries[i].definitions->comms) {
         auto known = by_key.find(c.key);
         if (known == by_key.end()) {
           uint32_t ref;
@@ -230,50 +231,29 @@ class Finalizer {
           }
           known = by_key.emplace(c.key, ref).first;
         }
-        refs[i].comms[id] = known->second;
+        refs[i].comms[c.id] = known->second;
       }
     }
   }
 
-  void set_process_properties(const RawProcess& p, uint32_t group) {
-    const raw::ProcessBegin& b = *p.begin;
-    std::string status = "-";
-    if (auto it = options_.exit_statuses.find(b.pid); it != options_.exit_statuses.end()) {
-      status = it->second;
-    } else if (p.end) {
-      switch (p.end->reason) {
-        case raw::EndReason::kExit: status = p.end->status >= 0 ? "exit " + std::to_string(p.end->status) : "exit"; break;
-        case raw::EndReason::kSignal: status = "signal " + std::to_string(p.end->status); break;
-        case raw::EndReason::kExec: status = "exec"; break;
-      }
-    } else {
-      status = "unknown (no final flush)";
-    }
+  void set_process_properties(const ProcessDefinitions& p, uint32_t group) {
     writers_.each([&](ArchiveWriter& w) {
-      w.set_process_property(group, otf2::property::kPid, std::to_string(b.pid));
-      w.set_process_property(group, otf2::property::kExitStatus, status);
-      w.set_process_property(group, otf2::property::kSamplesWithoutThread,
-                             std::to_string(p.end ? p.end->samples_without_thread : 0));
-      w.set_process_property(group, "COMMAND", join(b.args, " "));
-      if (!b.python.empty()) w.set_process_property(group, otf2::property::kPython, b.python);
+      w.set_process_property(group, otf2::property::kPid, std::to_string(p.pid));
+      w.set_process_property(group, otf2::property::kExitStatus, p.exit_status);
+      w.set_process_property(group, otf2::property::kSamplesWithoutThread, std::to_string(p.samples_without_thread));
+      w.set_process_property(group, "COMMAND", p.command);
+      if (!p.python.empty()) w.set_process_property(group, otf2::property::kPython, p.python);
     });
   }
 
-  void set_thread_properties(const RawProcess& p, const RawThread& t, uint64_t loc) {
-    // The thread's own counters when it ended cleanly; what the stream holds otherwise.
-    raw::ThreadCounters c = t.end ? t.end->counters : raw::ThreadCounters{t.samples_seen, 0, 0, 0, 0};
-    // Samples counted in the ring but lost with a torn last chunk are drops too.
-    if (c.samples > t.samples_seen) c.dropped += c.samples - t.samples_seen;
-    c.samples = t.samples_seen;
+  void set_thread_properties(const ProcessDefinitions& p, const ThreadDefinition& t, uint64_t loc) {
+    const raw::ThreadCounters& c = t.counters;
     result_->threads += 1;
     result_->samples += c.samples;
     result_->dropped += c.dropped;
-    if (c.dropped_events)
-      result_->warnings.push_back("thread " + std::to_string(t.tid) + ": " + std::to_string(c.dropped_events) +
-                                  " traced events lost to a full ring (raise HYBRIDPROF_RING_KB)");
     result_->unwind_failed += c.unwind_failed;
     result_->truncated += c.truncated;
-    const bool python = !p.begin->python.empty();
+    const bool python = !p.python.empty();
     if (python) result_->python_incomplete += t.python_incomplete;
     writers_.each([&](ArchiveWriter& w) {
       w.set_thread_property(loc, otf2::property::kSamples, c.samples);
@@ -286,65 +266,18 @@ class Finalizer {
     });
   }
 
-  // One OTF2 calling context per frame: a raw node whose address lies in
-  // inlined code becomes a chain (the out-of-line function, then each
-  // inlined callee). Returns, per raw node, its innermost context.
-  // A Python frame: its function is a region of paradigm Python named by
-  // qualname, in its file; the line of the sampled instruction is the
-  // context's source location.
-  uint32_t define_python_context(const RawProcess& p, const raw::CctNode& n, uint32_t parent) {
-    const uint32_t code_id = uint32_t(n.offset >> 32);
-    const int64_t byte_offset = int64_t(uint32_t(n.offset)) - 1;
-    auto c = p.python_codes.find(code_id);
-    if (c == p.python_codes.end()) {
-      return writers_.each([&](ArchiveWriter& w) {
-        const uint32_t region = w.define_region("[Python code not readable]", "", 0, Paradigm::kPython);
-        return w.define_calling_context(region, kUndefined, parent);
-      });
-    }
-    const raw::PythonCode& code = c->second;
-    const uint32_t line = python::line_for_offset(static_cast<python::LineTableFormat>(code.line_format),
-                                                  code.linetable, code.firstlineno, byte_offset);
-    return writers_.each([&](ArchiveWriter& w) {
-      const uint32_t region = w.define_region(code.qualname, code.filename, code.firstlineno, Paradigm::kPython);
-      const uint32_t scl = line ? w.define_source_location(code.filename, line) : kUndefined;
-      return w.define_calling_context(region, scl, parent);
-    });
-  }
-
-  std::vector<uint32_t> define_contexts(const RawProcess& p) {
-    std::vector<uint32_t> ctx(std::max<size_t>(p.nodes.size(), raw::kFirstCctNode), kUndefined);
-    auto synthetic = [&](const char* name) {
-      return writers_.each([&](ArchiveWriter& w) {
-        const uint32_t region = w.define_region(name, "", 0, Paradigm::kSampling);
-        return w.define_calling_context(region, kUndefined, kUndefined);
-      });
-    };
-    ctx[raw::kRootComplete] = kUndefined;
-    ctx[raw::kRootTruncated] = synthetic("[truncated stack]");
-    ctx[raw::kRootUnwindFailed] = synthetic("[incomplete unwind]");
-    for (size_t id = raw::kFirstCctNode; id < p.nodes.size(); ++id) {
-      const raw::CctNode& n = p.nodes[id];
-      if (n.id != id) continue;  // a gap: the node was in a lost chunk
+  // One OTF2 calling context per frame: a node whose address lies in
+  // inlined code is a chain (the out-of-line function, then each inlined
+  // callee). Returns, per raw node, its innermost context.
+  std::vector<uint32_t> define_contexts(const ProcessDefinitions& p) {
+    std::vector<uint32_t> ctx(p.contexts.size(), kUndefined);
+    for (size_t id = 0; id < p.contexts.size(); ++id) {
+      const ContextNode& n = p.contexts[id];
+      if (!n.present) continue;
       uint32_t parent = n.parent < ctx.size() ? ctx[n.parent] : kUndefined;
-      if (n.module == raw::kTracedRegionModule) {
-        auto r = p.regions.find(uint32_t(n.offset));
-        if (r == p.regions.end()) continue;  // its definition was lost
-        ctx[id] = writers_.each([&](ArchiveWriter& w) {
-          const uint32_t region = w.define_region(r->second.name, "", 0, static_cast<Paradigm>(r->second.paradigm));
-          return w.define_calling_context(region, kUndefined, parent);
-        });
-        continue;
-      }
-      if (n.module == raw::kPythonModule) {
-        ctx[id] = define_python_context(p, n, parent);
-        continue;
-      }
-      auto m = p.modules.find(n.module);
-      const std::string module = m == p.modules.end() ? std::string() : m->second.path;
-      for (const auto& f : frames_for(p, n)) {
+      for (const ContextFrame& f : n.frames) {
         parent = writers_.each([&](ArchiveWriter& w) {
-          const uint32_t region = w.define_region(f.function, f.file, 0, Paradigm::kSampling, module);
+          const uint32_t region = w.define_region(f.region, f.file, f.begin_line, f.paradigm, f.module);
           const uint32_t scl = f.line ? w.define_source_location(f.file, f.line) : kUndefined;
           return w.define_calling_context(region, scl, parent);
         });
@@ -352,23 +285,6 @@ class Finalizer {
       ctx[id] = parent;
     }
     return ctx;
-  }
-
-  // Outermost first.
-  std::vector<symbolizer::SourceFrame> frames_for(const RawProcess& p, const raw::CctNode& n) {
-    std::vector<symbolizer::SourceFrame> frames;
-    auto module = p.modules.find(n.module);
-    if (n.module == raw::kUnknownModule || module == p.modules.end()) {
-      frames.push_back({"[unknown]", "", 0, false, false});
-      return frames;
-    }
-    frames = symbolizer_.resolve(module->second.path, n.offset);
-    for (auto& f : frames) {
-      // Stripped code: one region per module, not one per address.
-      if (!f.resolved) f = {"[" + basename_of(module->second.path) + "]", "", 0, false, false};
-    }
-    std::reverse(frames.begin(), frames.end());
-    return frames;
   }
 
   void stream_events(const RawProcess& p, const ProcessRefs& refs) {
@@ -460,68 +376,88 @@ class Finalizer {
     });
   }
 
-  void write_archive_properties(const std::vector<RawProcess>& processes) {
-    const raw::ProcessBegin& b = *processes.front().begin;
+  void write_archive_properties(const std::vector<ArchiveEntry>& entries) {
+    const ProcessDefinitions& first = *entries.front().definitions;
     std::vector<std::string> notices;
-    for (const auto& p : processes) {
-      for (const auto& n : p.notices)
+    for (const auto& e : entries) {
+      for (const auto& n : e.definitions->notices)
         if (std::find(notices.begin(), notices.end(), n) == notices.end()) notices.push_back(n);
     }
     for (const auto& w : result_->warnings) notices.push_back(w);
-    const std::string period = b.frequency ? std::to_string(b.period) + " Hz"
-                               : b.mechanism == "perf_event" ? std::to_string(b.period) + " events"
-                                                             : std::to_string(b.period) + " ns";
+    const std::string period = first.frequency ? std::to_string(first.period) + " Hz"
+                               : first.mechanism == "perf_event" ? std::to_string(first.period) + " events"
+                                                                 : std::to_string(first.period) + " ns";
     writers_.each([&](ArchiveWriter& w) {
-      w.set_property(otf2::property::kProgram, join(b.args, " "));
-      w.set_property(otf2::property::kEvent, b.event);
-      w.set_property(otf2::property::kMechanism, b.mechanism);
+      w.set_property(otf2::property::kProgram, first.command);
+      w.set_property(otf2::property::kEvent, first.event);
+      w.set_property(otf2::property::kMechanism, first.mechanism);
       w.set_property(otf2::property::kPeriod, period);
       w.set_property(otf2::property::kVersion, HYBRIDPROF_VERSION);
       w.set_property(otf2::property::kNotices, join(notices, "\n"));
+      w.set_property(otf2::property::kWrittenBy, options_.written_by);
     });
   }
 
   const Options& options_;
+  ArchiveWriter::Collective* collective_;
   Result* result_;
   Writers writers_;
   uint32_t machine_ = kUndefined;
-  symbolizer::Symbolizer symbolizer_;
 };
 
 }  // namespace
 
-bool finalize(const Options& options, Result* result, std::string* error) {
+std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
+                                         const std::map<uint64_t, std::string>& exit_statuses,
+                                         std::vector<std::string>* warnings) {
   // libdw may ask debuginfod servers for missing debug files: never from a
   // profiler's exit path (compute nodes rarely have network, and it is slow).
   unsetenv("DEBUGINFOD_URLS");
+  symbolizer::Symbolizer symbolizer;
+  std::vector<LocalProcess> processes;
+  for (const auto& file : files) {
+    LocalProcess p;
+    std::string why;
+    if (!read_definitions(file, &p.raw, &why)) {
+      warnings->push_back("skipped " + why);
+      continue;
+    }
+    p.definitions = describe_process(p.raw, symbolizer, exit_statuses);
+    processes.push_back(std::move(p));
+  }
+  return processes;
+}
+
+void write_archive(const Options& options, std::vector<ArchiveEntry> entries, ArchiveWriter::Collective* collective,
+                   Result* result) {
+  if (entries.empty()) throw std::invalid_argument("write_archive: no processes");
+  Finalizer(options, collective, result).run(entries);
+}
+
+std::vector<std::string> raw_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& raw_dir : raw_directories(dir))
+    for (const auto& name : entries(raw_dir))
+      if (name.size() > 4 && ends_with(name, ".hpr")) files.push_back(raw_dir + "/" + name);
+  return files;
+}
+
+bool finalize(const Options& options, Result* result, std::string* error) {
   const std::vector<std::string> files = raw_files(options.directory);
   if (files.empty()) {
     *error = "no raw data in " + options.directory + "/raw or " + options.directory +
              "/rank-*/raw (was the program run under hybridprof?)";
     return false;
   }
-  std::vector<RawProcess> processes;
-  for (const auto& file : files) {
-    RawProcess p;
-    std::string why;
-    if (!read_definitions(file, &p, &why)) {
-      result->warnings.push_back("skipped " + why);
-      continue;
-    }
-    const std::string who = "process " + std::to_string(p.begin->pid);
-    if (!p.summary.problem.empty())
-      result->warnings.push_back(who + ": " + p.summary.problem + ", " + std::to_string(p.summary.bytes_ignored) +
-                                 " bytes of raw data lost");
-    if (!p.end)
-      result->warnings.push_back(who + " ended without a final flush (killed?): its last flush interval is missing");
-    processes.push_back(std::move(p));
-  }
+  std::vector<LocalProcess> processes = read_processes(files, options.exit_statuses, &result->warnings);
   if (processes.empty()) {
     *error = "no readable raw data in " + options.directory + "/raw";
     return false;
   }
+  std::vector<ArchiveEntry> entries;
+  for (const auto& p : processes) entries.push_back({&p.definitions, &p.raw});
   try {
-    Finalizer(options, result).run(processes);
+    write_archive(options, std::move(entries), nullptr, result);
   } catch (const std::exception& e) {
     *error = e.what();
     return false;

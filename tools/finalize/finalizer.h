@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "finalize/process_definitions.h"
+#include "finalize/raw_process.h"
+#include "otf2/archive_writer.h"
+
 namespace hybridprof::finalize {
 
 struct Options {
@@ -18,6 +22,8 @@ struct Options {
   bool enter_leave = false;         // also write <archive>/enter-leave/ for ViTE
   // Exit statuses the launcher saw, by pid ("exit 0", "signal 15").
   std::map<uint64_t, std::string> exit_statuses;
+  // Said in the archive (property HYBRIDPROF::WRITTEN_BY).
+  std::string written_by = "hybridprof, after the program";
 };
 
 struct Result {
@@ -35,5 +41,33 @@ struct Result {
 // Returns false with a one-line `error` when no archive could be written
 // (no raw data, unwritable directory, archive already there).
 bool finalize(const Options& options, Result* result, std::string* error);
+
+// The parts of finalize(), for writers of one archive together (job_archive.cc).
+
+// The raw streams under a run's directory: DIR/raw/*.hpr and DIR/rank-*/raw/*.hpr.
+std::vector<std::string> raw_files(const std::string& directory);
+
+// A process image read from its raw stream, symbolized.
+struct LocalProcess {
+  RawProcess raw;
+  ProcessDefinitions definitions;
+};
+// A stream that cannot be read at all is a warning ("skipped ...").
+std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
+                                         const std::map<uint64_t, std::string>& exit_statuses,
+                                         std::vector<std::string>* warnings);
+
+// A process image of the archive; `stream` null: another writer of a
+// collective archive copies its events.
+struct ArchiveEntry {
+  const ProcessDefinitions* definitions = nullptr;
+  const RawProcess* stream = nullptr;
+};
+// Defines every entry, copies the events of those with a stream, closes.
+// With a collective, every writer passes the same definitions (in any
+// order) and the archive's parts are written by all; all writers throw if
+// one failed while copying events. Throws std::exception on failure.
+void write_archive(const Options& options, std::vector<ArchiveEntry> entries,
+                   otf2::ArchiveWriter::Collective* collective, Result* result);
 
 }  // namespace hybridprof::finalize

@@ -1,0 +1,289 @@
+#include "finalize/process_definitions.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "symbolizer/symbolizer.h"
+#include "unwind/python/python_lines.h"
+
+namespace hybridprof::finalize {
+namespace {
+
+using otf2::Paradigm;
+
+std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+std::string exit_status(const RawProcess& p, const std::map<uint64_t, std::string>& exit_statuses) {
+  if (auto it = exit_statuses.find(p.begin->pid); it != exit_statuses.end()) return it->second;
+  if (!p.end) return "unknown (no final flush)";
+  switch (p.end->reason) {
+    case raw::EndReason::kExit: return p.end->status >= 0 ? "exit " + std::to_string(p.end->status) : "exit";
+    case raw::EndReason::kSignal: return "signal " + std::to_string(p.end->status);
+    case raw::EndReason::kExec: return "exec";
+  }
+  return "-";
+}
+
+// OTF2 readers correct a location's times only between two offsets or more.
+// A rank that died before MPI_Finalize measured one (at MPI_Init): repeat it
+// at the process's last event, so its timeline is shifted all the same.
+std::vector<raw::ClockOffset> offsets_for_readers(const RawProcess& p) {
+  std::vector<raw::ClockOffset> offsets = p.clock_offsets;
+  if (offsets.size() == 1) {
+    raw::ClockOffset last = offsets.front();
+    last.timestamp_ns = std::max(p.last_ns, last.timestamp_ns + 1);
+    offsets.push_back(last);
+  }
+  return offsets;
+}
+
+// A Python frame: its function is a region of paradigm Python named by
+// qualname, in its file; the line of the sampled instruction is the
+// context's source location.
+ContextFrame python_frame(const RawProcess& p, const raw::CctNode& n) {
+  const uint32_t code_id = uint32_t(n.offset >> 32);
+  const int64_t byte_offset = int64_t(uint32_t(n.offset)) - 1;
+  auto c = p.python_codes.find(code_id);
+  if (c == p.python_codes.end()) return {"[Python code not readable]", "", "", 0, 0, Paradigm::kPython};
+  const raw::PythonCode& code = c->second;
+  const uint32_t line = python::line_for_offset(static_cast<python::LineTableFormat>(code.line_format),
+                                                code.linetable, code.firstlineno, byte_offset);
+  return {code.qualname, code.filename, "", code.firstlineno, line, Paradigm::kPython};
+}
+
+// Outermost first.
+std::vector<ContextFrame> native_frames(const RawProcess& p, const raw::CctNode& n,
+                                        symbolizer::Symbolizer& symbolizer) {
+  auto module = p.modules.find(n.module);
+  if (n.module == raw::kUnknownModule || module == p.modules.end()) return {{"[unknown]", "", "", 0, 0}};
+  const std::string& path = module->second.path;
+  std::vector<ContextFrame> frames;
+  for (const auto& f : symbolizer.resolve(path, n.offset)) {
+    // Stripped code: one region per module, not one per address.
+    if (!f.resolved) frames.push_back({"[" + basename_of(path) + "]", "", path, 0, 0});
+    else frames.push_back({f.function, f.file, path, 0, f.line});
+  }
+  std::reverse(frames.begin(), frames.end());
+  return frames;
+}
+
+std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symbolizer& symbolizer) {
+  std::vector<ContextNode> nodes(std::max<size_t>(p.nodes.size(), raw::kFirstCctNode));
+  auto synthetic = [&](uint32_t id, const char* name) {
+    nodes[id] = {true, raw::kRootComplete, {{name, "", "", 0, 0}}};
+  };
+  synthetic(raw::kRootTruncated, "[truncated stack]");
+  synthetic(raw::kRootUnwindFailed, "[incomplete unwind]");
+  for (size_t id = raw::kFirstCctNode; id < p.nodes.size(); ++id) {
+    const raw::CctNode& n = p.nodes[id];
+    if (n.id != id) continue;  // a gap: the node was in a lost chunk
+    ContextNode& node = nodes[id];
+    node.parent = n.parent;
+    if (n.module == raw::kTracedRegionModule) {
+      auto r = p.regions.find(uint32_t(n.offset));
+      if (r == p.regions.end()) continue;  // its definition was lost
+      node.frames = {{r->second.name, "", "", 0, 0, static_cast<Paradigm>(r->second.paradigm)}};
+    } else if (n.module == raw::kPythonModule) {
+      node.frames = {python_frame(p, n)};
+    } else {
+      node.frames = native_frames(p, n, symbolizer);
+    }
+    node.present = true;
+  }
+  return nodes;
+}
+
+ThreadDefinition describe_thread(const RawProcess& p, const RawThread& t) {
+  ThreadDefinition d;
+  d.index = t.index;
+  d.tid = t.tid;
+  d.name = t.index == 0 ? "main thread" : "thread " + std::to_string(t.index);
+  // Name threads the program named (pthread_setname_np) after it.
+  if (t.end && !t.end->name.empty() && t.end->name != basename_of(p.begin->executable).substr(0, 15))
+    d.name += " (" + t.end->name + ")";
+  // The thread's own counters when it ended cleanly; what the stream holds otherwise.
+  d.counters = t.end ? t.end->counters : raw::ThreadCounters{t.samples_seen, 0, 0, 0, 0};
+  // Samples counted in the ring but lost with a torn last chunk are drops too.
+  if (d.counters.samples > t.samples_seen) d.counters.dropped += d.counters.samples - t.samples_seen;
+  d.counters.samples = t.samples_seen;
+  d.python_incomplete = t.python_incomplete;
+  d.last_ns = t.last_ns;
+  return d;
+}
+
+}  // namespace
+
+ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer& symbolizer,
+                                    const std::map<uint64_t, std::string>& exit_statuses) {
+  const raw::ProcessBegin& b = *p.begin;
+  ProcessDefinitions d;
+  d.pid = b.pid;
+  d.mpi_rank = b.mpi_rank;
+  d.hostname = b.hostname;
+  d.executable = b.executable;
+  d.command = join(b.args, " ");
+  d.python = b.python;
+  d.exit_status = exit_status(p, exit_statuses);
+  d.samples_without_thread = p.end ? p.end->samples_without_thread : 0;
+  d.event = b.event;
+  d.mechanism = b.mechanism;
+  d.period = b.period;
+  d.frequency = b.frequency;
+  d.begin_monotonic_ns = b.monotonic_ns;
+  d.begin_realtime_ns = b.realtime_ns;
+  d.last_ns = p.last_ns;
+  for (const auto& [index, t] : p.threads) {
+    d.threads.push_back(describe_thread(p, t));
+    if (const uint64_t lost = d.threads.back().counters.dropped_events)
+      d.warnings.push_back("thread " + std::to_string(t.tid) + ": " + std::to_string(lost) +
+                           " traced events lost to a full ring (raise HYBRIDPROF_RING_KB)");
+  }
+  d.clock_offsets = offsets_for_readers(p);
+  d.contexts = describe_contexts(p, symbolizer);
+  d.mpi_world = p.mpi_world;
+  for (const auto& [id, c] : p.comms) d.comms.push_back(c);
+  d.notices = p.notices;
+  const std::string who = "process " + std::to_string(b.pid);
+  if (!p.summary.problem.empty())
+    d.warnings.push_back(who + ": " + p.summary.problem + ", " + std::to_string(p.summary.bytes_ignored) +
+                         " bytes of raw data lost");
+  if (!p.end) d.warnings.push_back(who + " ended without a final flush (killed?): its last flush interval is missing");
+  return d;
+}
+
+// --- Bytes ------------------------------------------------------------------
+// Fixed-width little-endian fields (the ranks of one job share a machine
+// type), strings and vectors with their length first. Both directions are
+// spelled once, in visit(), for writing and for reading.
+namespace {
+
+constexpr uint64_t kMagic = 0x3166656470796268ull;  // "hbypdef1"
+
+struct Writer {
+  std::string out;
+  template <typename T>
+  void scalar(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+};
+
+struct Reader {
+  const std::string& in;
+  size_t at = 0;
+  bool ok = true;
+  template <typename T>
+  void scalar(T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (in.size() - at < sizeof v) {
+      ok = false;
+      return;
+    }
+    std::memcpy(&v, in.data() + at, sizeof v);
+    at += sizeof v;
+  }
+  // A count read from the bytes: never more items than bytes are left.
+  bool count_fits(uint64_t n) const { return ok && n <= in.size() - at; }
+};
+
+// Declared before any use: the calls inside the templates are resolved
+// where they are defined (ADL does not look into this unnamed namespace).
+template <typename IO> void visit(IO& io, std::string& s);
+template <typename IO, typename T> void visit(IO& io, std::vector<T>& v);
+template <typename IO> void visit(IO& io, ContextFrame& f);
+template <typename IO> void visit(IO& io, ContextNode& n);
+template <typename IO> void visit(IO& io, raw::ThreadCounters& c);
+template <typename IO> void visit(IO& io, ThreadDefinition& t);
+template <typename IO> void visit(IO& io, raw::ClockOffset& c);
+template <typename IO> void visit(IO& io, raw::CommDef& c);
+template <typename IO> void visit(IO& io, std::optional<raw::MpiWorld>& w);
+template <typename IO> void visit(IO& io, ProcessDefinitions& p);
+
+template <typename IO, typename T>
+std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>> visit(IO& io, T& v) { io.scalar(v); }
+
+template <typename IO>
+void visit(IO& io, std::string& s) {
+  uint64_t n = s.size();
+  io.scalar(n);
+  if constexpr (std::is_same_v<IO, Reader>) {
+    if (!io.count_fits(n)) return void(io.ok = false);
+    s.assign(io.in, io.at, n);
+    io.at += n;
+  } else {
+    io.out += s;
+  }
+}
+
+template <typename IO, typename T>
+void visit(IO& io, std::vector<T>& v) {
+  uint64_t n = v.size();
+  io.scalar(n);
+  if constexpr (std::is_same_v<IO, Reader>) {
+    if (!io.count_fits(n)) return void(io.ok = false);
+    v.resize(n);
+  }
+  for (auto& item : v) {
+    visit(io, item);
+    if constexpr (std::is_same_v<IO, Reader>) {
+      if (!io.ok) return;
+    }
+  }
+}
+
+template <typename IO, typename... Fields>
+void fields(IO& io, Fields&... f) { (visit(io, f), ...); }
+
+template <typename IO> void visit(IO& io, ContextFrame& f) {
+  fields(io, f.region, f.file, f.module, f.begin_line, f.line, f.paradigm);
+}
+template <typename IO> void visit(IO& io, ContextNode& n) { fields(io, n.present, n.parent, n.frames); }
+template <typename IO> void visit(IO& io, raw::ThreadCounters& c) {
+  fields(io, c.samples, c.dropped, c.unwind_failed, c.truncated, c.dropped_events);
+}
+template <typename IO> void visit(IO& io, ThreadDefinition& t) {
+  fields(io, t.index, t.tid, t.name, t.counters, t.python_incomplete, t.last_ns);
+}
+template <typename IO> void visit(IO& io, raw::ClockOffset& c) { fields(io, c.timestamp_ns, c.offset_ns, c.stddev_ns); }
+template <typename IO> void visit(IO& io, raw::CommDef& c) { fields(io, c.id, c.key, c.parent, c.name, c.members); }
+template <typename IO> void visit(IO& io, std::optional<raw::MpiWorld>& w) {
+  bool has = w.has_value();
+  raw::MpiWorld value = w.value_or(raw::MpiWorld{});
+  fields(io, has, value.rank, value.size);
+  w = has ? std::optional<raw::MpiWorld>(value) : std::nullopt;
+}
+template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
+  fields(io, p.pid, p.mpi_rank, p.hostname, p.executable, p.command, p.python, p.exit_status,
+         p.samples_without_thread, p.event, p.mechanism, p.period, p.frequency, p.begin_monotonic_ns,
+         p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.mpi_world, p.comms, p.notices,
+         p.warnings);
+}
+
+}  // namespace
+
+std::string serialize(const std::vector<ProcessDefinitions>& processes) {
+  Writer w;
+  uint64_t magic = kMagic;
+  auto copy = processes;  // visit() takes its fields by reference for both directions
+  fields(w, magic, copy);
+  return std::move(w.out);
+}
+
+bool parse(const std::string& bytes, std::vector<ProcessDefinitions>* out) {
+  Reader r{bytes};
+  uint64_t magic = 0;
+  std::vector<ProcessDefinitions> processes;
+  fields(r, magic, processes);
+  if (!r.ok || magic != kMagic || r.at != bytes.size()) return false;
+  *out = std::move(processes);
+  return true;
+}
+
+}  // namespace hybridprof::finalize

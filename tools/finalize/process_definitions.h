@@ -1,0 +1,78 @@
+// What the archive says of one process image apart from its events: its
+// names, threads, counters, clock offsets, communicators, and every calling
+// context node already symbolized. Made from the raw stream's definitions
+// (pass 1) where the data is; self-contained, so that the ranks of an MPI
+// job can send theirs to each other and all define the same archive
+// (job_archive.cc), while each streams its own events.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "finalize/raw_process.h"
+#include "otf2/types.h"
+
+namespace hybridprof::symbolizer {
+class Symbolizer;
+}
+
+namespace hybridprof::finalize {
+
+// One calling context: its region and the source line it was at.
+struct ContextFrame {
+  std::string region, file, module;  // file: the region's (and the line's) source file
+  uint32_t begin_line = 0;           // the region's first line, 0 if unknown
+  uint32_t line = 0;                 // the context's line, 0: no source location
+  otf2::Paradigm paradigm = otf2::Paradigm::kSampling;
+};
+
+// A raw calling context tree node: one frame, or a chain of them when the
+// address lies in inlined code (the out-of-line function first).
+struct ContextNode {
+  bool present = false;  // false: the node or its definitions were in a lost chunk
+  uint32_t parent = 0;   // raw node id (raw::kRootComplete: none)
+  std::vector<ContextFrame> frames;
+};
+
+struct ThreadDefinition {
+  uint32_t index = 0;
+  uint64_t tid = 0;
+  std::string name;
+  raw::ThreadCounters counters;  // samples: those in the stream; losses added to dropped
+  uint64_t python_incomplete = 0;
+  uint64_t last_ns = 0;
+};
+
+struct ProcessDefinitions {
+  uint64_t pid = 0;
+  int64_t mpi_rank = -1;
+  std::string hostname, executable, command, python, exit_status;
+  uint64_t samples_without_thread = 0;
+  // The sampling source.
+  std::string event, mechanism;
+  uint64_t period = 0;
+  bool frequency = false;
+  uint64_t begin_monotonic_ns = 0, begin_realtime_ns = 0, last_ns = 0;
+  std::vector<ThreadDefinition> threads;         // by raw index
+  std::vector<raw::ClockOffset> clock_offsets;   // as readers need them (two or more, or none)
+  std::vector<ContextNode> contexts;             // by raw node id
+  std::optional<raw::MpiWorld> mpi_world;
+  std::vector<raw::CommDef> comms;               // by id
+  std::vector<std::string> notices;              // the program's, from the stream
+  std::vector<std::string> warnings;             // what reading the stream found missing or damaged
+};
+
+// Symbolizes `p`'s nodes. `exit_statuses` (by pid, "exit 0") are what a
+// launcher saw; otherwise the stream's own end says how it ended.
+ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer& symbolizer,
+                                    const std::map<uint64_t, std::string>& exit_statuses);
+
+// A byte string for other processes; parse() gives back an equal value, or
+// false when `bytes` is not one of these (truncated, another version).
+std::string serialize(const std::vector<ProcessDefinitions>&);
+bool parse(const std::string& bytes, std::vector<ProcessDefinitions>* out);
+
+}  // namespace hybridprof::finalize
