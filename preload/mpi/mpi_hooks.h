@@ -521,6 +521,23 @@ template <>
 struct Hooks<MpiFunction::MPI_Finalize> {
   static void before(MpiCall&) { before_mpi_finalize(); }
   static void after(MpiCall&, int) {}
+  // The real MPI_Finalize may wait for the job's archive (mpi_job_exit.cc).
+  static constexpr bool kReplacesCall = true;
+  static int call(int (*real)()) { return finalize_or_defer(real); }
+};
+template <>
+struct Hooks<MpiFunction::MPI_Finalized> {
+  template <typename... A>
+  static void before(MpiCall&, A&...) {}
+  template <typename... A>
+  static void after(MpiCall&, int, A&...) {}
+  // After a deferred MPI_Finalize the program is told what it expects.
+  static constexpr bool kReplacesCall = true;
+  static int call(int (*real)(int*), int*& flag) {
+    const int rc = real(flag);
+    if (rc == MPI_SUCCESS && finalize_deferred()) *flag = 1;
+    return rc;
+  }
 };
 
 }  // namespace hybridprof::preload::mpi

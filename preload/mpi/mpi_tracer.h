@@ -97,6 +97,14 @@ void on_mpi_initialized();
 // Before the real MPI_Finalize: clock offsets again, final flush of MPI state.
 void before_mpi_finalize();
 
+// MPI_Finalize (mpi_job_exit.cc). In a rank whose launcher asked for the
+// job's archive at the end of the job, the real MPI_Finalize waits until
+// exit: there the rank closes its raw stream, and all ranks write the
+// archive together through MPI before finalizing. Until then the program
+// goes on being sampled and sees MPI as finalized.
+int finalize_or_defer(int (*real_finalize)());
+bool finalize_deferred();
+
 uint64_t type_bytes(MPI_Datatype type, int64_t count);
 // The size of the message a completed receive `status` describes.
 uint64_t received_bytes(const MPI_Status* status, MPI_Datatype type);

@@ -47,6 +47,7 @@ Pmpi resolve_all() {
   p.Gather = need<decltype(p.Gather)>("PMPI_Gather");
   p.Comm_dup = need<decltype(p.Comm_dup)>("PMPI_Comm_dup");
   p.Comm_free = need<decltype(p.Comm_free)>("PMPI_Comm_free");
+  p.Allreduce = need<decltype(p.Allreduce)>("PMPI_Allreduce");
   // Open MPI's predefined handles are the addresses of these globals.
   p.comm_world = static_cast<MPI_Comm>(need<void*>("ompi_mpi_comm_world"));
   p.comm_self = static_cast<MPI_Comm>(need<void*>("ompi_mpi_comm_self"));
@@ -55,6 +56,7 @@ Pmpi resolve_all() {
   p.uint64 = static_cast<MPI_Datatype>(need<void*>("ompi_mpi_uint64_t"));
   p.int32 = static_cast<MPI_Datatype>(need<void*>("ompi_mpi_int"));
   p.character = static_cast<MPI_Datatype>(need<void*>("ompi_mpi_char"));
+  p.op_min = static_cast<MPI_Op>(need<void*>("ompi_mpi_op_min"));
   return p;
 }
 

@@ -38,9 +38,11 @@ struct Pmpi {
   int (*Gather)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm);
   int (*Comm_dup)(MPI_Comm, MPI_Comm*);
   int (*Comm_free)(MPI_Comm*);
+  int (*Allreduce)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm);
   MPI_Comm comm_world, comm_self, comm_null;
   MPI_Request request_null;
   MPI_Datatype uint64, int32, character;
+  MPI_Op op_min;
 };
 
 // Resolved once, on first use.

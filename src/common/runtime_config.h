@@ -18,6 +18,10 @@ inline constexpr const char* kSignal = "HYBRIDPROF_SIGNAL";
 inline constexpr const char* kRingKiB = "HYBRIDPROF_RING_KB";
 inline constexpr const char* kFlushMs = "HYBRIDPROF_FLUSH_MS";
 inline constexpr const char* kForceTimer = "HYBRIDPROF_FORCE_TIMER";
+// Set by a rank's launcher: the job's directory, where the ranks write the
+// job's archive together at exit; and whether to add the enter/leave one.
+inline constexpr const char* kJobArchive = "HYBRIDPROF_JOB_ARCHIVE";
+inline constexpr const char* kJobEnterLeave = "HYBRIDPROF_JOB_ENTER_LEAVE";
 inline constexpr const char* kQuiet = "HYBRIDPROF_QUIET";  // the launcher already printed notices
 inline constexpr const char* kTraceClock = "HYBRIDPROF_TRACE_CLOCK";  // tsc | monotonic (default: decide)
 }  // namespace env

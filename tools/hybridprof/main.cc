@@ -15,6 +15,8 @@
 
 #include "common/runtime_config.h"
 #include "finalize/finalizer.h"
+#include "finalize/job_archive.h"
+#include "finalize/result_file.h"
 #include "hybridprof/launcher_options.h"
 #include "hybridprof/mpi_job.h"
 #include "hybridprof/output_directory.h"
@@ -126,6 +128,16 @@ int run(int argc, char** argv) {
   set_env(env::kMaxDepth, std::to_string(o.max_depth));
   if (!o.signal.empty()) set_env(env::kSignal, o.signal);
   set_env(env::kQuiet, "1");
+  // A rank of an MPI job: the ranks write the job's archive together at
+  // their exit (tools/finalize/job_archive.h); the last launcher reports it.
+  const JobRank job = job_rank_from_env(dir);
+  if (job.rank >= 0) {
+    set_env(env::kJobArchive, job.job_dir);
+    set_env(env::kJobEnterLeave, o.enter_leave ? "1" : "0");
+  } else {
+    unsetenv(env::kJobArchive);
+    unsetenv(env::kJobEnterLeave);
+  }
 
   std::fflush(nullptr);
   g_child = fork();
@@ -154,15 +166,17 @@ int run(int argc, char** argv) {
   fo.directory = dir;
   fo.enter_leave = o.enter_leave;
   fo.exit_statuses[uint64_t(g_child)] = status_text;
-  // An MPI job has one archive: the last rank's launcher writes it.
-  const JobRank job = job_rank_from_env(dir);
+  // An MPI job has one archive: the ranks wrote it at their exit, or the
+  // last rank's launcher writes it from the raw data now.
+  finalize::Result result;
+  bool written = false;
   if (job.rank >= 0) {
     if (!end_rank(job, g_child, status_text)) return exit_code;
+    written = finalize::load_result(job.job_dir + "/" + finalize::kJobArchiveResult, &result);
     fo.directory = job.job_dir;
     fo.exit_statuses = rank_exit_statuses(job.job_dir);
   }
-  finalize::Result result;
-  if (!finalize::finalize(fo, &result, &error)) {
+  if (!written && !finalize::finalize(fo, &result, &error)) {
     fail("no archive written: " + error);
     return exit_code;
   }

@@ -1,0 +1,194 @@
+#include "finalize/job_archive.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "finalize/finalizer.h"
+#include "finalize/result_file.h"
+#include "otf2/otf2_error.h"
+
+// OTF2's collective callbacks, over PMPI: the runtime's MPI wrappers must
+// not see the profiler's own calls.
+#define OTF2_MPI_USE_PMPI
+#include <otf2/OTF2_MPI_Collectives.h>
+
+namespace hybridprof::finalize {
+namespace {
+
+namespace fs = std::filesystem;
+using otf2::ArchiveWriter;
+
+class MpiCollective final : public ArchiveWriter::Collective {
+ public:
+  MpiCollective(MPI_Comm comm, int rank) : comm_(comm), rank_(rank) {}
+
+  void install(OTF2_Archive* archive) override {
+    otf2::detail::check(OTF2_MPI_Archive_SetCollectiveCallbacks(archive, comm_, MPI_COMM_NULL),
+                        "OTF2_MPI_Archive_SetCollectiveCallbacks");
+  }
+  bool is_master() const override { return rank_ == 0; }
+  void reduce(std::vector<uint64_t>& values, Reduce op) override {
+    const MPI_Op mpi_op = op == Reduce::kSum ? MPI_SUM : op == Reduce::kMin ? MPI_MIN : MPI_MAX;
+    if (PMPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_UINT64_T, mpi_op, comm_) != MPI_SUCCESS)
+      throw std::runtime_error("MPI_Allreduce failed");
+  }
+
+  // How many ranks say they failed.
+  uint64_t failures(bool failed) {
+    std::vector<uint64_t> n{failed ? 1u : 0u};
+    reduce(n, Reduce::kSum);
+    return n[0];
+  }
+
+ private:
+  MPI_Comm comm_;
+  int rank_;
+};
+
+// Every rank's `mine`, in rank order.
+std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& mine) {
+  uint64_t length = mine.size();
+  std::vector<uint64_t> lengths(static_cast<size_t>(size), 0);
+  PMPI_Allgather(&length, 1, MPI_UINT64_T, lengths.data(), 1, MPI_UINT64_T, comm);
+  std::vector<int> counts(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
+  uint64_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    counts[size_t(r)] = int(lengths[size_t(r)]);
+    offsets[size_t(r)] = int(total);
+    total += lengths[size_t(r)];
+  }
+  // MPI counts are ints (every rank sees the same lengths, so all throw).
+  if (total > uint64_t(INT_MAX)) throw std::runtime_error("the job's definitions exceed 2 GiB");
+  std::string all(total, '\0');
+  PMPI_Allgatherv(mine.data(), int(length), MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, comm);
+  std::vector<std::string> parts;
+  for (int r = 0; r < size; ++r) parts.push_back(all.substr(size_t(offsets[size_t(r)]), lengths[size_t(r)]));
+  return parts;
+}
+
+// This rank's raw data: every process image in its directory, each ended.
+std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* mine) {
+  const std::vector<std::string> files = raw_files(rank_dir);
+  std::vector<std::string> skipped;
+  *mine = read_processes(files, {}, &skipped);
+  if (!skipped.empty()) return skipped.front();
+  if (mine->empty()) return "no raw data in " + rank_dir + "/raw";
+  for (const auto& p : *mine) {
+    if (!p.raw.end) return "process " + std::to_string(p.raw.begin->pid) + " has not ended (" + p.raw.path + ")";
+  }
+  return {};
+}
+
+// Rank 0 moves the finished archive from `staging` into `job_dir`, the anchor last.
+void move_into_place(const fs::path& staging, const fs::path& job_dir, bool enter_leave, Result* result) {
+  std::vector<std::string> parts{"traces", "traces.def"};
+  if (enter_leave) parts.push_back("enter-leave");
+  parts.push_back("traces.otf2");
+  for (const auto& part : parts) fs::rename(staging / part, job_dir / part);
+  fs::remove(staging);
+  result->anchor = (job_dir / "traces.otf2").string();
+  if (enter_leave) result->enter_leave_anchor = (job_dir / "enter-leave" / "traces.otf2").string();
+}
+
+// Returns "" when written, else why not (prefixed "rank N: " when it is this rank's own reason).
+std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const std::string& rank_dir,
+                              bool enter_leave) {
+  int rank = 0, size = 0;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  MpiCollective collective(comm, rank);
+  const fs::path staging = fs::path(job_dir) / ".job-archive";
+  auto give_up = [&](const std::string& own, uint64_t failed) {
+    if (rank == 0) {
+      std::error_code ec;
+      fs::remove_all(staging, ec);
+    }
+    if (!own.empty()) return "rank " + std::to_string(rank) + ": " + own;
+    return std::to_string(failed) + " rank(s) could not take part";
+  };
+
+  // 1. Each rank reads and symbolizes its own data; rank 0 prepares the
+  // staging directory. All go on, or none.
+  std::vector<LocalProcess> mine;
+  std::string problem;
+  try {
+    problem = read_own(rank_dir, &mine);
+    if (problem.empty() && rank == 0) {
+      if (fs::exists(fs::path(job_dir) / "traces.otf2")) {
+        problem = "an archive exists already in " + job_dir;
+      } else {
+        fs::remove_all(staging);
+        fs::create_directories(staging);
+      }
+    }
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
+
+  // 2. Every rank gets every process's definitions (the same bytes
+  // everywhere, so a parse failure is everyone's).
+  std::vector<ProcessDefinitions> own;
+  for (const auto& p : mine) own.push_back(p.definitions);
+  std::vector<std::vector<ProcessDefinitions>> by_rank(static_cast<size_t>(size));
+  const std::vector<std::string> parts = allgather(comm, size, serialize(own));
+  for (int r = 0; r < size; ++r) {
+    if (!parse(parts[size_t(r)], &by_rank[size_t(r)]))
+      return give_up("the definitions of rank " + std::to_string(r) + " did not arrive whole", 1);
+  }
+  std::vector<ArchiveEntry> entries;
+  for (int r = 0; r < size; ++r) {
+    for (size_t i = 0; i < by_rank[size_t(r)].size(); ++i)
+      entries.push_back({&by_rank[size_t(r)][i], r == rank ? &mine[i].raw : nullptr});
+  }
+
+  // 3. The archive: every rank its own threads' events, rank 0 the rest.
+  Options options;
+  options.directory = rank_dir;
+  options.archive_directory = staging.string();
+  options.enter_leave = enter_leave;
+  options.written_by = "the " + std::to_string(size) + " ranks of the MPI job, at MPI_Finalize (at exit)";
+  Result result;
+  try {
+    write_archive(options, std::move(entries), &collective, &result);
+    if (rank == 0) {
+      move_into_place(staging, job_dir, enter_leave, &result);
+      const std::string result_path = (fs::path(job_dir) / kJobArchiveResult).string();
+      if (!save_result(result_path, result)) return "rank 0: cannot write " + result_path;
+    }
+  } catch (const std::exception& e) {
+    return give_up(e.what(), 1);
+  }
+  return {};
+}
+
+}  // namespace
+}  // namespace hybridprof::finalize
+
+extern "C" int hybridprof_write_job_archive(const char* job_dir, const char* rank_dir, int enter_leave,
+                                            char* message, size_t message_size) {
+  std::string why;
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (PMPI_Comm_dup(MPI_COMM_WORLD, &comm) != MPI_SUCCESS) {
+    why = "MPI_Comm_dup failed";
+  } else {
+    try {
+      why = hybridprof::finalize::write_job_archive(comm, job_dir, rank_dir, enter_leave != 0);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    PMPI_Comm_free(&comm);
+  }
+  if (message && message_size) {
+    std::strncpy(message, why.c_str(), message_size - 1);
+    message[message_size - 1] = '\0';
+  }
+  return why.empty() ? 0 : 1;
+}
