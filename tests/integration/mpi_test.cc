@@ -167,6 +167,47 @@ TEST_F(Mpi, RingIsOneArchiveWithMatchedBlockingMessages) {
 
 // Open MPI's Fortran bindings call PMPI_ directly: only the runtime's own
 // Fortran bindings make these calls visible.
+// The ranks wrote the archive together at their exit (job_archive.h): it
+// says so, the launcher reported it, and nothing of the writing is left.
+TEST_F(Mpi, TheRanksWriteTheJobArchiveTogetherAtExit) {
+  constexpr int kRanks = 3, kRounds = 3;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_ring"), std::to_string(kRounds)}, {"--enter-leave"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  expect_ring(t, kRanks, kRounds);
+  EXPECT_EQ(t.reader.archive().properties.at("HYBRIDPROF::WRITTEN_BY"),
+            "the 3 ranks of the MPI job, at MPI_Finalize (at exit)");
+  EXPECT_TRUE(file_exists(dir + "/job-archive.result"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive")) << "the staging directory is gone";
+  EXPECT_NE(r.err.find("hybridprof: archive " + dir + "/traces.otf2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("18 MPI events from 3 ranks"), std::string::npos) << "counted over all ranks: " << r.err;
+  EXPECT_EQ(r.err.find("not written at exit"), std::string::npos) << r.err;
+  // Every rank wrote its own threads' events; rank 0 wrote the definitions of all.
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_GE(t.enters.at(rank).at("MPI_Send"), uint64_t(kRounds));
+  const otf2::ArchiveReader viewer(dir + "/enter-leave/traces.otf2");
+  EXPECT_EQ(viewer.archive().processes.size(), size_t(kRanks));
+}
+
+// A rank whose raw data is not complete at its exit (a forked child still
+// runs): no rank writes, and the last launcher writes the archive from the
+// raw data once every rank has ended, as for a job that died.
+TEST_F(Mpi, ARankThatCannotTakePartLeavesTheArchiveToTheLauncher) {
+  const RunResult r = mpirun(2, {fixture("mpi_leaves_child"), "1.0"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("the job's archive was not written at exit (rank 1: process "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has not ended"), std::string::npos) << r.err;
+  MpiTrace t(dir);
+  EXPECT_EQ(t.reader.archive().properties.at("HYBRIDPROF::WRITTEN_BY"),
+            "hybridprof, from the raw data after the program");
+  EXPECT_EQ(t.reader.archive().mpi_world_locations.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kBarrier), 1u) << "rank " << rank;
+    EXPECT_EQ(t.enters.at(rank).at("MPI_Finalize"), 1u) << "rank " << rank;
+  }
+  EXPECT_FALSE(file_exists(dir + "/job-archive.result"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive"));
+}
+
 TEST_F(Mpi, FortranRingIsTracedThroughTheFortranBindings) {
   const std::string program = fixture("mpi_ring_f");
   if (!file_exists(program)) GTEST_SKIP() << "mpi_ring_f not built (no Fortran compiler or MPI for Fortran)";

@@ -23,7 +23,7 @@ struct Options {
   // Exit statuses the launcher saw, by pid ("exit 0", "signal 15").
   std::map<uint64_t, std::string> exit_statuses;
   // Said in the archive (property HYBRIDPROF::WRITTEN_BY).
-  std::string written_by = "hybridprof, after the program";
+  std::string written_by = "hybridprof, from the raw data after the program";
 };
 
 struct Result {

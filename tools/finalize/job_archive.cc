@@ -158,13 +158,22 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   Result result;
   try {
     write_archive(options, std::move(entries), &collective, &result);
-    if (rank == 0) {
-      move_into_place(staging, job_dir, enter_leave, &result);
-      const std::string result_path = (fs::path(job_dir) / kJobArchiveResult).string();
-      if (!save_result(result_path, result)) return "rank 0: cannot write " + result_path;
-    }
   } catch (const std::exception& e) {
-    return give_up(e.what(), 1);
+    problem = e.what();
+  }
+  // Also a barrier: OTF2's close does not wait for the other writers'
+  // files, and rank 0 moves the archive next.
+  if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
+
+  // 4. Rank 0 moves it into place and leaves the launcher its Result.
+  if (rank == 0) {
+    try {
+      move_into_place(staging, job_dir, enter_leave, &result);
+    } catch (const std::exception& e) {
+      return "rank 0: " + std::string(e.what());
+    }
+    const std::string result_path = (fs::path(job_dir) / kJobArchiveResult).string();
+    if (!save_result(result_path, result)) return "rank 0: cannot write " + result_path;
   }
   return {};
 }

@@ -9,6 +9,7 @@
 
 #include "finalize/archive_claim.h"
 #include "finalize/finalizer.h"
+#include "finalize/job_archive.h"
 
 namespace {
 
@@ -63,14 +64,18 @@ int main(int argc, char** argv) {
     while (hybridprof::finalize::archive_writer(options.directory)) usleep(100 * 1000);
   }
   std::error_code ec;
+  // What the ranks of an MPI job left when they were stopped while writing the archive at exit.
+  fs::remove_all(dir / ".job-archive", ec);
   if (!fs::exists(dir / "traces.otf2") && (fs::exists(dir / "traces") || fs::exists(dir / "traces.def"))) {
     std::fprintf(stderr, "hybridprof-merge: removing the incomplete archive of an interrupted writer\n");
     for (const char* name : {"traces.def", "traces", "enter-leave"}) fs::remove_all(dir / name, ec);
   }
   if (fs::exists(dir / "traces.otf2")) {
     if (!force) return fail(options.directory + " already has an archive (use --force to rebuild it)");
-    for (const char* name : {"traces.otf2", "traces.def", "traces", "enter-leave"}) fs::remove_all(dir / name, ec);
+    for (const char* name : {"traces.otf2", "traces.def", "traces", "enter-leave", hybridprof::finalize::kJobArchiveResult})
+      fs::remove_all(dir / name, ec);
   }
+  options.written_by = "hybridprof-merge, from the raw data";
   hybridprof::finalize::Result result;
   std::string error;
   if (!hybridprof::finalize::finalize(options, &result, &error)) return fail(error);
