@@ -1,6 +1,7 @@
 // Process boundaries: _exit skips atexit, and exec replaces the image, so
-// both flush the raw stream first. (exit() is covered by atexit; fork by
-// pthread_atfork in runtime.cc.)
+// both flush the raw stream first (and _exit runs the exit hook, see
+// runtime.h). exit() is covered by atexit; fork by pthread_atfork in
+// runtime.cc.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -87,12 +88,14 @@ int fexecve(int fd, char* const argv[], char* const envp[]) {
 }
 
 void _exit(int status) {
+  run_exit_hook();
   finish_process(raw::EndReason::kExit, status);
   real()._exit(status);
   __builtin_unreachable();
 }
 
 void _Exit(int status) {
+  run_exit_hook();
   finish_process(raw::EndReason::kExit, status);
   real()._Exit(status);
   __builtin_unreachable();

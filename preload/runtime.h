@@ -53,6 +53,11 @@ void thread_end();
 // Final flush at process end (exit, _exit, exec).
 void finish_process(raw::EndReason reason, int64_t status);
 
+// What must run when the process leaves by _exit/_Exit too, which skip
+// atexit handlers (an MPI rank's deferred finalize). One hook; null clears.
+void set_exit_hook(void (*hook)());
+void run_exit_hook();
+
 // The signal handlers (sample_handler.cc).
 void on_sample_signal(int signal, siginfo_t* info, void* ucontext);
 // What the sample handler runs with blocked: every signal but the ones a

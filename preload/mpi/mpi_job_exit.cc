@@ -4,7 +4,8 @@
 // exit, after the ranks wrote the archive together through MPI
 // (tools/finalize/job_archive.h). So what the program does after
 // MPI_Finalize is still sampled and in the archive, and a rank that never
-// reaches exit leaves its raw data for the launcher, as before.
+// reaches exit leaves its raw data for the launcher, as before. A rank
+// leaving by _exit gets there too (runtime.h's exit hook).
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -89,8 +90,10 @@ int finalize_or_defer(int (*real_finalize)()) {
   g_real_finalize = real_finalize;
   g_rank_pid = getpid();
   g_deferred = true;
-  // Registered now, so it runs before what MPI registered at init.
-  std::atexit(write_job_archive_at_exit);
+  // Registered now, so it runs before what MPI registered at init; and
+  // for _exit, which skips atexit handlers (once: whichever comes first).
+  set_exit_hook(write_job_archive_at_exit);
+  std::atexit(run_exit_hook);
   return MPI_SUCCESS;
 }
 

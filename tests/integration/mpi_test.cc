@@ -438,12 +438,21 @@ TEST_F(Mpi, SamplesInsideACallKeepTheMpiRegionInTheirContext) {
   EXPECT_GE(t.samples[1].size(), 100u) << "the killed rank's data up to its last flush";
 }
 
+// The real MPI_Finalize waits for the archive, written at exit: work after
+// MPI_Finalize is in it, also when a rank leaves by _exit (no atexit).
 TEST_F(Mpi, WorkBeforeInitAndAfterFinalizeIsInTheArchive) {
-  const RunResult r = mpirun(2, {fixture("mpi_after_finalize")});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  Profile p(dir);
-  EXPECT_GE(p.self_samples("work_before_init"), 200u);
-  EXPECT_GE(p.self_samples("work_after_finalize"), 200u);
+  for (const char* leave : {"exit", "_exit"}) {
+    std::filesystem::remove_all(dir);
+    const RunResult r = mpirun(2, {fixture("mpi_after_finalize"), "0.3", leave});
+    ASSERT_EQ(r.exit_code, 0) << leave << ": " << r.describe();
+    EXPECT_EQ(r.err.find("not written at exit"), std::string::npos) << r.err;
+    Profile p(dir);
+    EXPECT_GE(p.self_samples("work_before_init"), 200u) << leave;
+    EXPECT_GE(p.self_samples("work_after_finalize"), 200u) << leave;
+    const otf2::ArchiveReader reader(dir + "/traces.otf2");
+    EXPECT_EQ(reader.archive().properties.at("HYBRIDPROF::WRITTEN_BY"),
+              "the 2 ranks of the MPI job, at MPI_Finalize (at exit)") << leave;
+  }
 }
 
 TEST_F(Mpi, ReportSummarisesCallsRanksAndTheCommunicationMatrix) {
