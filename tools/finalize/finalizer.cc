@@ -10,10 +10,10 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "finalize/process_definitions.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
 #include "otf2/property_names.h"
-#include "finalize/process_definitions.h"
 #include "symbolizer/symbolizer.h"
 
 namespace hybridprof::finalize {
