@@ -472,6 +472,8 @@ TEST_F(Mpi, ReportSummarisesCallsRanksAndTheCommunicationMatrix) {
   EXPECT_TRUE(send_row) << text;
   EXPECT_NE(text.find("Time in MPI per rank"), std::string::npos);
   EXPECT_NE(text.find("imbalance"), std::string::npos);
+  EXPECT_NE(text.find("the 3 ranks of the MPI job, at MPI_Finalize (at exit)"), std::string::npos)
+      << "the run summary says who wrote the archive: " << text;
   // The ring's matrix: each rank sends 4 x 2048 bytes to the next one only.
   const size_t matrix = text.find("Point-to-point bytes sent");
   ASSERT_NE(matrix, std::string::npos) << text;

@@ -135,6 +135,7 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
     table.add_row({"Incomplete Python stacks", std::to_string(incomplete) + " (" + percent(incomplete, counts.total) +
                                                    " of samples)"});
   }
+  table.add_row({"Archive written by", archive_property(archive, property::kWrittenBy)});
   table.add_row({"hybridprof version", archive_property(archive, property::kVersion)});
   std::ostringstream lines;
   table.print(lines);
