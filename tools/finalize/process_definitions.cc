@@ -197,6 +197,7 @@ struct Reader {
 // where they are defined (ADL does not look into this unnamed namespace).
 template <typename IO> void visit(IO& io, std::string& s);
 template <typename IO, typename T> void visit(IO& io, std::vector<T>& v);
+template <typename IO> void visit(IO& io, bool& b);
 template <typename IO> void visit(IO& io, ContextFrame& f);
 template <typename IO> void visit(IO& io, ContextNode& n);
 template <typename IO> void visit(IO& io, raw::ThreadCounters& c);
@@ -207,7 +208,20 @@ template <typename IO> void visit(IO& io, std::optional<raw::MpiWorld>& w);
 template <typename IO> void visit(IO& io, ProcessDefinitions& p);
 
 template <typename IO, typename T>
-std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>> visit(IO& io, T& v) { io.scalar(v); }
+std::enable_if_t<(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_enum_v<T>> visit(IO& io, T& v) {
+  io.scalar(v);
+}
+
+// A byte, 0 or 1: any other value is not a bool (and must not become one).
+template <typename IO>
+void visit(IO& io, bool& b) {
+  uint8_t byte = b ? 1 : 0;
+  io.scalar(byte);
+  if constexpr (std::is_same_v<IO, Reader>) {
+    if (byte > 1) io.ok = false;
+    b = byte == 1;
+  }
+}
 
 template <typename IO>
 void visit(IO& io, std::string& s) {
