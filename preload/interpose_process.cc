@@ -88,14 +88,14 @@ int fexecve(int fd, char* const argv[], char* const envp[]) {
 }
 
 void _exit(int status) {
-  run_exit_hook();
+  run_exit_hook(status);
   finish_process(raw::EndReason::kExit, status);
   real()._exit(status);
   __builtin_unreachable();
 }
 
 void _Exit(int status) {
-  run_exit_hook();
+  run_exit_hook(status);
   finish_process(raw::EndReason::kExit, status);
   real()._Exit(status);
   __builtin_unreachable();

@@ -256,11 +256,11 @@ __attribute__((constructor)) void hybridprof_constructor() { start_runtime(); }
 Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
 
 namespace {
-std::atomic<void (*)()> g_exit_hook{nullptr};
+std::atomic<void (*)(int)> g_exit_hook{nullptr};
 }
-void set_exit_hook(void (*hook)()) { g_exit_hook.store(hook); }
-void run_exit_hook() {
-  if (auto* hook = g_exit_hook.exchange(nullptr)) hook();
+void set_exit_hook(void (*hook)(int)) { g_exit_hook.store(hook); }
+void run_exit_hook(int status) {
+  if (auto* hook = g_exit_hook.exchange(nullptr)) hook(status);
 }
 bool sampling_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 ThreadContext* this_thread() { return tls_thread; }

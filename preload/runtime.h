@@ -54,9 +54,10 @@ void thread_end();
 void finish_process(raw::EndReason reason, int64_t status);
 
 // What must run when the process leaves by _exit/_Exit too, which skip
-// atexit handlers (an MPI rank's deferred finalize). One hook; null clears.
-void set_exit_hook(void (*hook)());
-void run_exit_hook();
+// atexit handlers (an MPI rank's deferred finalize), with the exit status.
+// One hook, run once; null clears.
+void set_exit_hook(void (*hook)(int status));
+void run_exit_hook(int status);
 
 // The signal handlers (sample_handler.cc).
 void on_sample_signal(int signal, siginfo_t* info, void* ucontext);

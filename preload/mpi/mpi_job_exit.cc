@@ -51,10 +51,10 @@ decltype(&hybridprof_write_job_archive) load_writer(std::string* error) {
   return write;
 }
 
-void write_job_archive_at_exit() {
+void write_job_archive_at_exit(int status) {
   if (getpid() != g_rank_pid) return;
   // This rank's last samples and events go to disk and its stream closes.
-  finish_process(raw::EndReason::kExit, -1);
+  finish_process(raw::EndReason::kExit, status);
   const Pmpi& p = pmpi();
   const char* job_dir = std::getenv(env::kJobArchive);
   Runtime* rt = runtime();
@@ -92,8 +92,9 @@ int finalize_or_defer(int (*real_finalize)()) {
   g_deferred = true;
   // Registered now, so it runs before what MPI registered at init; and
   // for _exit, which skips atexit handlers (once: whichever comes first).
+  // on_exit (glibc): like atexit, but it is told the exit status.
   set_exit_hook(write_job_archive_at_exit);
-  std::atexit(run_exit_hook);
+  on_exit([](int status, void*) { run_exit_hook(status); }, nullptr);
   return MPI_SUCCESS;
 }
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "integration_support.h"
+#include "otf2/property_names.h"
 #include "trace/raw_stream.h"
 
 namespace hybridprof::integration {
@@ -184,6 +185,8 @@ TEST_F(Mpi, TheRanksWriteTheJobArchiveTogetherAtExit) {
   EXPECT_EQ(r.err.find("not written at exit"), std::string::npos) << r.err;
   // Every rank wrote its own threads' events; rank 0 wrote the definitions of all.
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_GE(t.enters.at(rank).at("MPI_Send"), uint64_t(kRounds));
+  for (const auto& [ref, process] : t.reader.archive().processes)
+    EXPECT_EQ(process.properties.at(otf2::property::kExitStatus), "exit 0") << process.name;
   const otf2::ArchiveReader viewer(dir + "/enter-leave/traces.otf2");
   EXPECT_EQ(viewer.archive().processes.size(), size_t(kRanks));
 }
