@@ -24,7 +24,7 @@ namespace {
 
 std::atomic<bool> g_deferred{false};
 int (*g_real_finalize)() = nullptr;
-pid_t g_rank_pid = 0;  // a fork child inherits the atexit handler, not the rank's MPI
+pid_t g_rank_pid = 0;  // a fork child inherits the exit handler, not the rank's MPI
 
 void say(const std::string& line) {
   const std::string text = "hybridprof: " + line + "\n";

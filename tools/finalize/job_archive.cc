@@ -192,6 +192,8 @@ extern "C" int hybridprof_write_job_archive(const char* job_dir, const char* ran
       why = hybridprof::finalize::write_job_archive(comm, job_dir, rank_dir, enter_leave != 0);
     } catch (const std::exception& e) {
       why = e.what();
+    } catch (...) {
+      why = "unexpected error";  // nothing may cross into the runtime's C call
     }
     PMPI_Comm_free(&comm);
   }
