@@ -211,6 +211,32 @@ TEST_F(Mpi, ARankThatCannotTakePartLeavesTheArchiveToTheLauncher) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive"));
 }
 
+// A rank on a node where the job directory is another file system (here: a
+// tmpfs mounted over it in rank 1's own mount namespace) would write its
+// part where rank 0's archive never sees it. The ranks notice and give up;
+// the raw data that is visible stays for hybridprof-merge.
+TEST_F(Mpi, RanksThatDoNotShareTheJobDirectoryWriteNoArchive) {
+  if (run({"unshare", "-m", "true"}).exit_code != 0) GTEST_SKIP() << "no mount namespaces here (unshare -m)";
+  RunOptions options;
+  options.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+  options.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+  options.env["OMPI_MCA_rmaps_base_oversubscribe"] = "1";
+  const std::string ring = fixture("mpi_ring");
+  const std::string hidden = "mkdir -p '" + dir + "' && mount -t tmpfs none '" + dir + "' && exec '" + launcher() +
+                             "' -o '" + dir + "' -- '" + ring + "' 2";
+  const RunResult r = run({"mpirun", "-np", "1", launcher(), "-o", dir, "--", ring, "2", ":",
+                           "-np", "1", "unshare", "-m", "sh", "-c", hidden}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("rank 1: does not see what rank 0 made in " + dir), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/traces.otf2")) << "no archive that lacks rank 1's events";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive"));
+  const RunResult m = run({merge_tool(), dir});
+  ASSERT_EQ(m.exit_code, 0) << m.describe();
+  EXPECT_NE(m.err.find("rank 1 of 2: no data"), std::string::npos) << m.err;
+  MpiTrace t(dir);
+  EXPECT_EQ(t.count(0, MpiEventKind::kSend), 2u);
+}
+
 TEST_F(Mpi, FortranRingIsTracedThroughTheFortranBindings) {
   const std::string program = fixture("mpi_ring_f");
   if (!file_exists(program)) GTEST_SKIP() << "mpi_ring_f not built (no Fortran compiler or MPI for Fortran)";

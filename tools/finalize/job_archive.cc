@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -92,7 +93,7 @@ void move_into_place(const fs::path& staging, const fs::path& job_dir, bool ente
   if (enter_leave) parts.push_back("enter-leave");
   parts.push_back("traces.otf2");
   for (const auto& part : parts) fs::rename(staging / part, job_dir / part);
-  fs::remove(staging);
+  fs::remove_all(staging);
   result->anchor = (job_dir / "traces.otf2").string();
   if (enter_leave) result->enter_leave_anchor = (job_dir / "enter-leave" / "traces.otf2").string();
 }
@@ -105,6 +106,9 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   PMPI_Comm_size(comm, &size);
   MpiCollective collective(comm, rank);
   const fs::path staging = fs::path(job_dir) / ".job-archive";
+  // Made by rank 0; a rank that does not see it has another file system at
+  // JOB (a node-local path), and its part would never reach the archive.
+  const fs::path marker = staging / "made-by-rank-0";
   auto give_up = [&](const std::string& own, uint64_t failed) {
     if (rank == 0) {
       std::error_code ec;
@@ -126,11 +130,16 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
       } else {
         fs::remove_all(staging);
         fs::create_directories(staging);
+        std::ofstream(marker).put('\n');
+        if (!fs::exists(marker)) problem = "cannot write in " + staging.string();
       }
     }
   } catch (const std::exception& e) {
     problem = e.what();
   }
+  if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
+  if (!fs::exists(marker))
+    problem = "does not see what rank 0 made in " + job_dir + ": the job directory must be on a file system all ranks share";
   if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
 
   // 2. Every rank gets every process's definitions (the same bytes
