@@ -138,7 +138,8 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
     problem = e.what();
   }
   if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
-  if (!fs::exists(marker))
+  std::error_code ec;  // between two agreements nothing may throw on one rank only
+  if (!fs::exists(marker, ec))
     problem = "does not see what rank 0 made in " + job_dir + ": the job directory must be on a file system all ranks share";
   if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
 
