@@ -1,7 +1,9 @@
-// An MPI job runs one launcher per rank, each writing JOB/rank-N. The job's
-// one archive (JOB/traces.otf2) is written by whichever launcher sees every
-// rank ended: each records its rank's end in JOB/rank-N/ended, then claims
-// the job's finalization with an exclusive create, so exactly one writes it.
+// An MPI job runs one launcher per rank, each writing JOB/rank-N. The ranks
+// themselves write the job's one archive (JOB/traces.otf2) at their exit
+// (finalize/job_archive.h). Whichever launcher sees every rank ended reports
+// it, or writes it from the raw data when the ranks could not: each records
+// its rank's end in JOB/rank-N/ended, then claims the job's finalization
+// with an exclusive create, so exactly one does.
 // A job killed before that (mpirun kills launchers too) leaves the raw data;
 // `hybridprof-merge JOB` writes the archive then.
 #pragma once
