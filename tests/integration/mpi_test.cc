@@ -191,24 +191,35 @@ TEST_F(Mpi, TheRanksWriteTheJobArchiveTogetherAtExit) {
   EXPECT_EQ(viewer.archive().processes.size(), size_t(kRanks));
 }
 
-// A rank whose raw data is not complete at its exit (a forked child still
-// runs): no rank writes, and the last launcher writes the archive from the
-// raw data once every rank has ended, as for a job that died.
+// A rank whose raw data is not complete at its exit: a forked child still
+// runs, profiled (its stream has not ended) or not (it has none). No rank
+// writes, and the last launcher writes the archive from the raw data once
+// every rank has ended, as for a job that died.
 TEST_F(Mpi, ARankThatCannotTakePartLeavesTheArchiveToTheLauncher) {
-  const RunResult r = mpirun(2, {fixture("mpi_leaves_child"), "1.0"});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_NE(r.err.find("the job's archive was not written at exit (rank 1: process "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("has not ended"), std::string::npos) << r.err;
-  MpiTrace t(dir);
-  EXPECT_EQ(t.reader.archive().properties.at("HYBRIDPROF::WRITTEN_BY"),
-            "hybridprof, from the raw data after the program");
-  EXPECT_EQ(t.reader.archive().mpi_world_locations.size(), 2u);
-  for (int rank = 0; rank < 2; ++rank) {
-    EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kBarrier), 1u) << "rank " << rank;
-    EXPECT_EQ(t.enters.at(rank).at("MPI_Finalize"), 1u) << "rank " << rank;
+  const std::pair<const char*, const char*> cases[] = {
+      {"sleep", "has not ended"},
+      {"exec", ", a child of this rank, still runs"},
+  };
+  for (const auto& [child, reason] : cases) {
+    std::filesystem::remove_all(dir);
+    std::vector<std::string> program{fixture("mpi_leaves_child"), "1.0"};
+    if (std::string(child) == "exec") program.push_back("exec");
+    const RunResult r = mpirun(2, program);
+    ASSERT_EQ(r.exit_code, 0) << child << ": " << r.describe();
+    EXPECT_NE(r.err.find("the job's archive was not written at exit (rank 1: process "), std::string::npos)
+        << child << ": " << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << child << ": " << r.err;
+    MpiTrace t(dir);
+    EXPECT_EQ(t.reader.archive().properties.at("HYBRIDPROF::WRITTEN_BY"),
+              "hybridprof, from the raw data after the program");
+    EXPECT_EQ(t.reader.archive().mpi_world_locations.size(), 2u);
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kBarrier), 1u) << "rank " << rank;
+      EXPECT_EQ(t.enters.at(rank).at("MPI_Finalize"), 1u) << "rank " << rank;
+    }
+    EXPECT_FALSE(file_exists(dir + "/job-archive.result"));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive"));
   }
-  EXPECT_FALSE(file_exists(dir + "/job-archive.result"));
-  EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive"));
 }
 
 // A rank on a node where the job directory is another file system (here: a

@@ -1,12 +1,14 @@
 #include "finalize/job_archive.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -75,7 +77,32 @@ std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& m
 }
 
 // This rank's raw data: every process image in its directory, each ended.
+// This process's children that have not ended (zombies have).
+std::vector<uint64_t> running_children() {
+  std::vector<uint64_t> children;
+  const std::string self = std::to_string(getpid());
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    const size_t end_of_comm = stat.rfind(')');
+    if (end_of_comm == std::string::npos) continue;
+    std::istringstream rest(stat.substr(end_of_comm + 1));
+    std::string state, ppid;
+    if (rest >> state >> ppid && ppid == self && state != "Z") children.push_back(std::stoull(pid));
+  }
+  return children;
+}
+
+// This rank's raw data: every process image in its directory, each ended,
+// and none still to come (a child that runs: its stream may not even exist
+// yet, if the child was never scheduled since it was forked).
 std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* mine) {
+  const std::vector<uint64_t> children = running_children();
   const std::vector<std::string> files = raw_files(rank_dir);
   std::vector<std::string> skipped;
   *mine = read_processes(files, {}, &skipped);
@@ -84,6 +111,7 @@ std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* min
   for (const auto& p : *mine) {
     if (!p.raw.end) return "process " + std::to_string(p.raw.begin->pid) + " has not ended (" + p.raw.path + ")";
   }
+  if (!children.empty()) return "process " + std::to_string(children.front()) + ", a child of this rank, still runs";
   return {};
 }
 
