@@ -32,14 +32,6 @@ pthread_key_t g_thread_key;
 
 __thread ThreadContext* tls_thread __attribute__((tls_model("initial-exec"))) = nullptr;
 
-// One line on stderr, "hybridprof: " first (notices from the sampling
-// module carry it already).
-void say(const std::string& line) {
-  const std::string prefix = "hybridprof: ";
-  const std::string text = (line.rfind(prefix, 0) == 0 ? line : prefix + line) + "\n";
-  [[maybe_unused]] ssize_t w = write(STDERR_FILENO, text.data(), text.size());
-}
-
 std::string read_file(const char* path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -252,6 +244,13 @@ void start_runtime() {
 __attribute__((constructor)) void hybridprof_constructor() { start_runtime(); }
 
 }  // namespace
+
+// Notices from the sampling module carry the prefix already.
+void say(const std::string& line) {
+  const std::string prefix = "hybridprof: ";
+  const std::string text = (line.rfind(prefix, 0) == 0 ? line : prefix + line) + "\n";
+  [[maybe_unused]] ssize_t w = write(STDERR_FILENO, text.data(), text.size());
+}
 
 Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
 

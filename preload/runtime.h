@@ -38,6 +38,10 @@ struct Runtime {
   std::atomic<uint64_t> samples_without_thread{0};
 };
 
+// One line on stderr, "hybridprof: " first (unless it has it already).
+// Not for the signal path (it allocates).
+void say(const std::string& line);
+
 // Null until the constructor has started the runtime (or when disabled).
 Runtime* runtime();
 // False from exit onwards: the signal path then records nothing.

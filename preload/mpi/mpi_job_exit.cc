@@ -26,11 +26,6 @@ std::atomic<bool> g_deferred{false};
 int (*g_real_finalize)() = nullptr;
 pid_t g_rank_pid = 0;  // a fork child inherits the exit handler, not the rank's MPI
 
-void say(const std::string& line) {
-  const std::string text = "hybridprof: " + line + "\n";
-  [[maybe_unused]] ssize_t w = write(STDERR_FILENO, text.data(), text.size());
-}
-
 std::string parent_of(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
 
 // The job archive library, next to this runtime.

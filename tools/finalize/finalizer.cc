@@ -50,13 +50,6 @@ std::vector<std::string> raw_directories(const std::string& dir) {
   return dirs;
 }
 
-std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
-
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
-}
 
 // Sends every definition and event to each writer (the calling-context
 // archive and, on request, the enter/leave one). Both see the same calls in
@@ -161,9 +154,7 @@ class Finalizer {
     const uint32_t node = writers_.each([&](ArchiveWriter& w) {
       return w.define_system_tree_node(p.hostname, "node", machine_);
     });
-    // The PID is a property of its own (readers show it next to the name).
-    const std::string name = p.mpi_rank >= 0 ? "rank " + std::to_string(p.mpi_rank) : basename_of(p.executable);
-    const uint32_t group = writers_.each([&](ArchiveWriter& w) { return w.define_process(name, node); });
+    const uint32_t group = writers_.each([&](ArchiveWriter& w) { return w.define_process(p.name, node); });
     set_process_properties(p, group);
     const bool time_based = p.mechanism != "perf_event" || p.frequency || p.event.find("clock") != std::string::npos;
     const uint64_t period = p.frequency && p.period ? 1000000000ull / p.period : p.period;

@@ -176,7 +176,7 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   std::vector<ProcessDefinitions> own;
   for (const auto& p : mine) own.push_back(p.definitions);
   std::vector<std::vector<ProcessDefinitions>> by_rank(static_cast<size_t>(size));
-  const std::vector<std::string> parts = allgather(comm, size, serialize(own));
+  const std::vector<std::string> parts = allgather(comm, size, serialize(std::move(own)));
   for (int r = 0; r < size; ++r) {
     if (!parse(parts[size_t(r)], &by_rank[size_t(r)]))
       return give_up("the definitions of rank " + std::to_string(r) + " did not arrive whole", 1);

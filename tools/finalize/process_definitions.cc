@@ -14,12 +14,6 @@ using otf2::Paradigm;
 
 std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
-}
-
 std::string exit_status(const RawProcess& p, const std::map<uint64_t, std::string>& exit_statuses) {
   if (auto it = exit_statuses.find(p.begin->pid); it != exit_statuses.end()) return it->second;
   if (!p.end) return "unknown (no final flush)";
@@ -120,14 +114,21 @@ ThreadDefinition describe_thread(const RawProcess& p, const RawThread& t) {
 
 }  // namespace
 
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : separator) + p;
+  return out;
+}
+
 ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer& symbolizer,
                                     const std::map<uint64_t, std::string>& exit_statuses) {
   const raw::ProcessBegin& b = *p.begin;
   ProcessDefinitions d;
   d.pid = b.pid;
   d.mpi_rank = b.mpi_rank;
+  // The PID is a property of its own (readers show it next to the name).
+  d.name = b.mpi_rank >= 0 ? "rank " + std::to_string(b.mpi_rank) : basename_of(b.executable);
   d.hostname = b.hostname;
-  d.executable = b.executable;
   d.command = join(b.args, " ");
   d.python = b.python;
   d.exit_status = exit_status(p, exit_statuses);
@@ -274,7 +275,7 @@ template <typename IO> void visit(IO& io, std::optional<raw::MpiWorld>& w) {
   w = has ? std::optional<raw::MpiWorld>(value) : std::nullopt;
 }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
-  fields(io, p.pid, p.mpi_rank, p.hostname, p.executable, p.command, p.python, p.exit_status,
+  fields(io, p.pid, p.mpi_rank, p.name, p.hostname, p.command, p.python, p.exit_status,
          p.samples_without_thread, p.event, p.mechanism, p.period, p.frequency, p.begin_monotonic_ns,
          p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.mpi_world, p.comms, p.notices,
          p.warnings);
@@ -282,11 +283,11 @@ template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
 
 }  // namespace
 
-std::string serialize(const std::vector<ProcessDefinitions>& processes) {
+// By value: visit() takes its fields by reference, for both directions.
+std::string serialize(std::vector<ProcessDefinitions> processes) {
   Writer w;
   uint64_t magic = kMagic;
-  auto copy = processes;  // visit() takes its fields by reference for both directions
-  fields(w, magic, copy);
+  fields(w, magic, processes);
   return std::move(w.out);
 }
 

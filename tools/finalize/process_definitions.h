@@ -49,7 +49,8 @@ struct ThreadDefinition {
 struct ProcessDefinitions {
   uint64_t pid = 0;
   int64_t mpi_rank = -1;
-  std::string hostname, executable, command, python, exit_status;
+  std::string name;  // in the archive: "rank N", or the executable's file name
+  std::string hostname, command, python, exit_status;
   uint64_t samples_without_thread = 0;
   // The sampling source.
   std::string event, mechanism;
@@ -70,9 +71,12 @@ struct ProcessDefinitions {
 ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer& symbolizer,
                                     const std::map<uint64_t, std::string>& exit_statuses);
 
+// `parts` with `separator` between them (the command line, the notices).
+std::string join(const std::vector<std::string>& parts, const char* separator);
+
 // A byte string for other processes; parse() gives back an equal value, or
 // false when `bytes` is not one of these (truncated, another version).
-std::string serialize(const std::vector<ProcessDefinitions>&);
+std::string serialize(std::vector<ProcessDefinitions>);
 bool parse(const std::string& bytes, std::vector<ProcessDefinitions>* out);
 
 }  // namespace hybridprof::finalize

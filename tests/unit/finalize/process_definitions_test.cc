@@ -13,8 +13,8 @@ ProcessDefinitions sample_process(uint64_t pid) {
   ProcessDefinitions p;
   p.pid = pid;
   p.mpi_rank = 3;
+  p.name = "rank 3";
   p.hostname = "node7";
-  p.executable = "/opt/app/bin/solver";
   p.command = "solver --steps 10";
   p.python = "3.11.2";
   p.exit_status = "exit 0";
@@ -50,8 +50,8 @@ TEST(ProcessDefinitions, EveryFieldArrives) {
   const ProcessDefinitions& p = got[1];
   EXPECT_EQ(p.pid, 2u);
   EXPECT_EQ(p.mpi_rank, 3);
+  EXPECT_EQ(p.name, "rank 3");
   EXPECT_EQ(p.hostname, "node7");
-  EXPECT_EQ(p.executable, "/opt/app/bin/solver");
   EXPECT_EQ(p.command, "solver --steps 10");
   EXPECT_EQ(p.python, "3.11.2");
   EXPECT_EQ(p.exit_status, "exit 0");
