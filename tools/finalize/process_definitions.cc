@@ -4,6 +4,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "finalize/perf_map_file.h"
+#include "symbolizer/perf_map.h"
 #include "symbolizer/symbolizer.h"
 #include "unwind/python/python_lines.h"
 
@@ -52,11 +54,19 @@ ContextFrame python_frame(const RawProcess& p, const raw::CctNode& n) {
   return {code.qualname, code.filename, "", code.firstlineno, line, Paradigm::kPython};
 }
 
+// Code in no module (`offset` is its address) is JIT code when the
+// process's perf map names it: one region per name, in module [jit].
+ContextFrame unknown_frame(const raw::CctNode& n, const symbolizer::PerfMap& jit_code) {
+  if (const std::string* name = jit_code.find(n.offset)) return {symbolizer::demangle(*name), "", kJitModule, 0, 0};
+  return {"[unknown]", "", "", 0, 0};
+}
+
 // Outermost first.
 std::vector<ContextFrame> native_frames(const RawProcess& p, const raw::CctNode& n,
-                                        symbolizer::Symbolizer& symbolizer) {
+                                        symbolizer::Symbolizer& symbolizer, const symbolizer::PerfMap& jit_code) {
+  if (n.module == raw::kUnknownModule) return {unknown_frame(n, jit_code)};
   auto module = p.modules.find(n.module);
-  if (n.module == raw::kUnknownModule || module == p.modules.end()) return {{"[unknown]", "", "", 0, 0}};
+  if (module == p.modules.end()) return {{"[unknown]", "", "", 0, 0}};  // its load record was lost
   const std::string& path = module->second.path;
   std::vector<ContextFrame> frames;
   for (const auto& f : symbolizer.resolve(path, n.offset)) {
@@ -68,7 +78,8 @@ std::vector<ContextFrame> native_frames(const RawProcess& p, const raw::CctNode&
   return frames;
 }
 
-std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symbolizer& symbolizer) {
+std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symbolizer& symbolizer,
+                                          const symbolizer::PerfMap& jit_code) {
   std::vector<ContextNode> nodes(std::max<size_t>(p.nodes.size(), raw::kFirstCctNode));
   auto synthetic = [&](uint32_t id, const char* name) {
     nodes[id] = {true, raw::kRootComplete, {{name, "", "", 0, 0}}};
@@ -87,11 +98,27 @@ std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symb
     } else if (n.module == raw::kPythonModule) {
       node.frames = {python_frame(p, n)};
     } else {
-      node.frames = native_frames(p, n, symbolizer);
+      node.frames = native_frames(p, n, symbolizer, jit_code);
     }
     node.present = true;
   }
   return nodes;
+}
+
+// The names of the process's JIT code, from its perf map. The map is kept
+// with the run even when no sample needs it: it is the run's record of its
+// JIT code, and the launcher removes from /tmp only the maps it kept.
+symbolizer::PerfMap jit_code_of(const RawProcess& p, std::vector<std::string>* warnings) {
+  symbolizer::PerfMap map;
+  const std::string path = find_perf_map(p, warnings);
+  const bool needed = std::any_of(p.nodes.begin(), p.nodes.end(), [](const raw::CctNode& n) {
+    return n.id >= raw::kFirstCctNode && n.module == raw::kUnknownModule;
+  });
+  if (path.empty() || !needed) return map;
+  if (!map.load(path)) warnings->push_back("cannot read " + path + ": JIT code stays [unknown]");
+  if (const uint64_t bad = map.malformed_lines())
+    warnings->push_back(path + ": " + std::to_string(bad) + " malformed line(s) skipped");
+  return map;
 }
 
 ThreadDefinition describe_thread(const RawProcess& p, const RawThread& t) {
@@ -147,7 +174,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
                            " traced events lost to a full ring (raise HYBRIDPROF_RING_KB)");
   }
   d.clock_offsets = offsets_for_readers(p);
-  d.contexts = describe_contexts(p, symbolizer);
+  d.contexts = describe_contexts(p, symbolizer, jit_code_of(p, &d.warnings));
   d.mpi_world = p.mpi_world;
   for (const auto& [id, c] : p.comms) d.comms.push_back(c);
   d.notices = p.notices;
