@@ -20,6 +20,9 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
       --signal SIG     signal used for samples (default SIGRTMIN+4)
       --enter-leave    also write DIR/enter-leave/traces.otf2 with samples as
                        Enter/Leave regions, for viewers such as ViTE
+      --no-jit-map     do not ask oneDNN for a perf map of its JIT code (by
+                       default ONEDNN_JIT_PROFILE=2 unless set; JIT code is
+                       named from /tmp/perf-PID.map files, kept in DIR/raw)
       --list-events    list the events this machine knows
   -h, --help           this text
       --version        version
@@ -113,6 +116,8 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
       }
     } else if (arg == "--enter-leave" && !has_inline) {
       o->enter_leave = true;
+    } else if (arg == "--no-jit-map" && !has_inline) {
+      o->jit_map = false;
     } else if (arg == "--list-events" && !has_inline) {
       o->list_events = true;
     } else if ((arg == "-h" || arg == "--help") && !has_inline) {

@@ -16,6 +16,7 @@ struct LauncherOptions {
   uint32_t max_depth = 128;           // --max-depth
   std::string signal;                 // --signal ("" = SIGRTMIN+4)
   bool enter_leave = false;           // --enter-leave
+  bool jit_map = true;                // false: --no-jit-map (do not ask JIT compilers for perf maps)
   bool list_events = false, help = false, version = false;
   std::vector<std::string> command;   // program and its arguments
 };

@@ -16,6 +16,7 @@
 #include "common/runtime_config.h"
 #include "finalize/finalizer.h"
 #include "finalize/job_archive.h"
+#include "finalize/perf_map_file.h"
 #include "finalize/result_file.h"
 #include "hybridprof/launcher_options.h"
 #include "hybridprof/mpi_job.h"
@@ -82,6 +83,17 @@ void forward_signal(int signal) {
 
 void set_env(const char* name, const std::string& value) { setenv(name, value.c_str(), 1); }
 
+// JIT code lies in no module. oneDNN (PyTorch's convolutions) names its
+// kernels in /tmp/perf-PID.map when asked (2: the perf map alone), and the
+// finalizer names JIT frames from it. A user's own setting, under either
+// of oneDNN's names, is left alone. True when we asked.
+bool ask_for_jit_maps(const LauncherOptions& o) {
+  if (!o.jit_map || std::getenv("ONEDNN_JIT_PROFILE") || std::getenv("DNNL_JIT_PROFILE")) return false;
+  set_env("ONEDNN_JIT_PROFILE", "2");
+  set_env("DNNL_JIT_PROFILE", "2");  // the name DNNL 1.x reads
+  return true;
+}
+
 int list_events() {
   for (const auto& line : sampling::list_events()) std::printf("%s\n", line.c_str());
   return 0;
@@ -128,6 +140,7 @@ int run(int argc, char** argv) {
   set_env(env::kMaxDepth, std::to_string(o.max_depth));
   if (!o.signal.empty()) set_env(env::kSignal, o.signal);
   set_env(env::kQuiet, "1");
+  const bool asked_for_jit_maps = ask_for_jit_maps(o);
   // A rank of an MPI job: the ranks write the job's archive together at
   // their exit (tools/finalize/job_archive.h); the last launcher reports it.
   const JobRank job = job_rank_from_env(dir);
@@ -161,6 +174,11 @@ int run(int argc, char** argv) {
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   const std::string status_text = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                                     : "signal " + std::to_string(WTERMSIG(status));
+  // The perf maps we asked for, once the finalizer (ours or the ranks')
+  // kept them in the run's raw/: /tmp keeps none of them.
+  auto remove_jit_maps = [&](const std::string& directory) {
+    if (asked_for_jit_maps) finalize::remove_kept_system_perf_maps(directory);
+  };
 
   finalize::Options fo;
   fo.directory = dir;
@@ -171,12 +189,17 @@ int run(int argc, char** argv) {
   finalize::Result result;
   bool written = false;
   if (job.rank >= 0) {
-    if (!end_rank(job, g_child, status_text)) return exit_code;
+    if (!end_rank(job, g_child, status_text)) {
+      remove_jit_maps(dir);
+      return exit_code;
+    }
     written = finalize::load_result(job.job_dir + "/" + finalize::kJobArchiveResult, &result);
     fo.directory = job.job_dir;
     fo.exit_statuses = rank_exit_statuses(job.job_dir);
   }
-  if (!written && !finalize::finalize(fo, &result, &error)) {
+  const bool archived = written || finalize::finalize(fo, &result, &error);
+  remove_jit_maps(fo.directory);
+  if (!archived) {
     fail("no archive written: " + error);
     return exit_code;
   }
