@@ -142,6 +142,7 @@ void start_process(Runtime& rt) {
   begin.args = command_line();
   begin.event = rt.plan.event.name;
   begin.mechanism = rt.plan.mechanism == sampling::Mechanism::kPerfEvent ? "perf_event" : "posix-timer";
+  begin.kernel_time = sampling::kernel_time_text(rt.plan.kernel_time);
   begin.period = rt.plan.mechanism == sampling::Mechanism::kPerfEvent ? rt.plan.value
                                                                       : rt.plan.timer_interval_ns;
   begin.frequency = rt.plan.mechanism == sampling::Mechanism::kPerfEvent && rt.plan.frequency;

@@ -30,7 +30,7 @@ bool looks_like_sample(const siginfo_t* info) {
          (info->si_code == SI_TIMER && info->si_value.sival_int == sampling::kTimerCookie);
 }
 
-void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* ucontext) {
+void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* ucontext, bool in_kernel) {
   const uint64_t now = monotonic_ns();
   if (t.busy.load(std::memory_order_relaxed) != 0) {
     t.dropped.fetch_add(1, std::memory_order_relaxed);
@@ -39,7 +39,7 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   BusyScope busy(&t);
   static_assert(kMaxDepthLimit + kUnwindScratchFrames <= kUnwindScratchEntries);
   uint64_t* const ips = t.unwind_scratch;
-  uint32_t flags = 0;
+  uint32_t flags = in_kernel ? uint32_t{kSampleInKernel} : 0u;
   bool snapshot_stale = false;
   const uint32_t depth = unwind_signal_context(ucontext, ips, rt.config.max_depth, &flags, &snapshot_stale);
   // Python frames of this thread, if the program is CPython and the thread
@@ -94,6 +94,7 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   t.samples.fetch_add(weight, std::memory_order_relaxed);
   if (flags & kSampleTruncated) t.truncated.fetch_add(1, std::memory_order_relaxed);
   if (flags & kSampleUnwindFailed) t.unwind_failed.fetch_add(1, std::memory_order_relaxed);
+  if (flags & kSampleUnwindRecovered) t.unwind_recovered.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -104,9 +105,11 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
   Runtime* rt = runtime();
   ThreadContext* ctx = this_thread();
   if (rt && ctx && ctx->sampler.owns(info)) {
+    // Its record in the event's ring is consumed whatever becomes of the sample.
+    const bool in_kernel = ctx->sampler.sample_was_in_kernel();
     if (sampling_enabled()) {
       ++tls_recording_sample;
-      record_sample(*rt, *ctx->state, info, ucontext);
+      record_sample(*rt, *ctx->state, info, ucontext, in_kernel);
       --tls_recording_sample;
     }
   } else if (rt && looks_like_sample(info) && !program_handles(signal)) {

@@ -10,6 +10,8 @@ inline constexpr const char* kProgram = "HYBRIDPROF::PROGRAM";      // command l
 inline constexpr const char* kEvent = "HYBRIDPROF::EVENT";          // e.g. "cpu-clock"
 inline constexpr const char* kMechanism = "HYBRIDPROF::MECHANISM";  // e.g. "perf_event"
 inline constexpr const char* kPeriod = "HYBRIDPROF::PERIOD";        // "1000 Hz" / "1000000 events"
+// What became of CPU time in the kernel: "sampled ([kernel] frames)" ...
+inline constexpr const char* kKernelTime = "HYBRIDPROF::KERNEL_TIME";
 inline constexpr const char* kVersion = "HYBRIDPROF::VERSION";
 inline constexpr const char* kNotices = "HYBRIDPROF::NOTICES";      // one notice per line
 // Who wrote the archive, and when: the ranks at the end of an MPI job, or
@@ -28,6 +30,8 @@ inline constexpr const char* kDropped = "DROPPED";
 inline constexpr const char* kDroppedEvents = "DROPPED_EVENTS";  // traced events (MPI...) lost to a full ring
 inline constexpr const char* kUnwindFailures = "UNWIND_FAILURES";
 inline constexpr const char* kTruncated = "TRUNCATED";
+// Unwinds continued past code without unwind tables (JIT code) by a stack scan.
+inline constexpr const char* kUnwindRecovered = "UNWIND_RECOVERED";
 inline constexpr const char* kTid = "TID";
 // Samples whose Python stack is incomplete: the frame chain could not be read
 // to its end, or did not match the native evaluation frames it replaces.

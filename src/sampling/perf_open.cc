@@ -8,7 +8,7 @@
 
 namespace hybridprof::sampling::detail {
 
-void fill_sampling_attr(const EventSpec& event, uint64_t value, bool frequency, perf_event_attr* attr) {
+void fill_sampling_attr(const EventSpec& event, uint64_t value, bool frequency, bool kernel, perf_event_attr* attr) {
   memset(attr, 0, sizeof *attr);
   attr->size = sizeof *attr;
   attr->type = event.type;
@@ -28,7 +28,9 @@ void fill_sampling_attr(const EventSpec& event, uint64_t value, bool frequency, 
   }
   attr->wakeup_events = 1;
   attr->disabled = 1;        // enabled only once the signal routing is in place
-  attr->exclude_kernel = 1;  // perf_event_paranoid 2 allows user level only
+  // perf_event_paranoid 2 allows kernel level to privileged users only.
+  attr->exclude_kernel = kernel ? 0 : 1;
+  attr->sample_type = 0;  // a record's header is all the handler reads
   attr->exclude_hv = 1;
 }
 

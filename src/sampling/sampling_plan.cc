@@ -27,9 +27,9 @@ bool is_refusal(int err) { return err == EACCES || err == EPERM || err == ENOSYS
 bool is_unsupported(int err) { return err == ENOENT || err == EOPNOTSUPP || err == EINVAL || err == ENODEV; }
 
 // 0 when `event` opens as ThreadSampler would open it, else the errno.
-int probe(const EventSpec& event, uint64_t value, bool frequency) {
+int probe(const EventSpec& event, uint64_t value, bool frequency, bool kernel) {
   perf_event_attr attr;
-  detail::fill_sampling_attr(event, value, frequency, &attr);
+  detail::fill_sampling_attr(event, value, frequency, kernel, &attr);
   int fd = detail::open_on_this_thread(&attr);
   if (fd < 0) return -fd;
   close(fd);
@@ -77,8 +77,33 @@ SamplingPlan timer_plan(const SamplingRequest& request, std::string notice) {
     plan.timer_interval_ns = kFallbackPeriodNs;
   }
   if (plan.timer_interval_ns < detail::kMinClockPeriodNs) plan.timer_interval_ns = detail::kMinClockPeriodNs;
+  plan.kernel_time = KernelTime::kWithUserTime;
   plan.notice = std::move(notice);
   return plan;
+}
+
+// A perf plan for `event`, at kernel level too when `kernel`.
+SamplingPlan perf_plan(const EventSpec& event, uint64_t value, bool frequency, bool kernel, std::string notice) {
+  SamplingPlan plan;
+  plan.mechanism = Mechanism::kPerfEvent;
+  plan.event = event;
+  plan.value = value;
+  plan.frequency = frequency;
+  plan.kernel_time = kernel ? KernelTime::kSampled : KernelTime::kNotSampled;
+  plan.notice = std::move(notice);
+  return plan;
+}
+
+// Opens `event` at kernel level when `*kernel`; when only that is refused,
+// at user level, clearing *kernel. 0 or the errno.
+int probe_levels(const EventSpec& event, uint64_t value, bool frequency, bool* kernel, int* kernel_err) {
+  int err = probe(event, value, frequency, *kernel);
+  if (err != 0 && *kernel && is_refusal(err)) {
+    *kernel_err = err;
+    err = probe(event, value, frequency, false);
+    if (err == 0) *kernel = false;
+  }
+  return err;
 }
 
 // "" or " instead of 'cycles'" + period change, for notices about timers.
@@ -88,6 +113,15 @@ std::string timer_differences(const SamplingRequest& request) {
 }
 
 }  // namespace
+
+const char* kernel_time_text(KernelTime k) {
+  switch (k) {
+    case KernelTime::kSampled: return "sampled ([kernel] frames)";
+    case KernelTime::kWithUserTime: return "counted with user time (CPU-time timers)";
+    case KernelTime::kNotSampled: return "not sampled (user-level event)";
+  }
+  return "-";
+}
 
 SamplingPlan plan_sampling(const SamplingRequest& request) {
   const EventSpec& event = request.event;
@@ -110,15 +144,17 @@ SamplingPlan plan_sampling(const SamplingRequest& request) {
     }
   }
 
-  int err = probe(event, value, request.frequency);
+  bool kernel = request.kernel;
+  int kernel_err = 0;
+  int err = probe_levels(event, value, request.frequency, &kernel, &kernel_err);
+  if (err == 0 && kernel == request.kernel) return perf_plan(event, value, request.frequency, kernel, std::move(clamp_notice));
+  const std::string refused = "hybridprof: kernel-level sampling refused (" + errno_text(kernel_err) + ")";
   if (err == 0) {
-    SamplingPlan plan;
-    plan.mechanism = Mechanism::kPerfEvent;
-    plan.event = event;
-    plan.value = value;
-    plan.frequency = request.frequency;
-    plan.notice = std::move(clamp_notice);
-    return plan;
+    // Only kernel level was refused. A CPU-time timer still counts system time.
+    if (event.software_clock)
+      return timer_plan(request, refused + "; sampling with POSIX CPU-time timers, which count system time too");
+    return perf_plan(event, value, request.frequency, false,
+                     refused + "; sampling " + quoted(event) + " at user level only: time in the kernel is not sampled");
   }
   if (is_refusal(err)) {
     return timer_plan(request, "hybridprof: perf_event_open refused (" + errno_text(err) +
@@ -132,16 +168,19 @@ SamplingPlan plan_sampling(const SamplingRequest& request) {
 
   std::string why = is_unsupported(err) ? "is not supported on this CPU"
                                         : "could not be opened (" + errno_text(err) + ")";
-  SamplingPlan plan;
-  plan.mechanism = Mechanism::kPerfEvent;
-  plan.event = cpu_clock_event();
-  plan.frequency = request.frequency;
-  plan.value = request.frequency ? (request.value > 0 ? request.value : 1) : kFallbackPeriodNs;
-  int clock_err = probe(plan.event, plan.value, plan.frequency);
+  const uint64_t clock_value = request.frequency ? (request.value > 0 ? request.value : 1) : kFallbackPeriodNs;
+  bool clock_kernel = request.kernel;
+  int clock_kernel_err = 0;
+  int clock_err = probe_levels(cpu_clock_event(), clock_value, request.frequency, &clock_kernel, &clock_kernel_err);
+  const std::string change = period_change(request);  // " every 1 ms instead of every N events" or ""
+  const std::string fell_back = "hybridprof: event " + quoted(event) + " " + why;
+  if (clock_err == 0 && clock_kernel == request.kernel)
+    return perf_plan(cpu_clock_event(), clock_value, request.frequency, clock_kernel,
+                     fell_back + "; sampling cpu-clock" + (change.empty() ? " instead" : change));
   if (clock_err == 0) {
-    std::string change = period_change(request);  // " every 1 ms instead of every N events" or ""
-    plan.notice = "hybridprof: event " + quoted(event) + " " + why + "; sampling cpu-clock" + (change.empty() ? " instead" : change);
-    return plan;
+    return timer_plan(request, fell_back + " and kernel-level sampling refused (" + errno_text(clock_kernel_err) +
+                                   "); sampling with POSIX CPU-time timers, which count system time too" +
+                                   timer_differences(request));
   }
   std::string clock_failure = is_refusal(clock_err) ? "perf_event_open refused cpu-clock (" : "perf_event_open failed for cpu-clock (";
   return timer_plan(request, "hybridprof: event " + quoted(event) + " " + why + " and " + clock_failure +

@@ -12,11 +12,22 @@ namespace hybridprof::sampling {
 
 enum class Mechanism { kPerfEvent, kPosixTimer };
 
+// What becomes of CPU time the kernel spends for the program (system calls,
+// page faults).
+enum class KernelTime {
+  kSampled,       // the perf event counts kernel mode too; a sample taken there ends in [kernel]
+  kWithUserTime,  // CPU-time timers count it, but cannot tell it from user time
+  kNotSampled,    // a user-level perf event: the system refused kernel level
+};
+// One line for the run summary, e.g. "sampled ([kernel] frames)".
+const char* kernel_time_text(KernelTime);
+
 struct SamplingRequest {
   EventSpec event;
   uint64_t value = 1000;    // Hz if frequency, else events per sample (ns for software clocks)
   bool frequency = true;
   bool force_timer = false; // testing/escape hatch: skip perf_event (env HYBRIDPROF_FORCE_TIMER=1 is read by the caller)
+  bool kernel = true;       // sample kernel mode too, where the system allows it
 };
 
 struct SamplingPlan {
@@ -25,14 +36,20 @@ struct SamplingPlan {
   uint64_t value = 0;       // as in SamplingRequest, after any fallback or clamp
   bool frequency = true;
   uint64_t timer_interval_ns = 0;  // for kPosixTimer
+  KernelTime kernel_time = KernelTime::kSampled;
   std::string notice;       // one line for the user when we fell back, else ""
 };
 
 // Probes by perf_event_open'ing the event, exactly as ThreadSampler will, on
-// the calling thread (then closes it):
+// the calling thread (then closes it), at user and kernel level unless the
+// request says user level only:
 //  - opens → kPerfEvent with the event. A hardware frequency above
 //    kernel.perf_event_max_sample_rate (the kernel then says EINVAL) is
 //    clamped to that limit, with a notice.
+//  - kernel level refused but user level allowed (an unprivileged user
+//    under perf_event_paranoid 2) → for a software clock, kPosixTimer,
+//    whose CPU-time clock counts system time too; for a hardware event,
+//    the event at user level only (kernel time not sampled), with a notice.
 //  - refused (EACCES/EPERM: paranoid 3, seccomp, containers; ENOSYS: no
 //    perf_event) → kPosixTimer on CLOCK_THREAD_CPUTIME_ID.
 //  - any other failure of an event that is not a software clock (ENOENT,

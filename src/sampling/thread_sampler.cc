@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -41,9 +42,18 @@ bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* err
 
 bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, std::string* error) {
   perf_event_attr attr;
-  detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, &attr);
+  const bool kernel = plan.kernel_time == KernelTime::kSampled;
+  detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, kernel, &attr);
   int fd = detail::open_on_this_thread(&attr);
   if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
+  if (kernel && !map_ring(fd)) {
+    // Samples in the kernel could not be told from the user's: this thread
+    // is sampled at user level only.
+    close(fd);
+    detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, false, &attr);
+    fd = detail::open_on_this_thread(&attr);
+    if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
+  }
 
   // Route overflow wakeups as `signal` to this thread only (F_OWNER_TID, not
   // the process: another thread would sample the wrong stack). F_SETSIG makes
@@ -69,6 +79,29 @@ bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, std::string
     return fail(error, "ioctl(PERF_EVENT_IOC_ENABLE)", err);
   }
   return true;
+}
+
+bool ThreadSampler::map_ring(int fd) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  // One data page holds 512 bare sample records; the handler consumes one
+  // per signal, so only signals still queued keep records in it.
+  const size_t bytes = 2 * page;
+  void* ring = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (ring == MAP_FAILED) return false;
+  ring_data_ = static_cast<const unsigned char*>(ring) + page;
+  ring_mask_ = page - 1;
+  ring_map_bytes_ = bytes;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ring_ = ring;
+  return true;
+}
+
+void ThreadSampler::unmap_ring() {
+  if (ring_ == nullptr) return;
+  void* ring = ring_;
+  ring_ = nullptr;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3: the handler stops reading it first
+  munmap(ring, ring_map_bytes_);
 }
 
 bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, std::string* error) {
@@ -108,6 +141,7 @@ void ThreadSampler::stop() {
   if (fd_ >= 0) {
     // Disable first so no new overflow is raised while the fd is torn down.
     ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
+    unmap_ring();
     close(fd_);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     fd_ = -1;  // signalled_fd_ stays (rule 4)
@@ -120,6 +154,7 @@ void ThreadSampler::stop() {
 }
 
 void ThreadSampler::reset_after_fork() {
+  unmap_ring();  // the child's copy of the mapping
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   signalled_fd_ = -1;

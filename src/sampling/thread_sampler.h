@@ -17,9 +17,11 @@
 //     signal terminates the process.
 #pragma once
 
+#include <linux/perf_event.h>
 #include <signal.h>
 #include <time.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -46,8 +48,11 @@ class ThreadSampler {
   // `signal` (e.g. SIGRTMIN+4) to this thread only. The handler for `signal`
   // must be installed first. False with *error if the thread is already
   // sampled or a syscall fails (nothing is left open then).
-  //  perf:  perf_event_open(this thread, any CPU), disabled; F_SETOWN_EX to
-  //         this tid, F_SETSIG, O_ASYNC; then PERF_EVENT_IOC_ENABLE.
+  //  perf:  perf_event_open(this thread, any CPU), disabled; its ring
+  //         buffer mapped when the plan samples kernel mode (at user level
+  //         only when the mapping is refused: the locked-memory limit);
+  //         F_SETOWN_EX to this tid, F_SETSIG, O_ASYNC; then
+  //         PERF_EVENT_IOC_ENABLE.
   //  timer: timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to this tid,
   //         sival_int = kTimerCookie) + timer_settime(interval).
   bool start(const SamplingPlan& plan, int signal, std::string* error);
@@ -85,6 +90,33 @@ class ThreadSampler {
     return 1;
   }
 
+  // Async-signal-safe (loads and one store to the event's ring buffer): for
+  // an owned perf signal, consumes the oldest sample record the overflow
+  // wrote and says whether the period ran out in kernel mode. The kernel
+  // delivers the signal on the way back to user mode, so the interrupted
+  // context is the user stack that entered the kernel (the system call or
+  // the faulting instruction). False without a ring (timers, user-level
+  // events). One record per signal: the kernel queues one real-time signal
+  // per overflow.
+  bool sample_was_in_kernel() {
+    if (ring_ == nullptr) return false;
+    auto* meta = static_cast<perf_event_mmap_page*>(ring_);
+    const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = meta->data_tail;
+    bool in_kernel = false;
+    while (tail < head) {
+      // Records are 8-byte aligned in a power-of-two ring: a header never wraps.
+      const auto* h = reinterpret_cast<const perf_event_header*>(ring_data_ + (tail & ring_mask_));
+      tail += h->size >= sizeof *h ? h->size : sizeof *h;
+      if (h->type == PERF_RECORD_SAMPLE) {
+        in_kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+        break;
+      }
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    return in_kernel;
+  }
+
   // Async-signal-safe; call after handling an owned signal. A no-op, kept so
   // the handler does not need to know the mechanism: a perf event stays armed
   // after each overflow unless PERF_EVENT_IOC_REFRESH set an overflow limit
@@ -98,6 +130,17 @@ class ThreadSampler {
  private:
   bool start_perf(const SamplingPlan& plan, int signal, std::string* error);
   bool start_timer(const SamplingPlan& plan, int signal, std::string* error);
+  bool map_ring(int fd);
+  void unmap_ring();
+
+  // The perf event's ring buffer (metadata page, then ring_mask_ + 1 data
+  // bytes), mapped when it samples kernel mode too; unmapped by stop(). Not
+  // an owning type: the sampler lives in thread-local storage and must stay
+  // trivially destructible.
+  void* ring_ = nullptr;
+  const unsigned char* ring_data_ = nullptr;
+  uint64_t ring_mask_ = 0;
+  size_t ring_map_bytes_ = 0;
 
   int fd_ = -1;             // the open perf event, -1 when none
   int signalled_fd_ = -1;   // si_fd of our perf signals; kept after stop() (rule 4)

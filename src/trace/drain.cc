@@ -223,6 +223,10 @@ uint32_t Drain::intern_native_locked(uint32_t node, uint64_t address, uint64_t t
   return node;
 }
 
+uint32_t Drain::in_kernel_leaf_locked(uint32_t flags, uint32_t node) {
+  return (flags & kSampleInKernel) ? cct_.child(node, raw::kKernelModule, 0, &new_nodes_) : node;
+}
+
 uint32_t Drain::intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
                                     uint64_t timestamp_ns, uint32_t* innermost_region) {
   ModuleInfo module;
@@ -288,7 +292,8 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
     case RecordType::kSample: {
       write_unwritten_call_locked(t);
       const auto& s = reinterpret_cast<const SampleRecord&>(h);
-      const uint32_t node = intern_stack_locked(root_for(s.flags), s.ips(), h.aux, false, s.timestamp_ns, nullptr);
+      const uint32_t node = in_kernel_leaf_locked(
+          s.flags, intern_stack_locked(root_for(s.flags), s.ips(), h.aux, false, s.timestamp_ns, nullptr));
       for (const auto& n : new_nodes_) writer_.append(n);
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, s.flags, s.weight ? s.weight : 1});
       break;
@@ -298,7 +303,8 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       const auto& s = reinterpret_cast<const MixedSampleRecord&>(h);
       uint32_t flags = s.flags;
       new_codes_.clear();
-      const uint32_t node = intern_mixed_locked(s, &flags);
+      const uint32_t stack = intern_mixed_locked(s, &flags);
+      const uint32_t node = in_kernel_leaf_locked(flags, stack);
       for (const auto& c : new_codes_) writer_.append(c);
       for (const auto& n : new_nodes_) writer_.append(n);
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});

@@ -125,6 +125,8 @@ class Drain {
   // when ips[0] is a return address too (not an interrupted instruction).
   // *innermost_region: the traced region of the innermost frame kept, or kNoRegion.
   static constexpr uint32_t kNoRegion = 0xffffffffu;
+  // `node`, or its [kernel] child for a sample taken in kernel mode.
+  uint32_t in_kernel_leaf_locked(uint32_t flags, uint32_t node);
   uint32_t intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
                                uint64_t timestamp_ns, uint32_t* innermost_region);
   // One native frame under `node` (the loop step of intern_stack_locked).

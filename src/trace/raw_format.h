@@ -28,7 +28,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '7'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '8'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -72,6 +72,10 @@ inline constexpr uint32_t kTracedRegionModule = 0xfffffffeu;
 // (PythonCode id << 32) | (bytecode offset + 1), 0 before the first
 // instruction.
 inline constexpr uint32_t kPythonModule = 0xfffffffdu;
+// A CCT node whose module is kKernelModule is the kernel working for the
+// thread (offset 0): the leaf of a sample taken in kernel mode, under the
+// user stack that entered the kernel.
+inline constexpr uint32_t kKernelModule = 0xfffffffcu;
 // Module id 0 means "address in no known module"; offset is then absolute.
 inline constexpr uint32_t kUnknownModule = 0;
 
@@ -88,6 +92,7 @@ struct ProcessBegin {
   uint64_t max_depth = 0;
   uint64_t signal = 0;
   std::string python;     // "3.11" when the process's Python frames are read, else ""
+  std::string kernel_time;  // what became of time in the kernel (sampling::kernel_time_text)
 };
 struct ModuleLoad {
   uint32_t id = 0;
@@ -104,6 +109,7 @@ struct ThreadCounters {
   uint64_t unwind_failed = 0;   // unwinds that stopped with an error
   uint64_t truncated = 0;       // unwinds cut at --max-depth
   uint64_t dropped_events = 0;  // traced events (MPI...) lost: ring full
+  uint64_t unwind_recovered = 0;  // unwinds continued past code without unwind tables (stack scan)
 };
 struct ThreadEnd {
   uint32_t thread = 0;

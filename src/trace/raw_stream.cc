@@ -125,6 +125,7 @@ class Decoder {
         r.period = varint(); r.frequency = varint() != 0;
         r.max_depth = varint(); r.signal = varint();
         r.python = string();
+        r.kernel_time = string();
         out = std::move(r);
         break;
       }
@@ -152,7 +153,7 @@ class Decoder {
         r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
         r.counters.samples = varint(); r.counters.dropped = varint();
         r.counters.unwind_failed = varint(); r.counters.truncated = varint();
-        r.counters.dropped_events = varint();
+        r.counters.dropped_events = varint(); r.counters.unwind_recovered = varint();
         r.name = string();
         out = std::move(r);
         break;
@@ -361,6 +362,7 @@ void StreamWriter::put(const T& r) {
       put_varint(r.period); put_varint(r.frequency);
       put_varint(r.max_depth); put_varint(r.signal);
       put_string(r.python);
+      put_string(r.kernel_time);
     } else if constexpr (std::is_same_v<T, ModuleLoad>) {
       tag(Tag::kModuleLoad);
       put_varint(r.id); put_varint(r.timestamp_ns); put_varint(r.bias);
@@ -377,7 +379,7 @@ void StreamWriter::put(const T& r) {
       put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
       put_varint(r.counters.samples); put_varint(r.counters.dropped);
       put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
-      put_varint(r.counters.dropped_events);
+      put_varint(r.counters.dropped_events); put_varint(r.counters.unwind_recovered);
       put_string(r.name);
     } else if constexpr (std::is_same_v<T, CctNode>) {
       tag(Tag::kCctNode);

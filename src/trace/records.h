@@ -27,6 +27,13 @@ enum SampleFlags : uint32_t {
   kSampleTruncated = 1u << 0,     // the unwind hit --max-depth
   kSampleUnwindFailed = 1u << 1,  // the unwinder stopped with an error
   kSamplePythonIncomplete = 1u << 2,  // the Python frame chain could not be read to its end
+  // The unwind tables ended short of the thread's root (code generated at
+  // run time, assembly without CFI) and a caller found by scanning the
+  // stack continued it there (unwind/stack_scan.h).
+  kSampleUnwindRecovered = 1u << 3,
+  // The sampling period ran out while the kernel worked for the thread (a
+  // system call, a page fault); the stack is the user stack that entered it.
+  kSampleInKernel = 1u << 4,
 };
 
 // A native stack sample. header.aux = number of IPs that follow; ips[0] is the

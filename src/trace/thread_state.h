@@ -55,7 +55,7 @@ struct ThreadState {
   uint64_t begin_ns = 0;
 
   // Written by the signal path (same thread), read by the drain.
-  std::atomic<uint64_t> samples{0}, dropped{0}, unwind_failed{0}, truncated{0};
+  std::atomic<uint64_t> samples{0}, dropped{0}, unwind_failed{0}, truncated{0}, unwind_recovered{0};
   // Written by traced-event producers (MPI wrappers) on this thread: events
   // lost because the ring was full.
   std::atomic<uint64_t> dropped_events{0};
@@ -130,7 +130,7 @@ struct ThreadState {
   raw::ThreadCounters counters() const {
     return {samples.load(std::memory_order_relaxed), dropped.load(std::memory_order_relaxed),
             unwind_failed.load(std::memory_order_relaxed), truncated.load(std::memory_order_relaxed),
-            dropped_events.load(std::memory_order_relaxed)};
+            dropped_events.load(std::memory_order_relaxed), unwind_recovered.load(std::memory_order_relaxed)};
   }
 };
 

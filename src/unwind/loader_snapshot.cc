@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -64,6 +65,7 @@ void LoaderSnapshot::rebuild() {
   while (readers_[next].load(std::memory_order_acquire) != 0) sched_yield();
   Buffer& b = buffers_[next];
   b.modules.clear();
+  b.code.clear();
   b.headers.clear();
   b.names.clear();
   Counters counters;
@@ -75,7 +77,14 @@ void LoaderSnapshot::rebuild() {
     b.modules[i].info.dlpi_phdr = b.headers.data() + header;
     b.modules[i].info.dlpi_name = b.names[i].c_str();
     header += b.modules[i].info.dlpi_phnum;
+    const dl_phdr_info& info = b.modules[i].info;
+    for (int k = 0; k < info.dlpi_phnum; ++k) {
+      const ElfW(Phdr)& ph = info.dlpi_phdr[k];
+      if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && ph.p_memsz > 0)
+        b.code.push_back({info.dlpi_addr + ph.p_vaddr, info.dlpi_addr + ph.p_vaddr + ph.p_memsz, uint32_t(i)});
+    }
   }
+  std::sort(b.code.begin(), b.code.end(), [](const CodeRange& x, const CodeRange& y) { return x.start < y.start; });
   current_.store(next, std::memory_order_release);
   adds_.store(counters.adds, std::memory_order_relaxed);
   subs_.store(counters.subs, std::memory_order_relaxed);
@@ -124,6 +133,31 @@ bool LoaderSnapshot::holds(const void* link_map) {
   for (const Module& m : buffers_[i].modules) held |= m.link_map == link_map;
   release(i);
   return held;
+}
+
+// SIGNAL PATH.
+bool LoaderSnapshot::in_executable_code(uint64_t address, uint64_t* segment_start) {
+  const int i = acquire();
+  const std::vector<CodeRange>& code = buffers_[i].code;
+  // The last range starting at or below `address` (no allocation here).
+  size_t low = 0, high = code.size();
+  while (low < high) {
+    const size_t mid = low + (high - low) / 2;
+    if (code[mid].start <= address) low = mid + 1;
+    else high = mid;
+  }
+  bool found = false;
+  if (low > 0 && address < code[low - 1].end) {
+    const CodeRange& range = code[low - 1];
+    const Module& m = buffers_[i].modules[range.module];
+    dl_find_object object{};
+    // Still loaded: the loader's lock-free lookup names the same module.
+    found = m.link_map == nullptr || (_dl_find_object(reinterpret_cast<void*>(address), &object) == 0 &&
+                                      object.dlfo_link_map == m.link_map);
+    if (found) *segment_start = range.start;
+  }
+  release(i);
+  return found;
 }
 
 // SIGNAL PATH.

@@ -58,6 +58,12 @@ class LoaderSnapshot {
   bool offer_missed(uint64_t ip);
   static void forget_missed();
 
+  // SIGNAL PATH: async-signal-safe (a binary search, _dl_find_object).
+  // True when `address` lies in an executable segment of a module the
+  // snapshot holds that is still loaded; *segment_start is then where that
+  // segment starts (its bytes from there to `address` are mapped).
+  bool in_executable_code(uint64_t address, uint64_t* segment_start);
+
   // In a fork child (one thread): no reader can still be inside.
   void after_fork_child();
 
@@ -69,8 +75,14 @@ class LoaderSnapshot {
     uint64_t probe = 0;    // an address inside the module's first segment
     void* link_map = nullptr;  // what _dl_find_object said of `probe` at rebuild
   };
+  // An executable PT_LOAD segment, for in_executable_code().
+  struct CodeRange {
+    uint64_t start = 0, end = 0;
+    uint32_t module = 0;  // index in Buffer::modules
+  };
   struct Buffer {
     std::vector<Module> modules;
+    std::vector<CodeRange> code;  // sorted by start
     std::vector<ElfW(Phdr)> headers;
     std::vector<std::string> names;
   };

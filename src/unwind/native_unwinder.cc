@@ -1,5 +1,6 @@
 #include "unwind/native_unwinder.h"
 
+#include <link.h>
 #include <sys/auxv.h>
 #include <ucontext.h>
 
@@ -9,7 +10,10 @@
 #include <libunwind.h>
 
 #include "trace/records.h"
+#include "sigsafe/safe_read.h"
 #include "unwind/loader_snapshot.h"
+#include "unwind/return_address.h"
+#include "unwind/stack_scan.h"
 
 namespace hybridprof {
 namespace {
@@ -53,6 +57,7 @@ void prepare_unwinder_for_thread() {
     policy_set = true;
   }
   LoaderSnapshot::instance().refresh_if_changed();  // the thread may start in a library just loaded
+  remember_thread_stack();
   in_program_entry(0);  // its static is set here, not in a handler
   SnapshotLookups lookups;
   void* ips[kMaxDepthLimitForRoot];
@@ -71,33 +76,184 @@ void judge_end(const uint64_t* ips, uint32_t depth, bool full, uint32_t* flags) 
   *flags |= full ? kSampleTruncated : kSampleUnwindFailed;
 }
 
+// How far the step-by-step unwind goes to recover a caller where the
+// unwind tables end: scans per sample (a recovery inside a recovery's
+// continuation is the next), candidates tried per sample over all of them,
+// and the stack window a scan reads above the frame's stack pointer (JIT
+// kernels keep spills and locals below their return address).
+constexpr int kMaxRecoveries = 4;
+constexpr int kMaxCandidates = 32;
+constexpr size_t kScanWindowBytes = 16 * 1024;
+
+// Is `ip` in a loaded module, one libunwind may find tables for? Code
+// generated at run time and garbage are not. (_dl_find_object is
+// lock-free; the snapshot also answers for the vDSO.)
+bool in_module(uint64_t ip) {
+  dl_find_object found{};
+  uint64_t segment = 0;
+  return _dl_find_object(reinterpret_cast<void*>(ip), &found) == 0 ||
+         LoaderSnapshot::instance().in_executable_code(ip, &segment);
+}
+
+// Pages of code outside any module (JIT code) that this thread's unwinds
+// found mapped, behind call instructions: a few, most recent first, so a
+// stack through the same generated code does not pay a system call per
+// frame at every sample.
+constexpr int kKnownJitPages = 8;
+__thread uint64_t tls_jit_pages[kKnownJitPages] __attribute__((tls_model("initial-exec")));
+
+// SIGNAL PATH. Is `ip`, a return address in no module, one into code that
+// exists (generated at run time), rather than garbage a corrupted stack
+// gave the tables? Its bytes must be readable (one process_vm_readv, not a
+// load: it may be unmapped) and end with a call.
+bool is_jit_return_address(uint64_t ip) {
+  const uint64_t page = ip >> 12;
+  for (uint64_t known : tls_jit_pages)
+    if (known == page && ((ip - kLongestCall) >> 12) == page) return true;
+  uint8_t code[kLongestCall];
+  if (ip < kLongestCall || !safe_read(ip - kLongestCall, code, sizeof code) ||
+      call_before(code, sizeof code) == CallKind::kNone)
+    return false;
+  for (int i = kKnownJitPages - 1; i > 0; --i) tls_jit_pages[i] = tls_jit_pages[i - 1];
+  tls_jit_pages[0] = page;
+  return true;
+}
+
+// Where a walk stopped short of the thread's root: its last frame
+// (ips[depth - 1]), whose caller the tables did not give, and the registers
+// a continuation from a caller found above it starts with.
+struct Break {
+  uint32_t depth = 0;
+  uint64_t sp = 0;
+  bool in_jit = false;  // its code is in no module
+  uint64_t rbp = 0, rbx = 0, r12 = 0, r13 = 0, r14 = 0, r15 = 0;
+};
+
+// kCorrupt: the tables led to an address that is no code (a return
+// address the program overwrote): nothing past it can be trusted, and no
+// scan recovers what the stack no longer holds.
+enum class WalkEnd { kRoot, kTruncated, kBreak, kCorrupt };
+
+// SIGNAL PATH. Steps `cursor` outward, appending frames at ips[*depth...].
+// Stops at the thread's root, at max_depth (having seen one frame more), or
+// at a frame it cannot step out of truthfully: one in no module (JIT code:
+// libunwind would guess a frame-pointer chain), or one whose step fails or
+// ends the stack anywhere but at the root. `first_is_signal_frame`: the
+// cursor's first frame is the interrupted instruction, not a return address.
+WalkEnd walk(unw_cursor_t* cursor, uint64_t* ips, uint32_t* depth, uint32_t max_depth, bool first_is_signal_frame,
+             Break* at_break) {
+  bool first = true;
+  for (;;) {
+    unw_word_t ip = 0, sp = 0;
+    unw_get_reg(cursor, UNW_REG_SP, &sp);  // the CFA: no memory read
+    if (unw_get_reg(cursor, UNW_REG_IP, &ip) != 0 || ip == 0) {
+      // Stepped past the last frame: the end is the previous one's.
+      if (*depth > 0 && is_stack_root(ips[*depth - 1])) return WalkEnd::kRoot;
+      *at_break = Break{*depth, sp};
+      return WalkEnd::kBreak;
+    }
+    if (*depth > max_depth) return WalkEnd::kTruncated;
+    ips[(*depth)++] = ip;
+    const bool tables = in_module(first && first_is_signal_frame ? ip : ip - 1);
+    if (!tables && !first && !is_jit_return_address(ip)) {
+      --*depth;
+      return WalkEnd::kCorrupt;
+    }
+    first = false;
+    const int step = tables ? unw_step(cursor) : -1;
+    if (step > 0) continue;
+    if (step == 0 && is_stack_root(ip)) return WalkEnd::kRoot;
+    // The callee-saved registers as this frame had them (a failed step
+    // leaves the cursor where it was).
+    *at_break = Break{*depth, sp, !tables};
+    unw_word_t value = 0;
+    const struct {
+      int reg;
+      uint64_t* out;
+    } saved[] = {{UNW_X86_64_RBP, &at_break->rbp}, {UNW_X86_64_RBX, &at_break->rbx},
+                 {UNW_X86_64_R12, &at_break->r12}, {UNW_X86_64_R13, &at_break->r13},
+                 {UNW_X86_64_R14, &at_break->r14}, {UNW_X86_64_R15, &at_break->r15}};
+    for (const auto& r : saved) *r.out = unw_get_reg(cursor, r.reg, &value) == 0 ? value : 0;
+    return WalkEnd::kBreak;
+  }
+}
+
 // SIGNAL PATH. The slow unwind: unw_step frame by frame from the
 // interrupted context, each frame's unwind table looked up (in the
-// snapshot) afresh. Returns the depth, 0 when it cannot start.
+// snapshot) afresh. Where the tables end short of the thread's root, a
+// caller is recovered by scanning the stack above the last frame for a
+// plausible return address (return_address.h) and continuing from it; a
+// recovery is kept only when its continuation reaches the root (or fills
+// max_depth), and the next candidate is tried otherwise, backtracking
+// through nested recoveries. Returns the depth, 0 when it cannot start.
 uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
   // On x86-64 Linux libunwind's context is a ucontext_t; a copy, since
-  // unw_init_local2 takes it writable.
+  // unw_init_local2 takes it writable (and libunwind reads it while the
+  // cursor lives).
   static_assert(sizeof(unw_context_t) == sizeof(ucontext_t));
   unw_context_t context;
   std::memcpy(&context, uc, sizeof context);
   unw_cursor_t cursor;
   if (unw_init_local2(&cursor, &context, UNW_INIT_SIGNAL_FRAME) != 0) return 0;
-  uint32_t n = 0;
-  int step = 1;
-  while (n <= max_depth && step > 0) {
-    unw_word_t ip = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-    ips[n++] = ip;
-    step = unw_step(&cursor);
+  uint32_t depth = 0;
+  Break pending;  // where the last walk broke
+  WalkEnd end = walk(&cursor, ips, &depth, max_depth, true, &pending);
+  if (depth == 0) return 0;
+  const uint32_t unrecovered_depth = depth;
+  const StackBounds stack = this_thread_stack();
+  // The recoveries in progress, innermost last: where each walk broke, and
+  // its scan, which resumes where it stopped when a candidate fails.
+  Break breaks[kMaxRecoveries];
+  StackScan scans[kMaxRecoveries];
+  int levels = 0, candidates = 0;
+  bool new_break = true;
+  while (end == WalkEnd::kBreak) {
+    // A continuation that breaks beyond the nesting bound just fails.
+    if (new_break && levels < kMaxRecoveries) {
+      breaks[levels] = pending;
+      scans[levels] = StackScan(pending.sp, stack, kScanWindowBytes);
+      ++levels;
+    }
+    new_break = false;
+    // The next candidate of the innermost scan that has one left.
+    uint64_t slot = 0;
+    while (levels > 0 && candidates < kMaxCandidates) {
+      const bool callee_is_jit = breaks[levels - 1].in_jit;
+      slot = scans[levels - 1].next([&](uint64_t word) { return plausible_return_address(word, callee_is_jit); });
+      if (slot != 0) break;
+      --levels;
+    }
+    if (slot == 0) break;
+    ++candidates;
+    const Break& from = breaks[levels - 1];
+    auto& regs = context.uc_mcontext.gregs;
+    regs[REG_RIP] = greg_t(*reinterpret_cast<const uint64_t*>(slot));
+    regs[REG_RSP] = greg_t(slot + 8);  // as the caller sees it once the call returned
+    regs[REG_RBP] = greg_t(from.rbp);
+    regs[REG_RBX] = greg_t(from.rbx);
+    regs[REG_R12] = greg_t(from.r12);
+    regs[REG_R13] = greg_t(from.r13);
+    regs[REG_R14] = greg_t(from.r14);
+    regs[REG_R15] = greg_t(from.r15);
+    depth = from.depth;
+    if (unw_init_local2(&cursor, &context, 0) != 0) continue;
+    end = walk(&cursor, ips, &depth, max_depth, false, &pending);
+    new_break = true;
+    if (end == WalkEnd::kCorrupt) {  // this candidate led nowhere: the next one
+      end = WalkEnd::kBreak;
+      new_break = false;
+    }
   }
-  if (n == 0) return 0;
-  if (n > max_depth) {
+  if (end == WalkEnd::kBreak || end == WalkEnd::kCorrupt) {
+    *flags |= kSampleUnwindFailed;
+    return unrecovered_depth;  // what the tables gave, before any recovery
+  }
+  if (levels > 0) *flags |= kSampleUnwindRecovered;
+  if (end == WalkEnd::kTruncated) {
     *flags |= kSampleTruncated;
     return max_depth;
   }
-  if (step < 0) *flags |= kSampleUnwindFailed;
-  else judge_end(ips, n, false, flags);
-  return n;
+  return depth;
 }
 
 }  // namespace

@@ -244,6 +244,7 @@ class Finalizer {
     result_->dropped += c.dropped;
     result_->unwind_failed += c.unwind_failed;
     result_->truncated += c.truncated;
+    result_->unwind_recovered += c.unwind_recovered;
     const bool python = !p.python.empty();
     if (python) result_->python_incomplete += t.python_incomplete;
     writers_.each([&](ArchiveWriter& w) {
@@ -252,6 +253,7 @@ class Finalizer {
       w.set_thread_property(loc, otf2::property::kDroppedEvents, c.dropped_events);
       w.set_thread_property(loc, otf2::property::kUnwindFailures, c.unwind_failed);
       w.set_thread_property(loc, otf2::property::kTruncated, c.truncated);
+      w.set_thread_property(loc, otf2::property::kUnwindRecovered, c.unwind_recovered);
       w.set_thread_property(loc, otf2::property::kTid, t.tid);
       if (python) w.set_thread_property(loc, otf2::property::kPythonIncomplete, t.python_incomplete);
     });
@@ -382,6 +384,7 @@ class Finalizer {
       w.set_property(otf2::property::kProgram, first.command);
       w.set_property(otf2::property::kEvent, first.event);
       w.set_property(otf2::property::kMechanism, first.mechanism);
+      w.set_property(otf2::property::kKernelTime, first.kernel_time);
       w.set_property(otf2::property::kPeriod, period);
       w.set_property(otf2::property::kVersion, HYBRIDPROF_VERSION);
       w.set_property(otf2::property::kNotices, join(notices, "\n"));

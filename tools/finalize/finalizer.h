@@ -30,7 +30,7 @@ struct Result {
   std::string anchor;                 // path of traces.otf2
   std::string enter_leave_anchor;     // when requested
   uint64_t processes = 0, threads = 0, samples = 0;
-  uint64_t dropped = 0, unwind_failed = 0, truncated = 0;
+  uint64_t dropped = 0, unwind_failed = 0, truncated = 0, unwind_recovered = 0;
   uint64_t python_incomplete = 0;  // samples with an incomplete Python stack
   uint64_t mpi_events = 0;
   uint64_t mpi_events_without_comm = 0;  // skipped: their communicator's definition was lost

@@ -95,6 +95,8 @@ std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symb
       auto r = p.regions.find(uint32_t(n.offset));
       if (r == p.regions.end()) continue;  // its definition was lost
       node.frames = {{r->second.name, "", "", 0, 0, static_cast<Paradigm>(r->second.paradigm)}};
+    } else if (n.module == raw::kKernelModule) {
+      node.frames = {{"[kernel]", "", "[kernel]", 0, 0}};
     } else if (n.module == raw::kPythonModule) {
       node.frames = {python_frame(p, n)};
     } else {
@@ -162,6 +164,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
   d.samples_without_thread = p.end ? p.end->samples_without_thread : 0;
   d.event = b.event;
   d.mechanism = b.mechanism;
+  d.kernel_time = b.kernel_time;
   d.period = b.period;
   d.frequency = b.frequency;
   d.begin_monotonic_ns = b.monotonic_ns;
@@ -288,7 +291,7 @@ template <typename IO> void visit(IO& io, ContextFrame& f) {
 }
 template <typename IO> void visit(IO& io, ContextNode& n) { fields(io, n.present, n.parent, n.frames); }
 template <typename IO> void visit(IO& io, raw::ThreadCounters& c) {
-  fields(io, c.samples, c.dropped, c.unwind_failed, c.truncated, c.dropped_events);
+  fields(io, c.samples, c.dropped, c.unwind_failed, c.truncated, c.dropped_events, c.unwind_recovered);
 }
 template <typename IO> void visit(IO& io, ThreadDefinition& t) {
   fields(io, t.index, t.tid, t.name, t.counters, t.python_incomplete, t.last_ns);
@@ -303,7 +306,7 @@ template <typename IO> void visit(IO& io, std::optional<raw::MpiWorld>& w) {
 }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
   fields(io, p.pid, p.mpi_rank, p.name, p.hostname, p.command, p.python, p.exit_status,
-         p.samples_without_thread, p.event, p.mechanism, p.period, p.frequency, p.begin_monotonic_ns,
+         p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.period, p.frequency, p.begin_monotonic_ns,
          p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.mpi_world, p.comms, p.notices,
          p.warnings);
 }

@@ -15,6 +15,7 @@ void for_each_counter(Result& r, Fn&& fn) {
   const std::pair<const char*, uint64_t*> counters[] = {
       {"processes", &r.processes}, {"threads", &r.threads}, {"samples", &r.samples},
       {"dropped", &r.dropped}, {"unwind_failed", &r.unwind_failed}, {"truncated", &r.truncated},
+      {"unwind_recovered", &r.unwind_recovered},
       {"python_incomplete", &r.python_incomplete}, {"mpi_events", &r.mpi_events},
       {"mpi_events_without_comm", &r.mpi_events_without_comm}, {"missing_ranks", &r.missing_ranks}};
   for (const auto& [name, value] : counters) fn(name, *value);
