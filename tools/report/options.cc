@@ -24,6 +24,12 @@ const char* const kUsage =
     "                 name and file) merge whatever line they were at, and read\n"
     "                 \"qualname (file)\" instead of \"qualname (file:line)\" in call\n"
     "                 paths and folded stacks; combines with --python-only\n"
+    "  --ml           the Python ML view: phases (input pipeline, forward, backward,\n"
+    "                 optimizer, other) and PyTorch operators; shown without asking\n"
+    "                 when the samples show PyTorch\n"
+    "  --step FUNC    the ML view covers only samples with the Python function FUNC on\n"
+    "                 their path (its qualified name, or its last dotted component:\n"
+    "                 train_step matches Trainer.train_step); implies --ml\n"
     "  -h, --help     this help\n";
 
 namespace {
@@ -71,6 +77,12 @@ Options parse_options(const std::vector<std::string>& args) {
       options.python_only = true;
     } else if (arg == "--python-functions") {
       options.python_functions = true;
+    } else if (arg == "--ml") {
+      options.ml = true;
+    } else if (arg == "--step" || arg.rfind("--step=", 0) == 0) {
+      options.step = arg == "--step" ? value_of(arg) : arg.substr(7);
+      if (options.step.empty()) throw std::invalid_argument("--step needs a Python function name");
+      options.ml = true;
     } else {
       throw std::invalid_argument("unknown option '" + arg + "' (try --help)");
     }

@@ -15,6 +15,8 @@ struct Options {
   bool folded = false;
   bool python_only = false;       // only Python frames in the profile and paths
   bool python_functions = false;  // one frame per Python function, whatever its line
+  bool ml = false;                // the Python ML view even when the samples show no PyTorch
+  std::string step;               // the ML view covers only this Python function's samples ("" = all)
   bool help = false;
 };
 

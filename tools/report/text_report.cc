@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "ml_text.h"
+#include "ml_view.h"
 #include "otf2/property_names.h"
 #include "table.h"
 
@@ -261,6 +263,8 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
     const FrameView view = frame_view(options);
     print_flat_profile(out, archive, counts, options.top_functions, view);
     print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths, view);
+    const MlView ml = ml_view(archive, counts, options.step);
+    if (show_ml_view(ml, options.ml)) print_ml_view(out, ml, options.top_functions);
   }
   if (counts.mpi) print_mpi_summary(out, *counts.mpi, options.top_functions);
   print_processes_and_threads(out, archive, counts, options.top_functions);

@@ -1,0 +1,76 @@
+// The report's view for Python deep-learning jobs (PyTorch): where a
+// training step's samples go (input pipeline, forward, backward, optimizer)
+// and which ATen operators they ran, the questions TensorFlow's step-time
+// view and PyTorch's profiler tables answer first. Built only from what the
+// samples carry: native frames (the dispatcher's at::_ops::NAME::call
+// entries, autograd's engine), Python frames (paradigm Python, named by
+// qualified name, in their file). Pure functions of (definitions, sample
+// counts), like profile.h, so the tests check numbers without parsing text.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "otf2/archive_reader.h"
+#include "profile.h"
+
+namespace hybridprof::report {
+
+// Each sample is in exactly one phase; see phase_of in ml_view.cc for the rule.
+enum class Phase { kInput, kForward, kBackward, kOptimizer, kOther };
+inline constexpr size_t kPhaseCount = 5;
+const char* phase_name(Phase);  // "input pipeline", "forward", ...
+
+// Whether an operator ran under autograd's engine (backward) or not
+// (forward: everything else, the optimizer's operators included).
+enum class Pass { kForward, kBackward };
+const char* pass_name(Pass);
+
+struct OperatorRow {
+  std::string name;  // the at::_ops struct name: "addmm", "sum_dim_IntList", "add__Tensor"
+  Pass pass = Pass::kForward;
+  uint64_t self = 0;       // samples whose innermost operator this is
+  uint64_t inclusive = 0;  // samples with this operator on the path (once per sample)
+};
+
+// The input pipeline is said to bound the job when it takes at least this
+// share of the samples in the four training phases (input, forward,
+// backward, optimizer). Measured against those rather than all samples, so
+// start-up, imports and idle OpenMP workers (all "other") do not hide it.
+inline constexpr double kInputBoundShare = 0.5;
+
+struct MlView {
+  bool torch = false;     // some sample shows PyTorch: an operator frame or a Python frame in torch/
+  bool python = false;    // some sample has a Python frame
+  std::string step;       // the --step function, "" for all samples
+  uint64_t run_samples = 0;  // all samples of the archive
+  uint64_t samples = 0;      // samples in the view: the step's, or all
+  std::array<uint64_t, kPhaseCount> phases{};  // indexed by Phase; sums to `samples`
+  uint64_t other_without_python = 0;           // of the "other" phase: samples without any Python frame
+  std::array<uint64_t, 2> under_operator{};    // indexed by Pass: samples with an operator on the path
+  std::vector<OperatorRow> operators;          // by self desc, inclusive desc, name, pass
+
+  uint64_t phase(Phase p) const { return phases[static_cast<size_t>(p)]; }
+  uint64_t training_samples() const;  // input + forward + backward + optimizer
+  bool input_bound() const;           // input >= kInputBoundShare of training_samples(), which is > 0
+};
+
+// The view over all samples, or with `step` set only over samples whose path
+// has a Python frame of that function (see matches_step).
+MlView ml_view(const otf2::Archive&, const SampleCounts&, const std::string& step = "");
+
+// "addmm" for "at::_ops::addmm::call(at::Tensor const&, ...)" or
+// "at::_ops::addmm::redispatch(...)", the dispatcher's entry of the
+// operator; nullopt for any other name.
+std::optional<std::string> operator_name(const std::string& region_name);
+
+// A Python frame named `qualname` is the step function `step` when the
+// qualified name is `step`, or its last dotted component is: "train_step"
+// matches "train_step" and "Trainer.train_step"; "Trainer.train_step" only
+// the latter.
+bool matches_step(const std::string& qualname, const std::string& step);
+
+}  // namespace hybridprof::report
