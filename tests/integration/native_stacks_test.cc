@@ -1,0 +1,125 @@
+// Stacks that stay whole: code generated at run time (no unwind tables, no
+// frame pointer chain) is unwound past by a stack scan and named from the
+// program's perf map; CPU time in the kernel is sampled and charged to the
+// user stack that entered it.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "integration_support.h"
+
+namespace hybridprof::integration {
+namespace {
+
+class NativeStacks : public IntegrationTest {};
+
+bool on_path(const std::vector<std::string>& path, const std::string& name) {
+  return std::find(path.begin(), path.end(), name) != path.end();
+}
+
+uint64_t sum_thread_property(const Profile& p, const std::string& name) {
+  uint64_t n = 0;
+  for (const auto& [location, thread] : p.archive().threads) n += p.thread_property(location, name);
+  return n;
+}
+
+// jit_workload: samples in the generated code and in the C function it
+// calls back both unwind to main, the code is named from the perf map,
+// and the archive counts the recovered unwinds.
+TEST_F(NativeStacks, JitCodeAndItsCalleeUnwindToMain) {
+  const std::string dir = scratch / "J";
+  const RunResult r = profile({"-o", dir}, {fixture("jit_workload"), "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_NE(r.out.find("jit ok"), std::string::npos);
+  Profile p(dir);
+  uint64_t in_jit = 0, in_callback = 0, whole = 0;
+  for (const auto& s : p.samples()) {
+    const std::vector<std::string>& path = p.path_names(s.context);
+    const std::string& leaf = p.leaf_name(s.context);
+    if (leaf == "jit_spin_kernel") {
+      ++in_jit;
+      const otf2::RegionInfo* region = p.leaf_region(s.context);
+      ASSERT_NE(region, nullptr);
+    } else if (leaf == "burn_in_callback") {
+      ++in_callback;
+      ASSERT_GE(path.size(), 2u);
+      EXPECT_EQ(path[path.size() - 2], "jit_spin_kernel") << "the callback's caller is the generated code";
+    } else {
+      continue;
+    }
+    const bool reaches_main = on_path(path, "main") && on_path(path, "run_jit_work") && path.front() == "_start";
+    whole += reaches_main;
+    EXPECT_TRUE(reaches_main) << "a sample under the generated code stops short: " << path.front() << " ... " << leaf;
+  }
+  const uint64_t total = p.samples().size();
+  ASSERT_GT(total, 0u);
+  // The program splits its time between the two: both are sampled, and
+  // together they are nearly all of it.
+  EXPECT_GT(in_jit, total / 5) << "generated code named from the perf map";
+  EXPECT_GT(in_callback, total / 5);
+  EXPECT_GE(in_jit + in_callback, total * 9 / 10);
+  EXPECT_EQ(whole, in_jit + in_callback);
+  EXPECT_LE(sum_thread_property(p, "UNWIND_FAILURES") * 50, total) << "at most 2% incomplete";
+  EXPECT_GE(sum_thread_property(p, "UNWIND_RECOVERED"), (in_jit + in_callback) * 9 / 10)
+      << "samples under the generated code needed a stack scan, and the archive says so";
+  // The report's run summary says how many.
+  const RunResult report = run({report_tool(), dir});
+  EXPECT_NE(report.out.find("Recovered unwinds"), std::string::npos) << report.out;
+}
+
+// kernel_workload: samples cover user plus system CPU time, and the kernel
+// time (a [kernel] leaf) sits under the function that made it.
+TEST_F(NativeStacks, KernelTimeIsSampledUnderTheFunctionThatEnteredTheKernel) {
+  const std::string dir = scratch / "K";
+  const RunResult r = profile({"-F", "1000", "-o", dir}, {fixture("kernel_workload"), "0.4", "1.2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  double user = 0, sys = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "user %lf sys %lf", &user, &sys), 2) << r.out;
+  Profile p(dir);
+  const std::string kernel_time = p.archive().properties.count("HYBRIDPROF::KERNEL_TIME")
+                                      ? p.archive().properties.at("HYBRIDPROF::KERNEL_TIME")
+                                      : "";
+  if (kernel_time.rfind("sampled", 0) != 0) GTEST_SKIP() << "kernel-level sampling refused here: " << kernel_time;
+  const double total = double(p.samples().size());
+  // 1 kHz on a CPU clock: a sample per millisecond of the thread's CPU time.
+  const double cpu_ms = (user + sys) * 1000.0;
+  EXPECT_NEAR(total, cpu_ms, cpu_ms * 0.15) << "samples cover user + system time (" << user << " + " << sys << " s)";
+  uint64_t in_kernel = 0, kernel_under_heavy = 0;
+  for (const auto& s : p.samples()) {
+    if (p.leaf_name(s.context) != "[kernel]") continue;
+    ++in_kernel;
+    kernel_under_heavy += on_path(p.path_names(s.context), "kernel_heavy");
+  }
+  const double kernel_share = double(in_kernel) / total, sys_share = sys / (user + sys);
+  EXPECT_NEAR(kernel_share, sys_share, 0.10) << "[kernel] samples hold the system share";
+  EXPECT_GE(kernel_under_heavy, in_kernel * 9 / 10) << "kernel time is charged to the function that entered it";
+  EXPECT_GE(p.inclusive_samples("user_heavy"), uint64_t(total * 0.1));
+  EXPECT_LE(p.self_samples("[kernel]") - kernel_under_heavy, in_kernel / 10);
+  const RunResult report = run({report_tool(), dir});
+  EXPECT_NE(report.out.find("sampled ([kernel] frames)"), std::string::npos) << report.out;
+}
+
+// Where the system refuses kernel-level sampling, CPU-time timers still
+// count system time (not told apart from user time), and the run says so.
+TEST_F(NativeStacks, TimersCountKernelTimeWithUserTime) {
+  const std::string dir = scratch / "T";
+  RunOptions options;
+  options.env["HYBRIDPROF_FORCE_TIMER"] = "1";
+  const RunResult r = profile({"-F", "1000", "-o", dir}, {fixture("kernel_workload"), "0.3", "1.0"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  double user = 0, sys = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "user %lf sys %lf", &user, &sys), 2) << r.out;
+  Profile p(dir);
+  EXPECT_EQ(p.archive().properties.at("HYBRIDPROF::KERNEL_TIME"), "counted with user time (CPU-time timers)");
+  EXPECT_EQ(p.self_samples("[kernel]"), 0u);
+  // kernel_heavy's share of the samples is its share of the CPU time,
+  // system time included.
+  const double total = double(p.samples().size());
+  ASSERT_GT(total, 0);
+  EXPECT_GE(double(p.inclusive_samples("kernel_heavy")) / total, 0.6)
+      << "kernel_heavy ran about 3/4 of the CPU time, most of it in the kernel (user " << user << " s, sys " << sys
+      << " s)";
+}
+
+}  // namespace
+}  // namespace hybridprof::integration
