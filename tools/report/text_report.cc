@@ -122,11 +122,18 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
   table.add_row({"Duration", duration_text(archive.clock)});
   table.add_row({"Event", period == "-" ? event : event + " at " + period});
   table.add_row({"Mechanism", archive_property(archive, property::kMechanism)});
+  table.add_row({"Kernel time", archive_property(archive, property::kKernelTime)});
   table.add_row({"Processes", std::to_string(archive.processes.size())});
   table.add_row({"Threads", std::to_string(archive.threads.size())});
   table.add_row({"Samples", samples});
   table.add_row({"Dropped samples", or_dash(sum_thread_property(archive, property::kDropped))});
   table.add_row({"Unwind failures", or_dash(sum_thread_property(archive, property::kUnwindFailures))});
+  if (const uint64_t recovered = sum_thread_property(archive, property::kUnwindRecovered).value_or(0)) {
+    // Stacks continued past code without unwind tables (JIT kernels) from a
+    // caller found on the stack.
+    table.add_row({"Recovered unwinds", std::to_string(recovered) + " (" + percent(recovered, counts.total) +
+                                            " of samples, past code without unwind tables)"});
+  }
   table.add_row({"Truncated stacks", or_dash(sum_thread_property(archive, property::kTruncated))});
   table.add_row({"Samples without thread", or_dash(sum_process_property(archive, property::kSamplesWithoutThread))});
   if (const std::string python = python_versions(archive); !python.empty()) table.add_row({"Python", python});
