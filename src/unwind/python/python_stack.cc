@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "sigsafe/safe_read.h"
+#include "unwind/stack_scan.h"
 
 namespace hybridprof::python {
 namespace {
@@ -77,8 +78,21 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
     if (*tstate == 0) return 0;  // not a Python thread (yet)
     frame = read_pointer(*tstate + layout_.tstate_frame);
   }
-  if (layout_.cframe_current_frame != kAbsent && frame != 0)
-    frame = read_pointer(frame + layout_.cframe_current_frame);
+  if (layout_.cframe_current_frame != kAbsent && frame != 0) {
+    // 3.11-3.12: the frame is behind a _PyCFrame, which lives in the C
+    // stack of the eval loop running it (or in the thread state). This is
+    // the sampled thread, and its stack is mapped from this very frame up
+    // to its end, so a cframe there is read with a plain load: one system
+    // call less per sample. (A stale pointer reads garbage, never faults;
+    // the frame reads below check what it gives.)
+    const uint64_t field_address = frame + layout_.cframe_current_frame;
+    const uint64_t here = reinterpret_cast<uint64_t>(&field_address);
+    const StackBounds stack = this_thread_stack();
+    frame = field_address > here && field_address % 8 == 0 && stack.contains(here) &&
+                    field_address + 8 <= stack.high
+                ? *reinterpret_cast<const uint64_t*>(field_address)
+                : read_pointer(field_address);
+  }
 
   uint8_t buffer[kMaxFrameReadBytes];
   const uint32_t bytes = layout_.frame_read_bytes();
