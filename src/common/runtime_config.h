@@ -27,6 +27,9 @@ inline constexpr const char* kTraceClock = "HYBRIDPROF_TRACE_CLOCK";  // tsc | m
 }  // namespace env
 
 inline constexpr uint32_t kMaxDepthLimit = 512;
+// Deep enough for PyTorch: a training step's native stacks reach 190 frames
+// (a resnet18 job here: 1% of samples were cut at 128, none at 256).
+inline constexpr uint32_t kDefaultMaxDepth = 256;
 // An MPI rank's main thread makes the MPI calls: a loop of small messages
 // writes hundreds of MB of records a second, more than the default ring
 // holds between two drain passes.
@@ -38,7 +41,7 @@ struct RuntimeConfig {
   std::string event = "cycles";
   uint64_t value = 1000;         // Hz when frequency, else a period
   bool frequency = true;
-  uint32_t max_depth = 128;
+  uint32_t max_depth = kDefaultMaxDepth;
   int signal = 0;                // 0: SIGRTMIN+4
   uint32_t ring_kib = 256;
   bool ring_kib_given = false;   // HYBRIDPROF_RING_KB was set (then every thread gets ring_kib)

@@ -16,7 +16,7 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
                        cpu-clock, and to POSIX CPU timers when perf_event_open
                        is refused
   -o, --output DIR     output directory (default: a new hybridprof-<program>-<time>)
-      --max-depth N    deepest stack recorded (default 128, at most 512)
+      --max-depth N    deepest stack recorded (default 256, at most 512)
       --signal SIG     signal used for samples (default SIGRTMIN+4)
       --enter-leave    also write DIR/enter-leave/traces.otf2 with samples as
                        Enter/Leave regions, for viewers such as ViTE

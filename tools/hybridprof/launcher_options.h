@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/runtime_config.h"
+
 namespace hybridprof::launcher {
 
 struct LauncherOptions {
@@ -13,7 +15,7 @@ struct LauncherOptions {
   std::optional<uint64_t> period;     // -c/--period
   std::string event = "cycles";       // -e/--event
   std::string output;                 // -o/--output ("" = a new unique directory)
-  uint32_t max_depth = 128;           // --max-depth
+  uint32_t max_depth = kDefaultMaxDepth;  // --max-depth
   std::string signal;                 // --signal ("" = SIGRTMIN+4)
   bool enter_leave = false;           // --enter-leave
   bool jit_map = true;                // false: --no-jit-map (do not ask JIT compilers for perf maps)
