@@ -28,6 +28,7 @@ namespace hybridprof {
 inline constexpr size_t kUnwindScratchEntries = 512 + 16;
 // Python frames read by the handler before they are copied into the ring.
 inline constexpr size_t kPythonScratchFrames = 256;
+static_assert(kPythonScratchFrames <= python::PythonReadWindow::kMaxStampedFrames, "every frame read gets its stamp");
 
 struct ThreadState {
   // `storage` holds the ring (`ring_bytes`, a power of two) followed by the

@@ -143,37 +143,84 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
   return n;
 }
 
-// SIGNAL PATH. Three fields of each frame's code object straight into the
-// frame, kStampFrames frames per system call. A code object that cannot be
-// read leaves its frame unstamped; the reads go on after it, a few times
-// (each costs a system call; the stack is torn if there are more).
+// SIGNAL PATH. Three fields of each frame's code object, kStampFrames code
+// objects per system call: one element each covering the three fields
+// when they lie within kStampSpanBytes of each other (every layout so far),
+// three elements otherwise. A frame whose code object an earlier frame of
+// the sample has (32 frames back at most) copies that frame's stamp. A code
+// object that cannot be read leaves its frames unstamped; the reads go on
+// after it, a few times (each costs a system call; the stack is torn if
+// there are more).
 void PythonStackReader::stamp_codes(PythonReadWindow* window, PythonFrame* frames, uint32_t n) const {
-  constexpr uint32_t kFields = 3;
   constexpr int kMaxUnreadable = 4;
-  for (uint32_t i = 0; i < n; ++i) frames[i].flags &= ~kCodeStamped;
+  constexpr uint32_t kLookBack = 32;
+  const uint32_t offsets[3] = {layout_.code_qualname, layout_.code_filename, layout_.code_firstlineno};
+  const uint32_t sizes[3] = {8, 8, 4};
+  const uint32_t low = std::min({offsets[0], offsets[1], offsets[2]});
+  const uint32_t high = std::max({offsets[0] + 8, offsets[1] + 8, offsets[2] + 4});
+  const bool spanned = high - low <= PythonReadWindow::kStampSpanBytes;
+  const uint32_t elements = spanned ? 1 : 3;
+  // same_as[i]: the earlier frame with frame i's code object, or i.
+  uint16_t same_as[PythonReadWindow::kMaxStampedFrames];
+  n = std::min(n, PythonReadWindow::kMaxStampedFrames);
+  for (uint32_t i = 0; i < n; ++i) {
+    frames[i].flags &= ~kCodeStamped;
+    same_as[i] = uint16_t(i);
+    for (uint32_t j = i; j-- > (i > kLookBack ? i - kLookBack : 0);) {
+      if (frames[j].code == frames[i].code) {
+        same_as[i] = same_as[j];
+        break;
+      }
+    }
+  }
   uint32_t next = 0;  // first frame not tried yet
   for (int unreadable = 0; next < n && unreadable < kMaxUnreadable;) {
-    const uint32_t batch = std::min(n - next, PythonReadWindow::kStampFrames);
-    for (uint32_t i = 0; i < batch; ++i) {
-      PythonFrame& f = frames[next + i];
-      iovec* local = window->stamp_local + kFields * i;
-      iovec* remote = window->stamp_remote + kFields * i;
-      local[0] = {&f.qualname, 8};
-      remote[0] = {reinterpret_cast<void*>(f.code + layout_.code_qualname), 8};
-      local[1] = {&f.filename, 8};
-      remote[1] = {reinterpret_cast<void*>(f.code + layout_.code_filename), 8};
-      local[2] = {&f.firstlineno, 4};
-      remote[2] = {reinterpret_cast<void*>(f.code + layout_.code_firstlineno), 4};
+    // The next kStampFrames frames with a code object of their own.
+    uint32_t batch[PythonReadWindow::kStampFrames];
+    uint32_t count = 0, end = next;
+    for (; end < n && count < PythonReadWindow::kStampFrames; ++end) {
+      if (same_as[end] != end) continue;
+      PythonFrame& f = frames[end];
+      iovec* local = window->stamp_local + elements * count;
+      iovec* remote = window->stamp_remote + elements * count;
+      if (spanned) {
+        local[0] = {window->stamp_bytes + count * PythonReadWindow::kStampSpanBytes, high - low};
+        remote[0] = {reinterpret_cast<void*>(f.code + low), high - low};
+      } else {
+        void* fields[3] = {&f.qualname, &f.filename, &f.firstlineno};
+        for (int k = 0; k < 3; ++k) {
+          local[k] = {fields[k], sizes[k]};
+          remote[k] = {reinterpret_cast<void*>(f.code + offsets[k]), sizes[k]};
+        }
+      }
+      batch[count++] = end;
     }
-    const size_t read = safe_read_gather(window->stamp_local, window->stamp_remote, kFields * batch);
-    const uint32_t whole = uint32_t(read / kFields);
-    for (uint32_t i = 0; i < whole; ++i) frames[next + i].flags |= kCodeStamped;
-    if (whole == batch) {
-      next += batch;
-    } else {  // frame `next + whole` is not readable: skip it
-      next += whole + 1;
+    const size_t read = count == 0 ? 0 : safe_read_gather(window->stamp_local, window->stamp_remote, elements * count);
+    const uint32_t whole = uint32_t(read / elements);
+    for (uint32_t k = 0; k < whole; ++k) {
+      PythonFrame& f = frames[batch[k]];
+      if (spanned) {
+        const uint8_t* bytes = window->stamp_bytes + k * PythonReadWindow::kStampSpanBytes;
+        std::memcpy(&f.qualname, bytes + (offsets[0] - low), 8);
+        std::memcpy(&f.filename, bytes + (offsets[1] - low), 8);
+        std::memcpy(&f.firstlineno, bytes + (offsets[2] - low), 4);
+      }
+      f.flags |= kCodeStamped;
+    }
+    if (whole == count) {
+      next = end;
+    } else {  // frame batch[whole] is not readable: skip it
+      next = batch[whole] + 1;
       ++unreadable;
     }
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const PythonFrame& first = frames[same_as[i]];
+    if (same_as[i] == i || !(first.flags & kCodeStamped)) continue;
+    frames[i].qualname = first.qualname;
+    frames[i].filename = first.filename;
+    frames[i].firstlineno = first.firstlineno;
+    frames[i].flags |= kCodeStamped;
   }
 }
 

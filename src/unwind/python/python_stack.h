@@ -49,10 +49,17 @@ struct PythonReadWindow {
   bool read(uint64_t address, void* out, uint64_t n);
 
   // Room for the code objects' stamps of this many frames, read with one
-  // system call (three fields each); kept here, not on the interrupted
-  // thread's stack.
+  // system call (one element per code object: the bytes that span its three
+  // fields, or three elements where they lie far apart); kept here, not on
+  // the interrupted thread's stack. Each element costs the kernel about as
+  // much as a small read of its own, so frames that share a code object
+  // (recursion, Module._call_impl at every layer) are read once.
   static constexpr uint32_t kStampFrames = 64;
+  static constexpr uint32_t kStampSpanBytes = 192;
+  // Frames of one sample that get stamps (deeper ones do not).
+  static constexpr uint32_t kMaxStampedFrames = 256;
   iovec stamp_local[3 * kStampFrames], stamp_remote[3 * kStampFrames];
+  alignas(8) uint8_t stamp_bytes[kStampFrames * kStampSpanBytes];
 };
 
 // The code objects a thread's samples have shown, as a direct-mapped cache

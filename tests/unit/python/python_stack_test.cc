@@ -382,6 +382,51 @@ TEST(PythonStacks, EachFrameCarriesItsCodeObjectsStamp) {
   }
 }
 
+// Frames that run the same code object (recursion, Module._call_impl at
+// every layer) are stamped from one read of it, and a code object that
+// cannot be read leaves all its frames unstamped, and only those.
+TEST(PythonStacks, FramesSharingACodeObjectShareItsStamp) {
+  std::vector<FakeFrame> frames(40, FakeFrame{false, 2});
+  frames.back().entry = true;
+  for (const PythonLayout& l : all_layouts()) {
+    SCOPED_TRACE("Python 3." + std::to_string(l.minor));
+    FakeMemory m;
+    const FakeInterpreter fake = build(l, m, 5, frames);
+    for (size_t i = 0; i < fake.codes.size(); ++i) {
+      FakeMemory::put64(fake.codes[i] + l.code_qualname, 0x1000 + i);
+      FakeMemory::put64(fake.codes[i] + l.code_filename, 0x2000 + i);
+      FakeMemory::put32(fake.codes[i] + l.code_firstlineno, uint32_t(100 + i));
+    }
+    ThreadReads reads(l, fake, 5, frames.size());
+    ASSERT_EQ(reads.read(), frames.size());
+    // Frames 2, 5, 9 and 30 (innermost first) run frame 1's code; frames
+    // 12 and 20 a code object at page zero.
+    const uint64_t shared = reads.out[1].code;
+    uint64_t frame = 0;
+    std::memcpy(&frame, reinterpret_cast<void*>(reads.tstate + l.tstate_frame), 8);
+    if (l.cframe_current_frame != kAbsent)
+      std::memcpy(&frame, reinterpret_cast<void*>(frame + l.cframe_current_frame), 8);
+    for (size_t i = 0; i < frames.size() && frame != 0; ++i) {
+      if (i == 2 || i == 5 || i == 9 || i == 30) FakeMemory::put64(frame + l.frame_code, shared);
+      if (i == 12 || i == 20) FakeMemory::put64(frame + l.frame_code, 0x10);
+      std::memcpy(&frame, reinterpret_cast<void*>(frame + l.frame_previous), 8);
+    }
+    ASSERT_EQ(reads.read(), frames.size());
+    for (size_t i = 0; i < reads.out.size(); ++i) {
+      const PythonFrame& f = reads.out[i];
+      if (i == 12 || i == 20) {
+        EXPECT_FALSE(f.flags & kCodeStamped) << "frame " << i;
+        continue;
+      }
+      ASSERT_TRUE(f.flags & kCodeStamped) << "frame " << i;
+      const size_t code = (i == 2 || i == 5 || i == 9 || i == 30) ? 1 : i;
+      EXPECT_EQ(f.qualname, 0x1000 + code) << "frame " << i;
+      EXPECT_EQ(f.filename, 0x2000 + code) << "frame " << i;
+      EXPECT_EQ(f.firstlineno, int32_t(100 + code)) << "frame " << i;
+    }
+  }
+}
+
 TEST(PythonStacks, ABrokenChainKeepsWhatWasReadAndSaysSo) {
   const PythonLayout& l = *builtin_layout(3, 11);
   FakeMemory m;
