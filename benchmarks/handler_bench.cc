@@ -1,7 +1,8 @@
-// Per-sample cost of the signal path at a ~40-frame stack (Google Benchmark):
+// Per-sample cost of the signal path (Google Benchmark):
 //  - BM_SignalDeliveryOnly: raise() to an empty handler and back;
-//  - BM_SignalUnwindAndRecord: the same with the sample handler's work
-//    (unwind from the signal context, record into the ring).
+//  - BM_SignalUnwindAndRecord/N: the same with the sample handler's work
+//    (unwind from the signal context, record into the ring) at a stack
+//    of about N frames (40, and 150 as deep C++ stacks such as PyTorch's).
 // The difference is the handler's own cost per sample.
 #include <benchmark/benchmark.h>
 #include <signal.h>
@@ -21,9 +22,9 @@ ThreadRing g_ring(g_storage, sizeof g_storage);
 uint32_t g_last_depth = 0;
 
 void unwind_and_record(void* context) {
-  uint64_t ips[128 + kUnwindScratchFrames];
+  uint64_t ips[256 + kUnwindScratchFrames];
   uint32_t flags = 0;
-  const uint32_t depth = unwind_signal_context(context, ips, 128, &flags);
+  const uint32_t depth = unwind_signal_context(context, ips, 256, &flags);
   if (auto* h = g_ring.reserve(sample_record_bytes(depth), uint16_t(RecordType::kSample), uint16_t(depth))) {
     auto* s = reinterpret_cast<SampleRecord*>(h);
     s->flags = flags;
@@ -70,10 +71,11 @@ void BM_SignalUnwindAndRecord(benchmark::State& state) {
   auto body = [&] {
     for (auto _ : state) raise(SIGRTMIN + 5);
   };
-  at_depth(26, body);
+  // The frames below at_depth's (the benchmark's, main's) come to about 14.
+  at_depth(int(state.range(0)) - 14, body);
   state.counters["frames"] = g_last_depth;
 }
-BENCHMARK(BM_SignalUnwindAndRecord);
+BENCHMARK(BM_SignalUnwindAndRecord)->Arg(40)->Arg(150);
 
 }  // namespace
 }  // namespace hybridprof
