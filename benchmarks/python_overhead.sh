@@ -24,15 +24,7 @@ program="$here/python_workload.py"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-now() { date +%s%N; }
-run() {
-  local name=$1; shift
-  local t0 t1
-  t0=$(now); "$@" >/dev/null 2>"$work/last.err" || { cat "$work/last.err" >&2; exit 1; }; t1=$(now)
-  echo $((t1 - t0)) >>"$work/$name"
-}
-median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+. "$here/timing.sh"
 
 "$python" "$program" 1 >/dev/null  # warm the page cache
 for i in $(seq "$runs"); do

@@ -333,6 +333,16 @@ struct ThreadReads {
   std::vector<PythonFrame> out;
 };
 
+// Code object i (frame i, innermost first) gets qualname 0x1000 + i,
+// filename 0x2000 + i and first line 100 + i.
+void give_codes_their_stamps(const PythonLayout& l, const FakeInterpreter& fake) {
+  for (size_t i = 0; i < fake.codes.size(); ++i) {
+    FakeMemory::put64(fake.codes[i] + l.code_qualname, 0x1000 + i);
+    FakeMemory::put64(fake.codes[i] + l.code_filename, 0x2000 + i);
+    FakeMemory::put32(fake.codes[i] + l.code_firstlineno, uint32_t(100 + i));
+  }
+}
+
 // Each frame carries its code object's qualname and filename pointers and
 // first line, read in batches; a code object that cannot be read leaves
 // only its own frame unstamped.
@@ -344,11 +354,7 @@ TEST(PythonStacks, EachFrameCarriesItsCodeObjectsStamp) {
     SCOPED_TRACE("Python 3." + std::to_string(l.minor));
     FakeMemory m;
     const FakeInterpreter fake = build(l, m, 5, frames);
-    for (size_t i = 0; i < fake.codes.size(); ++i) {
-      FakeMemory::put64(fake.codes[i] + l.code_qualname, 0x1000 + i);
-      FakeMemory::put64(fake.codes[i] + l.code_filename, 0x2000 + i);
-      FakeMemory::put32(fake.codes[i] + l.code_firstlineno, uint32_t(100 + i));
-    }
+    give_codes_their_stamps(l, fake);
     ThreadReads reads(l, fake, 5, frames.size());
     ASSERT_EQ(reads.read(), frames.size());
     const std::vector<PythonFrame>& out = reads.out;
@@ -392,11 +398,7 @@ TEST(PythonStacks, FramesSharingACodeObjectShareItsStamp) {
     SCOPED_TRACE("Python 3." + std::to_string(l.minor));
     FakeMemory m;
     const FakeInterpreter fake = build(l, m, 5, frames);
-    for (size_t i = 0; i < fake.codes.size(); ++i) {
-      FakeMemory::put64(fake.codes[i] + l.code_qualname, 0x1000 + i);
-      FakeMemory::put64(fake.codes[i] + l.code_filename, 0x2000 + i);
-      FakeMemory::put32(fake.codes[i] + l.code_firstlineno, uint32_t(100 + i));
-    }
+    give_codes_their_stamps(l, fake);
     ThreadReads reads(l, fake, 5, frames.size());
     ASSERT_EQ(reads.read(), frames.size());
     // Frames 2, 5, 9 and 30 (innermost first) run frame 1's code; frames
