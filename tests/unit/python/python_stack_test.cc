@@ -343,6 +343,20 @@ void give_codes_their_stamps(const PythonLayout& l, const FakeInterpreter& fake)
   }
 }
 
+// Walks the thread's fake frame chain (innermost first, from its thread
+// state) and points frame i at code object code_for(i), where that is not 0.
+template <typename CodeFor>
+void set_frame_codes(const PythonLayout& l, uint64_t tstate, CodeFor code_for) {
+  uint64_t frame = 0;
+  std::memcpy(&frame, reinterpret_cast<void*>(tstate + l.tstate_frame), 8);
+  if (l.cframe_current_frame != kAbsent)
+    std::memcpy(&frame, reinterpret_cast<void*>(frame + l.cframe_current_frame), 8);
+  for (size_t i = 0; frame != 0; ++i) {
+    if (const uint64_t code = code_for(i)) FakeMemory::put64(frame + l.frame_code, code);
+    std::memcpy(&frame, reinterpret_cast<void*>(frame + l.frame_previous), 8);
+  }
+}
+
 // Each frame carries its code object's qualname and filename pointers and
 // first line, read in batches; a code object that cannot be read leaves
 // only its own frame unstamped.
@@ -372,15 +386,9 @@ TEST(PythonStacks, EachFrameCarriesItsCodeObjectsStamp) {
   const FakeInterpreter fake = build(l, m, 5, frames);
   ThreadReads reads(l, fake, 5, frames.size());
   ASSERT_EQ(reads.read(), frames.size());
-  // Walk to frames 3 and kStampFrames + 5 (innermost first) and break their code pointers.
-  uint64_t frame = 0;
-  std::memcpy(&frame, reinterpret_cast<void*>(reads.tstate + l.tstate_frame), 8);
-  std::memcpy(&frame, reinterpret_cast<void*>(frame + l.cframe_current_frame), 8);
+  // Break the code pointers of frames 3 and kStampFrames + 5 (innermost first).
   const size_t broken[] = {3, PythonReadWindow::kStampFrames + 5};
-  for (size_t i = 0; i <= broken[1]; ++i) {
-    if (i == broken[0] || i == broken[1]) FakeMemory::put64(frame + l.frame_code, 0x10);  // page zero
-    std::memcpy(&frame, reinterpret_cast<void*>(frame + l.frame_previous), 8);
-  }
+  set_frame_codes(l, reads.tstate, [&](size_t i) { return i == broken[0] || i == broken[1] ? 0x10 : 0; });
   ASSERT_EQ(reads.read(), frames.size());
   for (size_t i = 0; i < reads.out.size(); ++i) {
     const bool expect_stamp = i != broken[0] && i != broken[1];
@@ -404,15 +412,10 @@ TEST(PythonStacks, FramesSharingACodeObjectShareItsStamp) {
     // Frames 2, 5, 9 and 30 (innermost first) run frame 1's code; frames
     // 12 and 20 a code object at page zero.
     const uint64_t shared = reads.out[1].code;
-    uint64_t frame = 0;
-    std::memcpy(&frame, reinterpret_cast<void*>(reads.tstate + l.tstate_frame), 8);
-    if (l.cframe_current_frame != kAbsent)
-      std::memcpy(&frame, reinterpret_cast<void*>(frame + l.cframe_current_frame), 8);
-    for (size_t i = 0; i < frames.size() && frame != 0; ++i) {
-      if (i == 2 || i == 5 || i == 9 || i == 30) FakeMemory::put64(frame + l.frame_code, shared);
-      if (i == 12 || i == 20) FakeMemory::put64(frame + l.frame_code, 0x10);
-      std::memcpy(&frame, reinterpret_cast<void*>(frame + l.frame_previous), 8);
-    }
+    set_frame_codes(l, reads.tstate, [&](size_t i) -> uint64_t {
+      if (i == 2 || i == 5 || i == 9 || i == 30) return shared;
+      return i == 12 || i == 20 ? 0x10 : 0;
+    });
     ASSERT_EQ(reads.read(), frames.size());
     for (size_t i = 0; i < reads.out.size(); ++i) {
       const PythonFrame& f = reads.out[i];
