@@ -27,8 +27,10 @@ inline void install_empty_handler() {
   sigaction(SIGRTMIN + kSignalOffset, &sa, nullptr);
 }
 
-// Exits with status 3 when perf_event_open is refused.
-inline void arm_this_thread() {
+// Exits with status 3 when perf_event_open is refused. `kernel`: count the
+// thread's CPU time in the kernel too, as the profiler does where it may
+// (so that both take a signal per millisecond of user plus system time).
+inline void arm_this_thread(bool kernel = false) {
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
@@ -37,7 +39,7 @@ inline void arm_this_thread() {
   attr.sample_period = 1000000;  // 1 ms of CPU time
   attr.wakeup_events = 1;
   attr.disabled = 1;
-  attr.exclude_kernel = 1;
+  attr.exclude_kernel = kernel ? 0 : 1;
   attr.exclude_hv = 1;
   const int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0) std::exit(3);

@@ -1,8 +1,9 @@
 // Keeps the program's signals its own while the runtime uses one signal for
 // samples and SIGTERM/SIGINT/SIGHUP for a final flush:
 //  - sigaction()/signal() on a signal the runtime handles store the program's
-//    wish; the runtime's handler stays installed and forwards every signal
-//    that is not a sample to it;
+//    wish; for the sample signal and the fault signals (fault_signals.cc)
+//    the runtime's handler stays installed and forwards every signal that
+//    is not its own to it;
 //  - sigprocmask()/pthread_sigmask() from the program never block the sample
 //    signal (blocked samples would be lost), everything else is the
 //    program's business; calls from the profiler's own code pass unchanged.
@@ -89,13 +90,18 @@ void forward_to_program(int signal, siginfo_t* info, void* ucontext) {
   real().pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-// SIGNAL PATH: sigaction, sigprocmask and raise are async-signal-safe.
-void signal_default_and_raise(int signal) {
+// SIGNAL PATH: sigaction is async-signal-safe.
+void restore_default_action(int signal) {
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   real().sigaction(signal, &dfl, nullptr);
   g_runtime_handles[signal] = false;
+}
+
+// SIGNAL PATH: sigaction, sigprocmask and raise are async-signal-safe.
+void signal_default_and_raise(int signal) {
+  restore_default_action(signal);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, signal);
@@ -113,8 +119,8 @@ int sigaction(int signal, const struct sigaction* action, struct sigaction* old)
   if (!valid(signal) || !g_runtime_handles[signal]) return real().sigaction(signal, action, old);
   if (old) *old = g_program_actions[signal];
   if (action) {
-    if (is_sample_signal(signal)) {
-      g_program_actions[signal] = *action;  // forwarded to from the sample handler
+    if (is_sample_signal(signal) || is_fault_signal(signal)) {
+      g_program_actions[signal] = *action;  // forwarded to from the runtime's handler
     } else {
       // A terminate signal: the program takes it over; its handler decides
       // how the process ends (usually exit(), which finalizes).

@@ -78,15 +78,6 @@ std::string default_output_dir(const std::vector<std::string>& args) {
   return "hybridprof-" + program + "-" + std::to_string(getpid());
 }
 
-void install_handler(int signal, void (*handler)(int, siginfo_t*, void*), const sigset_t& mask) {
-  struct sigaction action {};
-  action.sa_sigaction = handler;
-  action.sa_flags = SA_SIGINFO | SA_RESTART;
-  action.sa_mask = mask;
-  real().sigaction(signal, &action, program_action(signal));
-  mark_runtime_handler(signal);
-}
-
 void on_terminated(int signal) {
   // Runs on the drain thread after the final flush: die the way the
   // program would have without us.
@@ -224,6 +215,7 @@ void start_runtime() {
   // interpose_signal.cc); forward_to_program gives the program's handlers
   // the mask they asked for.
   install_handler(rt->sample_signal, on_sample_signal, sample_handler_mask());
+  install_fault_handlers();
   sigset_t none;
   sigemptyset(&none);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
@@ -247,6 +239,15 @@ __attribute__((constructor)) void hybridprof_constructor() { start_runtime(); }
 }  // namespace
 
 // Notices from the sampling module carry the prefix already.
+void install_handler(int signal, void (*handler)(int, siginfo_t*, void*), const sigset_t& mask, int flags) {
+  struct sigaction action {};
+  action.sa_sigaction = handler;
+  action.sa_flags = SA_SIGINFO | SA_RESTART | flags;
+  action.sa_mask = mask;
+  real().sigaction(signal, &action, program_action(signal));
+  mark_runtime_handler(signal);
+}
+
 void say(const std::string& line) {
   const std::string prefix = "hybridprof: ";
   const std::string text = (line.rfind(prefix, 0) == 0 ? line : prefix + line) + "\n";

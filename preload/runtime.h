@@ -63,6 +63,10 @@ void finish_process(raw::EndReason reason, int64_t status);
 void set_exit_hook(void (*hook)(int status));
 void run_exit_hook(int status);
 
+// Installs `handler` for `signal` (SA_SIGINFO | SA_RESTART | flags), the
+// program's action until then kept as program_action(signal).
+void install_handler(int signal, void (*handler)(int, siginfo_t*, void*), const sigset_t& mask, int flags = 0);
+
 // The signal handlers (sample_handler.cc).
 void on_sample_signal(int signal, siginfo_t* info, void* ucontext);
 // What the sample handler runs with blocked: every signal but the ones a
@@ -73,6 +77,15 @@ bool recording_sample();
 void on_terminate_signal(int signal, siginfo_t* info, void* ucontext);
 bool is_terminate_signal(int signal);
 
+// SIGSEGV and SIGBUS (fault_signals.cc): the runtime's handler resumes the
+// faulting reads of sigsafe/fault_tolerant_copy.h and hands every other
+// fault to the program. is_fault_signal: one of them, once installed.
+void install_fault_handlers();
+bool is_fault_signal(int signal);
+// SIGNAL PATH: may a sample handler interrupting `ucontext` arm
+// FaultTolerantReads?
+bool fault_tolerant_reads_usable(const void* ucontext);
+
 // What the program asked for the signals the runtime handles
 // (interpose_signal.cc). The handlers forward to it.
 // Signal-safe accessors; the interposers keep these tables.
@@ -81,7 +94,9 @@ bool program_handles(int signal);
 // The runtime installed its handler for `signal` (program_action holds the previous one).
 void mark_runtime_handler(int signal);  // the program installed a handler (not DFL/IGN)
 void forward_to_program(int signal, siginfo_t* info, void* ucontext);
-// Restores the default action and raises the signal on this thread.
+// Restores the default action (the runtime's handler is gone); and that,
+// then raises the signal on this thread.
+void restore_default_action(int signal);
 void signal_default_and_raise(int signal);
 
 }  // namespace hybridprof::preload

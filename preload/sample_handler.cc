@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/runtime_config.h"
 #include "preload/runtime.h"
+#include "sigsafe/fault_tolerant_copy.h"
 #include "trace/records.h"
 #include "unwind/native_unwinder.h"
 
@@ -37,6 +38,9 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
     return;
   }
   BusyScope busy(&t);
+  // The memory reads below (the interpreter's frames, JIT code) copy with
+  // plain loads where a fault in one is caught; system calls otherwise.
+  FaultTolerantReads reads(fault_tolerant_reads_usable(ucontext));
   static_assert(kMaxDepthLimit + kUnwindScratchFrames <= kUnwindScratchEntries);
   uint64_t* const ips = t.unwind_scratch;
   uint32_t flags = in_kernel ? uint32_t{kSampleInKernel} : 0u;

@@ -1,6 +1,8 @@
 // Reading memory that may have gone away (another thread's interpreter
 // frames, a code object being freed): process_vm_readv on our own pid
 // returns an error for an unmapped address where a plain load would crash.
+// On a thread armed with FaultTolerantReads (fault_tolerant_copy.h) the
+// same reads are plain copies whose faults are caught, many times cheaper.
 #pragma once
 
 #include <sys/types.h>

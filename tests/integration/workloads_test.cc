@@ -4,6 +4,8 @@
 #include <regex>
 #include <set>
 
+#include <signal.h>
+
 #include "integration_support.h"
 
 namespace hybridprof::integration {
@@ -96,6 +98,35 @@ TEST_F(Workloads, ProgramKeepsItsOwnSignalHandlers) {
   ASSERT_TRUE(p) << error;
   EXPECT_GT(p->samples_property_total(), 0u);
   EXPECT_GT(p->self_samples("handlers_work"), 100u) << p->samples().size() << " samples in all";
+}
+
+// The runtime keeps a SIGSEGV/SIGBUS handler of its own (its plain-load
+// reads of the interpreter's memory survive faults through it): the
+// program's handlers still get every fault, and sigaction() shows them.
+TEST_F(Workloads, ProgramKeepsItsOwnFaultHandlers) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("own_fault_handler"), "recover"});
+  // The fixture prints what went wrong.
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_GT(p->self_samples("fault_work"), 0u) << p->samples().size() << " samples in all";
+}
+
+// A fault nobody handles ends the program as it would without the profiler:
+// by SIGSEGV, after the program's SA_RESETHAND handler ran once.
+TEST_F(Workloads, AnUnhandledFaultKillsTheProgramAsWithoutTheProfiler) {
+  for (const std::string mode : {"crash", "resethand"}) {
+    const std::string d = scratch / mode;
+    const RunResult r = profile({"-o", d}, {fixture("own_fault_handler"), mode});
+    EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << mode << "\n" << r.describe();
+    if (mode == "resethand") {
+      EXPECT_EQ(r.out, "handled\n") << r.describe();
+    }
+    std::string error;
+    EXPECT_TRUE(load_profile(d, &error)) << mode << ": " << error << "\n" << r.describe();
+  }
 }
 
 TEST_F(Workloads, TwoThousandShortThreads) {
