@@ -72,6 +72,9 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext);
 // What the sample handler runs with blocked: every signal but the ones a
 // fault raises (a fault under a blocked signal kills without a word).
 sigset_t sample_handler_mask();
+// Records the samples deferred while the thread was busy (ThreadState's
+// record_deferred): the thread itself, outside handlers.
+void record_deferred_samples(ThreadState& t);
 // True on a thread while its sample handler records a sample. Signal-safe.
 bool recording_sample();
 void on_terminate_signal(int signal, siginfo_t* info, void* ucontext);

@@ -31,42 +31,33 @@ bool looks_like_sample(const siginfo_t* info) {
          (info->si_code == SI_TIMER && info->si_value.sival_int == sampling::kTimerCookie);
 }
 
-void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* ucontext, bool in_kernel) {
-  const uint64_t now = monotonic_ns();
-  if (t.busy.load(std::memory_order_relaxed) != 0) {
-    t.dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  BusyScope busy(&t);
-  // The memory reads below (the interpreter's frames, JIT code) copy with
-  // plain loads where a fault in one is caught; system calls otherwise.
-  FaultTolerantReads reads(fault_tolerant_reads_usable(ucontext));
-  static_assert(kMaxDepthLimit + kUnwindScratchFrames <= kUnwindScratchEntries);
-  uint64_t* const ips = t.unwind_scratch;
-  uint32_t flags = in_kernel ? uint32_t{kSampleInKernel} : 0u;
-  bool snapshot_stale = false;
-  const uint32_t depth = unwind_signal_context(ucontext, ips, rt.config.max_depth, &flags, &snapshot_stale);
-  // Python frames of this thread, if the program is CPython and the thread
-  // runs Python (read from the interpreter's memory, see python_stack.h).
-  uint32_t python_depth = 0;
-  if (rt.python.enabled() && t.python_window) {
-    bool complete = true;
-    // pthread_self() reads the thread pointer: safe here; CPython keys its
-    // thread states by the same value.
-    python_depth = rt.python.read(uint64_t(pthread_self()), &t.python_thread_state, t.python_window.get(),
-                                  t.python_scratch, kPythonScratchFrames, &complete);
-    if (!complete) flags |= kSamplePythonIncomplete;
-  }
-  // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
-  // many periods this one sample covers.
-  const uint32_t weight = sampling::ThreadSampler::sample_weight(info);
+// SIGNAL PATH (and the deferred path). This thread's Python frames, if the
+// program is CPython and the thread runs Python (read from the
+// interpreter's memory, see python_stack.h), into t.python_scratch.
+uint32_t read_python_frames(Runtime& rt, ThreadState& t, uint32_t* flags) {
+  if (!rt.python.enabled() || !t.python_window) return 0;
+  bool complete = true;
+  // pthread_self() reads the thread pointer: safe here; CPython keys its
+  // thread states by the same value.
+  const uint32_t n = rt.python.read(uint64_t(pthread_self()), &t.python_thread_state, t.python_window.get(),
+                                    t.python_scratch, kPythonScratchFrames, &complete);
+  if (!complete) *flags |= kSamplePythonIncomplete;
+  return n;
+}
+
+// SIGNAL PATH (and the deferred path), under the busy guard. Writes a
+// sample of `weight` periods: the native stack in t.unwind_scratch[0..depth)
+// and the Python frames in t.python_scratch[0..python_depth).
+void write_sample(Runtime& rt, ThreadState& t, uint64_t now, uint32_t depth, uint32_t python_depth, uint32_t flags,
+                  uint32_t weight, bool snapshot_stale) {
+  const uint64_t* const ips = t.unwind_scratch;
   const bool mixed = python_depth > 0;
   RecordHeader* h = mixed ? t.ring.reserve(mixed_sample_record_bytes(depth, python_depth),
                                            static_cast<uint16_t>(RecordType::kMixedSample), static_cast<uint16_t>(depth))
                           : t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),
                                            static_cast<uint16_t>(depth));
   if (h == nullptr) {
-    t.dropped.fetch_add(1, std::memory_order_relaxed);
+    t.dropped.fetch_add(weight, std::memory_order_relaxed);
     return;
   }
   // Both records start with the same fields (static_asserts in records.h).
@@ -101,7 +92,63 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   if (flags & kSampleUnwindRecovered) t.unwind_recovered.fetch_add(1, std::memory_order_relaxed);
 }
 
+void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* ucontext, bool in_kernel) {
+  const uint64_t now = monotonic_ns();
+  // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
+  // many periods this one sample covers.
+  const uint32_t weight = sampling::ThreadSampler::sample_weight(info);
+  if (t.busy.load(std::memory_order_relaxed) != 0) {
+    // The runtime's own section (an MPI wrapper's bookkeeping, say): its end
+    // records this sample (record_deferred_samples).
+    t.deferred_weight.store(t.deferred_weight.load(std::memory_order_relaxed) + weight, std::memory_order_relaxed);
+    if (in_kernel) t.deferred_flags.store(kSampleInKernel, std::memory_order_relaxed);
+    return;
+  }
+  BusyScope busy(&t);
+  // The memory reads below (the interpreter's frames, JIT code) copy with
+  // plain loads where a fault in one is caught; system calls otherwise.
+  FaultTolerantReads reads(fault_tolerant_reads_usable(ucontext));
+  static_assert(kMaxDepthLimit + kUnwindScratchFrames <= kUnwindScratchEntries);
+  uint32_t flags = in_kernel ? uint32_t{kSampleInKernel} : 0u;
+  bool snapshot_stale = false;
+  const uint32_t depth = unwind_signal_context(ucontext, t.unwind_scratch, rt.config.max_depth, &flags, &snapshot_stale);
+  const uint32_t python_depth = read_python_frames(rt, t, &flags);
+  write_sample(rt, t, now, depth, python_depth, flags, weight, snapshot_stale);
+}
+
+// Set while record_deferred_samples runs on this thread: the busy section
+// it opens must not call it again when it ends.
+__thread int tls_recording_deferred __attribute__((tls_model("initial-exec"))) = 0;
+
 }  // namespace
+
+// Not a signal handler: the thread itself, where its outermost busy section
+// ended (ThreadState::record_deferred). The samples that landed in it are
+// recorded as one of their summed weight, with the stack the thread has now
+// (inside the wrapper whose bookkeeping they interrupted: the drain charges
+// them to its region) and the time now, which keeps the ring in time order.
+// Samples landing while this runs wait for the next round. Never from the
+// sample handler (whose busy section may end with samples still waiting,
+// when it interrupted the end of another): the section it interrupted
+// records them once the handler has returned.
+void record_deferred_samples(ThreadState& t) {
+  if (tls_recording_deferred || recording_sample()) return;
+  ++tls_recording_deferred;
+  Runtime* rt = runtime();
+  for (int round = 0; round < 4 && t.deferred_weight.load(std::memory_order_relaxed) != 0; ++round) {
+    BusyScope busy(&t);
+    const uint32_t weight = t.deferred_weight.exchange(0, std::memory_order_relaxed);
+    uint32_t flags = t.deferred_flags.exchange(0, std::memory_order_relaxed);
+    if (rt == nullptr || !sampling_enabled()) {
+      t.dropped.fetch_add(weight, std::memory_order_relaxed);
+      continue;
+    }
+    const uint32_t depth = unwind_from_caller(t.unwind_scratch, nullptr, rt->config.max_depth, &flags);
+    const uint32_t python_depth = read_python_frames(*rt, t, &flags);
+    write_sample(*rt, t, monotonic_ns(), depth, python_depth, flags, weight, false);
+  }
+  --tls_recording_deferred;
+}
 
 // SIGNAL PATH entry: see the rules at the top of this file.
 void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {

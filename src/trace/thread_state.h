@@ -61,8 +61,13 @@ struct ThreadState {
   // lost because the ring was full.
   std::atomic<uint64_t> dropped_events{0};
   // Reentrancy guard: nonzero while profiler code (or a loader call that the
-  // unwinder must not race) runs on this thread; a sample then drops.
+  // unwinder must not race) runs on this thread. A sample landing then is
+  // deferred: its weight (and kSampleInKernel) wait here, and the end of the
+  // outermost busy section records them with the stack it has then
+  // (record_deferred, set by the runtime; see BusyScope).
   std::atomic<int> busy{0};
+  std::atomic<uint32_t> deferred_weight{0}, deferred_flags{0};
+  void (*record_deferred)(ThreadState&) = nullptr;
 
   // Set by the thread when it stops producing; the drain then ends it.
   std::atomic<bool> finished{false};
@@ -146,9 +151,15 @@ class BusyScope {
     if (t_) t_->busy.store(t_->busy.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
+  // The outermost one records the samples deferred while it was held.
   ~BusyScope() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (t_) t_->busy.store(t_->busy.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    if (!t_) return;
+    const int left = t_->busy.load(std::memory_order_relaxed) - 1;
+    t_->busy.store(left, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (left == 0 && t_->deferred_weight.load(std::memory_order_relaxed) != 0 && t_->record_deferred)
+      t_->record_deferred(*t_);
   }
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;
