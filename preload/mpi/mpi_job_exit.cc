@@ -2,7 +2,8 @@
 // written by the ranks (HYBRIDPROF_JOB_ARCHIVE): MPI_Finalize only waits
 // for every rank (what the program may rely on), and the real one runs at
 // exit, after the ranks wrote the archive together through MPI
-// (tools/finalize/job_archive.h). So what the program does after
+// (tools/finalize/job_archive.h; the entry point the runtime loads is in
+// common/job_archive_entry.h). So what the program does after
 // MPI_Finalize is still sampled and in the archive, and a rank that never
 // reaches exit leaves its raw data for the launcher, as before. A rank
 // leaving by _exit gets there too (runtime.h's exit hook).
@@ -13,11 +14,11 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/job_archive_entry.h"
 #include "common/runtime_config.h"
 #include "preload/mpi/mpi_tracer.h"
 #include "preload/mpi/pmpi.h"
 #include "preload/runtime.h"
-#include "tools/finalize/job_archive.h"
 
 namespace hybridprof::preload::mpi {
 namespace {
