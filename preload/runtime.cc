@@ -238,7 +238,6 @@ __attribute__((constructor)) void hybridprof_constructor() { start_runtime(); }
 
 }  // namespace
 
-// Notices from the sampling module carry the prefix already.
 void install_handler(int signal, void (*handler)(int, siginfo_t*, void*), const sigset_t& mask, int flags) {
   struct sigaction action {};
   action.sa_sigaction = handler;
@@ -248,6 +247,7 @@ void install_handler(int signal, void (*handler)(int, siginfo_t*, void*), const 
   mark_runtime_handler(signal);
 }
 
+// Notices from the sampling module carry the prefix already.
 void say(const std::string& line) {
   const std::string prefix = "hybridprof: ";
   const std::string text = (line.rfind(prefix, 0) == 0 ? line : prefix + line) + "\n";

@@ -105,7 +105,7 @@ struct ModuleUnload { uint32_t id = 0; uint64_t timestamp_ns = 0; };
 struct ThreadBegin { uint32_t thread = 0; uint64_t tid = 0; uint64_t timestamp_ns = 0; std::string name; };
 struct ThreadCounters {
   uint64_t samples = 0;         // samples recorded into the ring
-  uint64_t dropped = 0;         // samples lost: ring full or profiler busy
+  uint64_t dropped = 0;         // samples lost to a full ring (busy ones are deferred)
   uint64_t unwind_failed = 0;   // unwinds that stopped with an error
   uint64_t truncated = 0;       // unwinds cut at --max-depth
   uint64_t dropped_events = 0;  // traced events (MPI...) lost: ring full
