@@ -107,7 +107,8 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   BusyScope busy(&t);
   // The memory reads below (the interpreter's frames, JIT code) copy with
   // plain loads where a fault in one is caught; system calls otherwise.
-  FaultTolerantReads reads(fault_tolerant_reads_usable(ucontext));
+  // Checked at the first read: a sample that reads nothing pays nothing.
+  FaultTolerantReads reads(fault_tolerant_reads_usable, ucontext);
   static_assert(kMaxDepthLimit + kUnwindScratchFrames <= kUnwindScratchEntries);
   uint32_t flags = in_kernel ? uint32_t{kSampleInKernel} : 0u;
   bool snapshot_stale = false;

@@ -5,8 +5,14 @@
 namespace hybridprof {
 namespace {
 
-// Nonzero while a FaultTolerantReads lives on this thread.
-__thread int tls_armed __attribute__((tls_model("initial-exec"))) = 0;
+// The innermost FaultTolerantReads living on this thread, or null.
+__thread FaultTolerantReads* tls_reads __attribute__((tls_model("initial-exec"))) = nullptr;
+
+#if !defined(__x86_64__)
+constexpr bool kCanCopy = false;  // no copy routine for this architecture: reads stay system calls
+#else
+constexpr bool kCanCopy = true;
+#endif
 
 }  // namespace
 
@@ -59,22 +65,30 @@ bool resume_after_fault(void* ucontext) {
   return true;
 }
 
-FaultTolerantReads::FaultTolerantReads(bool usable) : armed_(usable) {
-  if (armed_) ++tls_armed;
-}
-
-#else  // no copy routine for this architecture: reads stay system calls
+#else  // no copy routine for this architecture
 
 bool copy_or_fault(void*, uint64_t, size_t) { return false; }
 bool resume_after_fault(void*) { return false; }
-FaultTolerantReads::FaultTolerantReads(bool) : armed_(false) {}
 
 #endif
 
-FaultTolerantReads::~FaultTolerantReads() {
-  if (armed_) --tls_armed;
+FaultTolerantReads::FaultTolerantReads(bool usable)
+    : state_(usable && kCanCopy ? State::kUsable : State::kNotUsable), outer_(tls_reads) {
+  tls_reads = this;
 }
 
-bool fault_tolerant_reads() { return tls_armed != 0; }
+FaultTolerantReads::FaultTolerantReads(Check check, const void* context)
+    : state_(kCanCopy ? State::kUnknown : State::kNotUsable), check_(check), context_(context), outer_(tls_reads) {
+  tls_reads = this;
+}
+
+FaultTolerantReads::~FaultTolerantReads() { tls_reads = outer_; }
+
+bool FaultTolerantReads::usable() {
+  if (state_ == State::kUnknown) state_ = check_(context_) ? State::kUsable : State::kNotUsable;
+  return state_ == State::kUsable;
+}
+
+bool fault_tolerant_reads() { return tls_reads != nullptr && tls_reads->usable(); }
 
 }  // namespace hybridprof

@@ -28,19 +28,31 @@ bool copy_or_fault(void* out, uint64_t address, size_t bytes);
 bool resume_after_fault(void* ucontext);
 
 // While one lives on a thread, safe_read() and safe_read_gather() copy with
-// copy_or_fault(). Nests; the creator vouches for the handler and the mask.
+// copy_or_fault() if it is usable: known at construction, or asked of
+// `check(context)` at the first read made under it (a sample that reads
+// nothing pays nothing). The creator vouches for the handler and the mask.
+// Nests: the innermost one decides.
 class FaultTolerantReads {
  public:
+  using Check = bool (*)(const void* context);
   explicit FaultTolerantReads(bool usable);
+  FaultTolerantReads(Check check, const void* context);
   ~FaultTolerantReads();
   FaultTolerantReads(const FaultTolerantReads&) = delete;
   FaultTolerantReads& operator=(const FaultTolerantReads&) = delete;
 
+  // SIGNAL PATH.
+  bool usable();
+
  private:
-  bool armed_;
+  enum class State { kUnknown, kUsable, kNotUsable };
+  State state_;
+  Check check_ = nullptr;
+  const void* context_ = nullptr;
+  FaultTolerantReads* outer_;
 };
 
-// SIGNAL PATH. Is this thread armed?
+// SIGNAL PATH. May this thread's reads copy now?
 bool fault_tolerant_reads();
 
 }  // namespace hybridprof

@@ -107,16 +107,18 @@ int LoaderSnapshot::acquire() {
   }
 }
 
+bool LoaderSnapshot::Module::still_loaded(uint64_t address) const {
+  if (link_map == nullptr) return true;
+  dl_find_object found{};
+  return _dl_find_object(reinterpret_cast<void*>(address), &found) == 0 && found.dlfo_link_map == link_map;
+}
+
 // SIGNAL PATH.
 int LoaderSnapshot::iterate(Callback callback, void* data) {
   const int i = acquire();
   int result = 0;
   for (Module& m : buffers_[i].modules) {
-    if (m.link_map != nullptr) {
-      dl_find_object found{};
-      if (_dl_find_object(reinterpret_cast<void*>(m.probe), &found) != 0 || found.dlfo_link_map != m.link_map)
-        continue;  // unloaded (or replaced) since the snapshot
-    }
+    if (!m.still_loaded(m.probe)) continue;  // unloaded (or replaced) since the snapshot
     result = callback(&m.info, sizeof m.info, data);
     if (result != 0) break;
   }
@@ -150,10 +152,7 @@ bool LoaderSnapshot::in_executable_code(uint64_t address, uint64_t* segment_star
   if (low > 0 && address < code[low - 1].end) {
     const CodeRange& range = code[low - 1];
     const Module& m = buffers_[i].modules[range.module];
-    dl_find_object object{};
-    // Still loaded: the loader's lock-free lookup names the same module.
-    found = m.link_map == nullptr || (_dl_find_object(reinterpret_cast<void*>(address), &object) == 0 &&
-                                      object.dlfo_link_map == m.link_map);
+    found = m.still_loaded(address);
     if (found) *segment_start = range.start;
   }
   release(i);

@@ -74,6 +74,9 @@ class LoaderSnapshot {
     dl_phdr_info info{};   // dlpi_phdr and dlpi_name point into this snapshot
     uint64_t probe = 0;    // an address inside the module's first segment
     void* link_map = nullptr;  // what _dl_find_object said of `probe` at rebuild
+    // SIGNAL PATH. Still loaded: the loader's lock-free lookup of `address`
+    // (inside the module) names the same module (unknown ones pass).
+    bool still_loaded(uint64_t address) const;
   };
   // An executable PT_LOAD segment, for in_executable_code().
   struct CodeRange {
