@@ -15,9 +15,8 @@ inline constexpr uint32_t kMpiFunctionCount = static_cast<uint32_t>(MpiFunction:
 
 const char* mpi_function_name(MpiFunction);
 
-// Raw-stream region ids of the MPI functions: kMpiRegionBase + enum value
-// (other adapters number their regions elsewhere).
-inline constexpr uint32_t kMpiRegionBase = 0x10000;
-inline uint32_t mpi_region(MpiFunction f) { return kMpiRegionBase + static_cast<uint32_t>(f); }
+// Raw-stream region ids of the MPI functions: a block reserved at the first
+// use (trace/region_ids.h), then the base + enum value.
+uint32_t mpi_region(MpiFunction f);
 
 }  // namespace hybridprof::preload::mpi

@@ -18,6 +18,7 @@
 #include "preload/mpi/pmpi.h"
 #include "preload/runtime.h"
 #include "trace/records.h"
+#include "trace/region_ids.h"
 #include "unwind/caller_stack_cache.h"
 
 namespace hybridprof::preload::mpi {
@@ -77,7 +78,20 @@ inline void define_regions(Runtime& rt) {
   if (!g_regions_defined.load(std::memory_order_acquire)) define_regions_once(rt);
 }
 
+// Every record of a traced call goes through the drain's write_or_flush: a
+// full ring is written out, not a lost event.
+template <typename Write>
+bool write_record(ThreadState& t, Write&& write) {
+  Runtime* rt = runtime();
+  return rt ? rt->drain.write_or_flush(t, write) : write();
+}
+
 }  // namespace
+
+uint32_t mpi_region(MpiFunction f) {
+  static const uint32_t base = reserve_region_ids(kMpiFunctionCount);
+  return base + static_cast<uint32_t>(f);
+}
 
 const char* mpi_function_name(MpiFunction f) {
   static const char* const names[] = {
@@ -130,9 +144,13 @@ void MpiCall::write_enter(const HeldEvent* carried) {
   begun_ = true;
   ThreadState& t = *thread_;
   BusyScope busy(&t);
-  if (!t.traced_calls.enter(t.ring, enter_ns_, body(enter_flags_, carried), stack_, t.unwind_scratch, stack_depth_)) {
-    // The hooks still run (some talk to the other ranks, which expect it);
-    // only this call's region (and the event it carried) is lost.
+  if (!write_record(t, [&] {
+        return t.traced_calls.enter(t.ring, enter_ns_, body(enter_flags_, carried), stack_, t.unwind_scratch,
+                                    stack_depth_);
+      })) {
+    // A record larger than the ring: the hooks still run (some talk to the
+    // other ranks, which expect it); only this call's region (and the event
+    // it carried) is lost.
     t.dropped_events.fetch_add(carried ? 2 : 1, std::memory_order_relaxed);
     return;
   }
@@ -156,7 +174,9 @@ MpiCall::~MpiCall() {
   const bool carries = held_ && held_event_.timestamp == now;
   if (!carries) write_held_event();
   BusyScope busy(thread_);
-  if (!thread_->traced_calls.leave(thread_->ring, now, body(0, carries ? &held_event_ : nullptr), stack_)) {
+  ThreadState& t = *thread_;
+  const RegionBody leave = body(0, carries ? &held_event_ : nullptr);
+  if (!write_record(t, [&] { return t.traced_calls.leave(t.ring, now, leave, stack_); })) {
     // The enter is in the stream: a lost leave would leave the region open
     // to the thread's end. The drain closes it there; count it.
     thread_->dropped_events.fetch_add(carries ? 2 : 1, std::memory_order_relaxed);
@@ -200,16 +220,17 @@ void MpiCall::write_held_event() {
 
 void MpiCall::write_event(const HeldEvent& e) {
   BusyScope busy(thread_);
-  RecordHeader* h = thread_->ring.reserve_exclusive(sizeof(MpiEventRecord), static_cast<uint16_t>(RecordType::kMpiEvent),
-                                                    static_cast<uint16_t>(e.kind));
-  if (h == nullptr) {
-    thread_->dropped_events.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  auto* r = reinterpret_cast<MpiEventRecord*>(h);
-  r->timestamp = e.timestamp;
-  r->fields = e.fields;
-  thread_->ring.commit_exclusive();
+  ThreadRing& ring = thread_->ring;
+  const bool written = write_record(*thread_, [&] {
+    auto* r = reinterpret_cast<MpiEventRecord*>(ring.reserve_exclusive(
+        sizeof(MpiEventRecord), static_cast<uint16_t>(RecordType::kMpiEvent), static_cast<uint16_t>(e.kind)));
+    if (r == nullptr) return false;
+    r->timestamp = e.timestamp;
+    r->fields = e.fields;
+    ring.commit_exclusive();
+    return true;
+  });
+  if (!written) thread_->dropped_events.fetch_add(1, std::memory_order_relaxed);
 }
 
 // --- Sizes ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ OTF2_Paradigm to_otf2_paradigm(Paradigm p) {
     case Paradigm::kOpenMp: return OTF2_PARADIGM_OPENMP;
     case Paradigm::kCuda: return OTF2_PARADIGM_CUDA;
     case Paradigm::kPython: return OTF2_PARADIGM_USER;  // see kPythonRegionDescription
+    case Paradigm::kMeasurement: return OTF2_PARADIGM_MEASUREMENT_SYSTEM;
     case Paradigm::kUnknown: return OTF2_PARADIGM_UNKNOWN;
   }
   return OTF2_PARADIGM_UNKNOWN;
@@ -25,6 +26,7 @@ Paradigm from_otf2_paradigm(OTF2_Paradigm p, std::string_view region_description
     case OTF2_PARADIGM_MPI: return Paradigm::kMpi;
     case OTF2_PARADIGM_OPENMP: return Paradigm::kOpenMp;
     case OTF2_PARADIGM_CUDA: return Paradigm::kCuda;
+    case OTF2_PARADIGM_MEASUREMENT_SYSTEM: return Paradigm::kMeasurement;
     default: return Paradigm::kUnknown;
   }
 }
@@ -38,6 +40,7 @@ const char* paradigm_name(Paradigm p) {
     case Paradigm::kOpenMp: return "openmp";
     case Paradigm::kCuda: return "cuda";
     case Paradigm::kPython: return "python";
+    case Paradigm::kMeasurement: return "measurement";
     case Paradigm::kUnknown: return "unknown";
   }
   return "unknown";

@@ -28,6 +28,10 @@ inline constexpr const char* kPython = "PYTHON";  // "3.11": the process ran Pyt
 inline constexpr const char* kSamples = "SAMPLES";
 inline constexpr const char* kDropped = "DROPPED";
 inline constexpr const char* kDroppedEvents = "DROPPED_EVENTS";  // traced events (MPI...) lost to a full ring
+// A traced-event producer found the ring full and waited while it was
+// written out (region "hybridprof: ring flush"): how often, and for how long.
+inline constexpr const char* kRingFlushes = "RING_FLUSHES";
+inline constexpr const char* kRingFlushNs = "RING_FLUSH_NS";
 inline constexpr const char* kUnwindFailures = "UNWIND_FAILURES";
 inline constexpr const char* kTruncated = "TRUNCATED";
 // Unwinds continued past code without unwind tables (JIT code) by a stack scan.

@@ -12,7 +12,9 @@ inline constexpr uint32_t kUndefined = 0xffffffffu;
 // Maps onto OTF2_PARADIGM_* (see paradigm.h). OTF2 3.0 has no Python paradigm:
 // Python regions are stored as OTF2_PARADIGM_USER with a marker description.
 // kUnknown is what the reader reports for paradigms it has no name for.
-enum class Paradigm { kSampling, kCompiler, kUser, kMpi, kOpenMp, kCuda, kPython, kUnknown };
+// kMeasurement: the profiler's own work that the program waited for (a
+// full ring written out), as Score-P marks its buffer flushes.
+enum class Paradigm { kSampling, kCompiler, kUser, kMpi, kOpenMp, kCuda, kPython, kMeasurement, kUnknown };
 
 // MPI collective operations, numbered as OTF2_CollectiveOp (static_asserts
 // in archive_writer.cc). The last six are OTF2's one-sided / handle

@@ -12,7 +12,9 @@
 #include <fstream>
 
 #include "common/clock.h"
+#include "otf2/types.h"
 #include "trace/records.h"
+#include "trace/region_ids.h"
 
 namespace hybridprof {
 
@@ -30,6 +32,11 @@ std::string thread_name(const ThreadState& t) {
 }
 
 }  // namespace
+
+uint32_t ring_flush_region() {
+  static const uint32_t id = reserve_region_ids(1);
+  return id;
+}
 
 Drain::~Drain() {
   if (thread_started_ && !finished_) stop(raw::ProcessEnd{monotonic_ns()});
@@ -53,6 +60,8 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
   {
     std::lock_guard lock(mutex_);
     writer_.append(begin);
+    writer_.append(raw::RegionDef{ring_flush_region(), "hybridprof: ring flush",
+                                  static_cast<uint32_t>(otf2::Paradigm::kMeasurement)});
     for (const auto& r : modules_.all_as_records()) writer_.append(r);
     writer_.flush();
   }
@@ -144,34 +153,51 @@ void Drain::flush_now() {
   writer_.flush();
 }
 
-void Drain::drain_rings_locked() {
+void Drain::begin_pass_locked() {
   clock_.anchor();  // traced-call readings of this pass convert from here
-  // Libraries loaded since the last cycle must be known before the samples
+  // Modules loaded since the last pass are recorded before any sample
   // taken in them are interned.
   std::vector<raw::Record> changes;
   modules_.refresh(monotonic_ns(), &changes);
   for (const auto& r : changes) writer_.append(r);
   if (python_codes_) python_codes_->new_pass();
+}
+
+void Drain::drain_thread_locked(ThreadState& t) {
+  t.ring.consume([&](const RecordHeader& h) {
+    // A loop's MPI calls are most of an MPI rank's records: two repeats
+    // a call, handled before the general dispatch.
+    if (h.type == uint16_t(RecordType::kRegionEnterRepeat))
+      convert_enter_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
+    else if (h.type == uint16_t(RecordType::kRegionLeaveRepeat))
+      convert_leave_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
+    else
+      convert_locked(t, h);
+  });
+  // A call still in progress (blocked in a receive...) is on disk with
+  // this pass, in case the process is killed before it returns.
+  write_unwritten_call_locked(t);
+}
+
+void Drain::drain_rings_locked() {
+  begin_pass_locked();
   // Copy: end_thread_locked() removes entries.
   const std::vector<ThreadState*> threads = threads_;
   for (ThreadState* t : threads) {
     // Read `finished` first: once it is set the ring holds its last records.
     const bool finished = t->finished.load(std::memory_order_acquire);
-    t->ring.consume([&](const RecordHeader& h) {
-      // A loop's MPI calls are most of an MPI rank's records: two repeats
-      // a call, handled before the general dispatch.
-      if (h.type == uint16_t(RecordType::kRegionEnterRepeat))
-        convert_enter_repeat_locked(*t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
-      else if (h.type == uint16_t(RecordType::kRegionLeaveRepeat))
-        convert_leave_repeat_locked(*t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
-      else
-        convert_locked(*t, h);
-    });
-    // A call still in progress (blocked in a receive...) is on disk with
-    // this pass, in case the process is killed before it returns.
-    write_unwritten_call_locked(*t);
+    drain_thread_locked(*t);
     if (finished) end_thread_locked(t);
   }
+}
+
+bool Drain::flush_full_ring(ThreadState& t) {
+  std::lock_guard lock(mutex_);
+  if (finished_ || !thread_started_) return false;
+  begin_pass_locked();
+  drain_thread_locked(t);
+  writer_.flush();
+  return true;
 }
 
 void Drain::use_tsc_trace_clock(bool tsc) {
@@ -319,6 +345,21 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
     case RecordType::kMpiEvent: {
       const auto& m = reinterpret_cast<const MpiEventRecord&>(h);
       convert_mpi_event_locked(t, h.aux, clock_.to_ns(m.timestamp), m.fields);
+      break;
+    }
+    case RecordType::kRingFlush: {
+      // A leaf region at the thread's current place: the records before it
+      // are older than its begin, the ones after it younger than its end.
+      write_unwritten_call_locked(t);
+      const auto& f = reinterpret_cast<const RingFlushRecord&>(h);
+      const uint64_t begin = clock_.to_ns(f.begin), end = std::max(begin, clock_.to_ns(f.end));
+      const uint32_t parent = t.open_regions.empty() ? raw::kRootComplete : t.open_regions.back();
+      const uint32_t node = cct_.child(parent, raw::kTracedRegionModule, ring_flush_region(), &new_nodes_);
+      for (const auto& n : new_nodes_) writer_.append(n);
+      writer_.append(raw::Enter{{t.index, begin, ring_flush_region(), node}});
+      writer_.append(raw::Leave{{t.index, end, ring_flush_region(), node}});
+      t.ring_flushes += 1;
+      t.ring_flush_ns += end - begin;
       break;
     }
     default:

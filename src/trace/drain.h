@@ -25,6 +25,9 @@
 
 namespace hybridprof {
 
+// The region a RingFlushRecord becomes (defined in every raw stream).
+uint32_t ring_flush_region();
+
 class Drain {
  public:
   using CreateThreadFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
@@ -79,6 +82,31 @@ class Drain {
   // the next interval (a producer whose ring is filling up).
   void wake();
 
+  // How every traced-event producer writes to its thread's ring, so that a
+  // full ring loses nothing: `write()` puts one record in and says whether
+  // it found room. When it did not, the thread's ring is written out there
+  // and then (as Score-P flushes a full buffer), `write()` runs again, and a
+  // RingFlushRecord after it marks the wait in the trace ("hybridprof: ring
+  // flush"). The record's time must be read before the call, so that the
+  // wait comes after it. False only when the record cannot fit at all
+  // (larger than the ring, or the drain has stopped); the caller counts
+  // that loss.
+  // Not the signal path: locks, and writes to disk. Call it on t's own
+  // thread, under its busy guard.
+  template <typename Write>
+  bool write_or_flush(ThreadState& t, Write&& write) {
+    if (write()) return true;
+    const uint64_t begin = trace_clock_now();
+    if (!flush_full_ring(t) || !write()) return false;
+    if (auto* r = reinterpret_cast<RingFlushRecord*>(t.ring.reserve_exclusive(
+            sizeof(RingFlushRecord), static_cast<uint16_t>(RecordType::kRingFlush), 0))) {
+      r->begin = begin;
+      r->end = trace_clock_now();
+      t.ring.commit_exclusive();
+    }
+    return true;
+  }
+
   // Traced-call records carry TSC readings from now on (or not). Thread-safe;
   // called before the first such record is written.
   void use_tsc_trace_clock(bool tsc);
@@ -106,6 +134,12 @@ class Drain {
   static void* thread_main(void* self);
   void loop();
   void drain_rings_locked();
+  // A pass's start: the clock anchor, module changes, Python's per-pass reads.
+  void begin_pass_locked();
+  // Empties t's ring into the stream.
+  void drain_thread_locked(ThreadState& t);
+  // write_or_flush's flush: t's ring into the stream, the stream to disk.
+  bool flush_full_ring(ThreadState& t);
   // One ring record into the stream; RepeatRecords do not come here
   // (drain_rings_locked takes them first: they are most of an MPI rank's).
   void convert_locked(ThreadState& t, const RecordHeader& h);

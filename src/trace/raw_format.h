@@ -28,7 +28,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '8'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '9'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -110,6 +110,8 @@ struct ThreadCounters {
   uint64_t truncated = 0;       // unwinds cut at --max-depth
   uint64_t dropped_events = 0;  // traced events (MPI...) lost: ring full
   uint64_t unwind_recovered = 0;  // unwinds continued past code without unwind tables (stack scan)
+  uint64_t ring_flushes = 0;    // times a traced-event producer found the ring full and wrote it out
+  uint64_t ring_flush_ns = 0;   // ... and the time the thread waited for that
 };
 struct ThreadEnd {
   uint32_t thread = 0;

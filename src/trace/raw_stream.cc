@@ -154,6 +154,7 @@ class Decoder {
         r.counters.samples = varint(); r.counters.dropped = varint();
         r.counters.unwind_failed = varint(); r.counters.truncated = varint();
         r.counters.dropped_events = varint(); r.counters.unwind_recovered = varint();
+        r.counters.ring_flushes = varint(); r.counters.ring_flush_ns = varint();
         r.name = string();
         out = std::move(r);
         break;
@@ -380,6 +381,7 @@ void StreamWriter::put(const T& r) {
       put_varint(r.counters.samples); put_varint(r.counters.dropped);
       put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
       put_varint(r.counters.dropped_events); put_varint(r.counters.unwind_recovered);
+      put_varint(r.counters.ring_flushes); put_varint(r.counters.ring_flush_ns);
       put_string(r.name);
     } else if constexpr (std::is_same_v<T, CctNode>) {
       tag(Tag::kCctNode);

@@ -20,6 +20,7 @@ enum class RecordType : uint16_t {
   kMixedSample = 5,   // MixedSampleRecord: native IPs and Python frames
   kRegionEnterRepeat = 6,  // RepeatRecord: an enter as last written in full from its caller stack
   kRegionLeaveRepeat = 7,  // RepeatRecord: a leave as last written in full for a call from there
+  kRingFlush = 8,     // RingFlushRecord: the thread waited while its full ring was written out
 };
 
 // Bits of SampleRecord::flags.
@@ -144,6 +145,16 @@ struct RepeatRecord {
   uint64_t timestamp;  // a trace clock reading
 };
 static_assert(sizeof(RepeatRecord) == 16);
+
+// A traced-event producer found its thread's ring full and waited while the
+// ring was written out (Drain::write_or_flush), from `begin` to `end` (trace
+// clock readings). Written after the record that found the ring full, so
+// the interval is later than everything before it on the thread.
+struct RingFlushRecord {
+  RecordHeader header;
+  uint64_t begin, end;
+};
+static_assert(sizeof(RingFlushRecord) == 24);
 
 // An MPI event; header.aux = raw::MpiEventKind.
 struct MpiEventRecord {

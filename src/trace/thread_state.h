@@ -94,6 +94,8 @@ struct ThreadState {
   // Over a quarter of the ring waits for the drain.
   bool ring_filling() const { return ring.pending_bytes() * 4 > ring.capacity(); }
 
+  // Drain only: RingFlushRecords seen, and the time they span.
+  uint64_t ring_flushes = 0, ring_flush_ns = 0;
   // Drain only: CCT nodes of the traced regions this thread is inside, so a
   // leave names the context its enter had.
   std::vector<uint32_t> open_regions;
@@ -136,7 +138,8 @@ struct ThreadState {
   raw::ThreadCounters counters() const {
     return {samples.load(std::memory_order_relaxed), dropped.load(std::memory_order_relaxed),
             unwind_failed.load(std::memory_order_relaxed), truncated.load(std::memory_order_relaxed),
-            dropped_events.load(std::memory_order_relaxed), unwind_recovered.load(std::memory_order_relaxed)};
+            dropped_events.load(std::memory_order_relaxed), unwind_recovered.load(std::memory_order_relaxed),
+            ring_flushes, ring_flush_ns};
   }
 };
 

@@ -150,6 +150,21 @@ RunResult Process::finish() {
   return r;
 }
 
+CpuHogs::CpuHogs(int count) {
+  for (int i = 0; i < count; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      for (;;) asm volatile("");
+    }
+    if (pid > 0) pids_.push_back(pid);
+  }
+}
+
+CpuHogs::~CpuHogs() {
+  for (pid_t pid : pids_) kill(pid, SIGKILL);
+  for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
+}
+
 RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
   Process p(argv, options);
   return p.finish();

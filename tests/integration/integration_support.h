@@ -73,6 +73,19 @@ class Process {
   bool finished_ = false;
 };
 
+// `count` processes that spin on the CPU until destroyed: a node whose
+// cores are all taken, as on a fully subscribed cluster node.
+class CpuHogs {
+ public:
+  explicit CpuHogs(int count);
+  ~CpuHogs();  // kills and reaps them
+  CpuHogs(const CpuHogs&) = delete;
+  CpuHogs& operator=(const CpuHogs&) = delete;
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
 // Runs argv to completion.
 RunResult run(const std::vector<std::string>& argv, const RunOptions& options = {});
 

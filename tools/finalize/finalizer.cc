@@ -251,6 +251,8 @@ class Finalizer {
       w.set_thread_property(loc, otf2::property::kSamples, c.samples);
       w.set_thread_property(loc, otf2::property::kDropped, c.dropped);
       w.set_thread_property(loc, otf2::property::kDroppedEvents, c.dropped_events);
+      w.set_thread_property(loc, otf2::property::kRingFlushes, c.ring_flushes);
+      w.set_thread_property(loc, otf2::property::kRingFlushNs, c.ring_flush_ns);
       w.set_thread_property(loc, otf2::property::kUnwindFailures, c.unwind_failed);
       w.set_thread_property(loc, otf2::property::kTruncated, c.truncated);
       w.set_thread_property(loc, otf2::property::kUnwindRecovered, c.unwind_recovered);

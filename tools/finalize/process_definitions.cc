@@ -1,6 +1,7 @@
 #include "finalize/process_definitions.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
@@ -143,6 +144,12 @@ ThreadDefinition describe_thread(const RawProcess& p, const RawThread& t) {
 
 }  // namespace
 
+std::string milliseconds(uint64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f ms", double(ns) / 1e6);
+  return text;
+}
+
 std::string join(const std::vector<std::string>& parts, const char* separator) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : separator) + p;
@@ -172,9 +179,15 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
   d.last_ns = p.last_ns;
   for (const auto& [index, t] : p.threads) {
     d.threads.push_back(describe_thread(p, t));
-    if (const uint64_t lost = d.threads.back().counters.dropped_events)
-      d.warnings.push_back("thread " + std::to_string(t.tid) + ": " + std::to_string(lost) +
-                           " traced events lost to a full ring (raise HYBRIDPROF_RING_KB)");
+    const raw::ThreadCounters& c = d.threads.back().counters;
+    if (c.dropped_events)
+      d.warnings.push_back("thread " + std::to_string(t.tid) + ": " + std::to_string(c.dropped_events) +
+                           " traced events lost to a full ring");
+    if (c.ring_flushes)
+      d.warnings.push_back("thread " + std::to_string(t.tid) + ": its ring was full " +
+                           std::to_string(c.ring_flushes) + " times; it waited " + milliseconds(c.ring_flush_ns) +
+                           " while it was written out (region 'hybridprof: ring flush'; a larger HYBRIDPROF_RING_KB "
+                           "avoids it)");
   }
   d.clock_offsets = offsets_for_readers(p);
   d.contexts = describe_contexts(p, symbolizer, jit_code_of(p, &d.warnings));
@@ -291,7 +304,8 @@ template <typename IO> void visit(IO& io, ContextFrame& f) {
 }
 template <typename IO> void visit(IO& io, ContextNode& n) { fields(io, n.present, n.parent, n.frames); }
 template <typename IO> void visit(IO& io, raw::ThreadCounters& c) {
-  fields(io, c.samples, c.dropped, c.unwind_failed, c.truncated, c.dropped_events, c.unwind_recovered);
+  fields(io, c.samples, c.dropped, c.unwind_failed, c.truncated, c.dropped_events, c.unwind_recovered, c.ring_flushes,
+         c.ring_flush_ns);
 }
 template <typename IO> void visit(IO& io, ThreadDefinition& t) {
   fields(io, t.index, t.tid, t.name, t.counters, t.python_incomplete, t.last_ns);

@@ -275,5 +275,69 @@ TEST_F(DrainTest, WholeCallsTakeFewerBytes) {
   EXPECT_LT(whole * 10, split * 8) << whole << " bytes whole vs " << split << " split";
 }
 
+// A producer that writes faster than the drain's passes (here: none) has
+// its ring written out when it is full: every record reaches the stream, in
+// order, and the waits are regions of their own between them.
+TEST_F(DrainTest, AFullRingIsWrittenOutNotLost) {
+  constexpr uint32_t kRegion = 5;
+  constexpr int kCalls = 6000;  // 32-byte enters and leaves: 6x the 64 KiB ring
+  auto write_region = [&](RecordType type) {
+    const uint64_t now = trace_clock_now();  // read before the write, as producers do
+    return drain_.write_or_flush(*t_, [&] {
+      auto* r = reinterpret_cast<RegionRecord*>(t_->ring.reserve_exclusive(sizeof(RegionRecord), uint16_t(type), 0));
+      if (r == nullptr) return false;
+      *r = RegionRecord{r->header, now, kRegion, 0, 0, 0};
+      t_->ring.commit_exclusive();
+      return true;
+    });
+  };
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(write_region(RecordType::kRegionEnter)) << i;
+    ASSERT_TRUE(write_region(RecordType::kRegionLeave)) << i;
+  }
+  // A record larger than the whole ring cannot be written: the one loss.
+  EXPECT_FALSE(drain_.write_or_flush(*t_, [&] { return t_->ring.reserve_exclusive(128 * 1024, 1, 0) != nullptr; }));
+  drain_.finish_thread(t_, trace_clock_now());
+  drain_.flush_now();
+
+  int enters = 0, leaves = 0, flushes = 0, open = 0, max_open = 0;
+  uint64_t last_ns = 0;
+  bool ordered = true, flush_defined = false;
+  raw::ThreadCounters counters;
+  std::string error;
+  ASSERT_TRUE(raw::read_stream(
+      path_,
+      [&](const raw::Record& r) {
+        if (const auto* d = std::get_if<raw::RegionDef>(&r))
+          flush_defined |= d->id == ring_flush_region() && d->name == "hybridprof: ring flush";
+        if (const auto* e = std::get_if<raw::ThreadEnd>(&r)) counters = e->counters;
+        const raw::RegionEvent* ev = nullptr;
+        if (const auto* e = std::get_if<raw::Enter>(&r)) {
+          ev = e;
+          if (e->region == ring_flush_region()) ++flushes;
+          else ++enters, max_open = std::max(max_open, ++open);
+        }
+        if (const auto* l = std::get_if<raw::Leave>(&r)) {
+          ev = l;
+          if (l->region == kRegion) ++leaves, --open;
+        }
+        if (ev) {
+          ordered &= ev->timestamp_ns >= last_ns;
+          last_ns = ev->timestamp_ns;
+        }
+      },
+      nullptr, &error))
+      << error;
+  EXPECT_EQ(enters, kCalls);
+  EXPECT_EQ(leaves, kCalls);
+  EXPECT_EQ(max_open, 1) << "the waits never split a call from its leave";
+  EXPECT_TRUE(ordered) << "each wait lies after the records written before it";
+  EXPECT_TRUE(flush_defined);
+  EXPECT_GE(flushes, 5) << "the ring filled at least once per 64 KiB written";
+  EXPECT_EQ(counters.ring_flushes, uint64_t(flushes));
+  EXPECT_GT(counters.ring_flush_ns, 0u);
+  t_ = drain_.add_thread(getpid(), 1);  // for TearDown
+}
+
 }  // namespace
 }  // namespace hybridprof
