@@ -25,6 +25,11 @@
 # while both cores are busy-polling ranks. The profiler runs with its
 # defaults (HYBRIDPROF_RING_KB, when set, is passed on for every thread),
 # and the script says how many events were lost (it must be 0).
+# A fourth variant, "flushing", forces the full-ring path: 16 KiB rings and
+# no timed drain passes (HYBRIDPROF_FLUSH_MS=60000), so a rank's ring fills
+# faster than the early passes it asks for empty it, and the rank writes
+# it out itself (Drain::write_or_flush). Its added cost per call, and how
+# often and how long the ranks waited for that, show what a flush costs.
 #
 #   benchmarks/mpi_overhead.sh [BUILD_DIR] [RUNS] [ITERS]
 set -euo pipefail
@@ -59,10 +64,15 @@ for i in $(seq "$runs"); do
   run floor mpirun -np 2 -x LD_PRELOAD="$floor_lib" "$pingpong" 8 "$iters"
   run profiled mpirun -np 2 "${ring_args[@]}" "$bin/hybridprof" -F 1000 -o "$work/job.$i" -- \
     "$pingpong" 8 "$iters"
-  lost=$("$bin/hybridprof-report" "$work/job.$i" 2>/dev/null |
-         awk '/traced events lost/ {n += $3} END {print n + 0}')
-  echo "$lost" >>"$work/lost"
-  rm -rf "$work/job.$i"
+  run flushing mpirun -np 2 -x HYBRIDPROF_RING_KB=16 -x HYBRIDPROF_FLUSH_MS=60000 "$bin/hybridprof" -F 1000 \
+    -o "$work/flush.$i" -- "$pingpong" 8 "$iters"
+  for job in job flush; do
+    "$bin/hybridprof-report" "$work/$job.$i" >"$work/report" 2>/dev/null || true
+    awk '/traced events lost/ {n += $3} END {print n + 0}' "$work/report" >>"$work/lost"
+    rm -rf "$work/$job.$i"
+  done
+  # "thread T: its ring was full N times; it waited X ms while ..."
+  awk '/its ring was full/ {n += $7; ms += $11} END {print n + 0, ms + 0}' "$work/report" >>"$work/flushes"
 done
 
 # row LABEL FIGURE CALLS_PER_ITERATION: medians over the runs of one figure.
@@ -81,4 +91,13 @@ echo " per iteration, mean (OSU's figure; includes the rare stalls):"
 row "ping-pong one-way latency" pingpong_latency 2
 row "barrier" barrier 1
 echo "  events lost to full rings over all runs: $(awk '{n += $1} END {print n + 0}' "$work/lost") (must be 0)"
+echo " forced full-ring flushes (16 KiB rings, no timed passes), median iteration:"
+awk -v p="$(median "$work/profiled.pingpong_median")" -v q="$(median "$work/flushing.pingpong_median")" \
+    -v bp="$(median "$work/profiled.barrier_median")" -v bq="$(median "$work/flushing.barrier_median")" 'BEGIN {
+  printf "  ping-pong %+5.0f ns per call, barrier %+5.0f ns per call, over the default profiled run\n",
+         (q - p) * 1000 / 2, (bq - bp) * 1000
+}'
+awk '{n += $1; ms += $2} END {
+  printf "  %.0f flushes a run, %.2f ms waited a run (%.1f us a flush)\n", n / NR, ms / NR, n ? ms * 1000 / n : 0
+}' "$work/flushes"
 echo "  (target: at most 100 ns per MPI call at the median, sampling at 1 kHz)"

@@ -17,6 +17,7 @@
 #include "common/trace_clock.h"
 #include "preload/real_functions.h"
 #include "sigsafe/safe_read.h"
+#include "trace/event_source.h"
 #include "unwind/loader_snapshot.h"
 #include "unwind/native_unwinder.h"
 #include "unwind/python/python_runtime.h"
@@ -99,12 +100,10 @@ void after_fork_child() {
   if (!rt) return;
   rt->drain.after_fork_in_child();
   LoaderSnapshot::instance().after_fork_child();
-  // The forking thread's state and sampler belong to the parent's thread:
-  // the fd counts the parent's thread and the ring holds the parent's data.
-  if (ThreadContext* old = tls_thread) {
-    tls_thread = nullptr;
-    old->sampler.reset_after_fork();
-  }
+  for_each_event_source([](EventSource& s) { s.fork_child(); });
+  // The forking thread's state belongs to the parent's thread: its ring
+  // holds the parent's data.
+  tls_thread = nullptr;
   start_process(*rt);
   thread_begin();
 }
@@ -176,6 +175,7 @@ void start_process(Runtime& rt) {
     if (!rt.config.quiet) say(python_notice);
     rt.drain.append(raw::Notice{python_notice});
   }
+  for_each_event_source([&](EventSource& s) { s.process_started(rt.drain); });
   g_enabled = true;
 }
 
@@ -290,16 +290,14 @@ void thread_begin() {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   tls_thread = ctx;
   pthread_setspecific(g_thread_key, ctx);
-  std::string error;
-  if (!ctx->sampler.start(rt->plan, rt->sample_signal, &error))
-    rt->drain.append(raw::Notice{"thread " + std::to_string(state->tid) + ": " + error});
+  for_each_event_source([&](EventSource& s) { s.thread_started(*state); });
 }
 
 void thread_end() {
   Runtime* rt = runtime();
   ThreadContext* ctx = tls_thread;
   if (!rt || !ctx) return;
-  ctx->sampler.stop();
+  for_each_event_source([&](EventSource& s) { s.thread_ending(*ctx->state); });
   prctl(PR_GET_NAME, ctx->state->name);
   // From here the signal path sees no state and counts, not records.
   tls_thread = nullptr;
@@ -313,10 +311,8 @@ void finish_process(raw::EndReason reason, int64_t status) {
   if (!rt || getpid() != rt->pid) return;  // not started, or a vfork child
   bool expected = true;
   if (!g_enabled.compare_exchange_strong(expected, false)) return;
-  if (ThreadContext* ctx = tls_thread) {
-    ctx->sampler.stop();
-    prctl(PR_GET_NAME, ctx->state->name);
-  }
+  for_each_event_source([&](EventSource& s) { s.process_ending(reason); });
+  if (ThreadContext* ctx = tls_thread) prctl(PR_GET_NAME, ctx->state->name);
   raw::ProcessEnd end{monotonic_ns(), reason, status, rt->samples_without_thread.load()};
   rt->drain.stop(end);
 }

@@ -17,6 +17,7 @@
 #include "otf2/types.h"
 #include "preload/mpi/pmpi.h"
 #include "preload/runtime.h"
+#include "trace/event_source.h"
 #include "trace/records.h"
 #include "trace/region_ids.h"
 #include "unwind/caller_stack_cache.h"
@@ -52,27 +53,42 @@ std::vector<Drain::TracedCode> wrapper_code() {
   return code;
 }
 
-// Region definitions and wrapper ranges, once per process, at the first call.
+// Region definitions, at the first call, once per raw stream (a fork
+// child's stream starts without them); the wrappers' code ranges and the
+// choice of trace clock once per address space.
 __attribute__((noinline)) void define_regions_once(Runtime& rt) {
   std::lock_guard lock(g_regions_mutex);
   if (g_regions_defined.load(std::memory_order_relaxed)) return;
+  static std::string clock_note;
+  static std::once_flag code_known;
+  std::call_once(code_known, [&] {
+    // How calls are timed is decided here, not at every process start (it
+    // reads /proc/cpuinfo and times system calls): only MPI needs it. The
+    // drain converts from the TSC before any call reads it.
+    const bool tsc = tsc_can_time_calls(rt.config.trace_clock, &clock_note);
+    rt.drain.use_tsc_trace_clock(tsc);
+    g_trace_clock_tsc = tsc;
+    rt.drain.add_traced_code(wrapper_code());
+  });
   std::vector<raw::Record> defs;
   for (uint32_t i = 0; i < kMpiFunctionCount; ++i) {
     const auto f = static_cast<MpiFunction>(i);
     defs.push_back(raw::RegionDef{mpi_region(f), mpi_function_name(f), static_cast<uint32_t>(otf2::Paradigm::kMpi)});
   }
-  // How calls are timed is decided here, not at every process start (it
-  // reads /proc/cpuinfo and times system calls): only MPI needs it. The
-  // drain converts from the TSC before any call reads it.
-  std::string clock_note;
-  const bool tsc = tsc_can_time_calls(rt.config.trace_clock, &clock_note);
-  rt.drain.use_tsc_trace_clock(tsc);
-  g_trace_clock_tsc = tsc;
   defs.push_back(raw::Notice{"MPI: " + clock_note});
   rt.drain.append(defs);
-  rt.drain.add_traced_code(wrapper_code());
   g_regions_defined.store(true, std::memory_order_release);
 }
+
+// MPI as an event source (trace/event_source.h). Its records come from
+// the wrappers, as the program calls MPI; the lifecycle keeps the
+// per-stream state right.
+class MpiSource final : public EventSource {
+ public:
+  const char* name() const override { return "mpi"; }
+  void fork_child() override { g_regions_defined.store(false, std::memory_order_release); }
+};
+HYBRIDPROF_EVENT_SOURCE(MpiSource)
 
 inline void define_regions(Runtime& rt) {
   if (!g_regions_defined.load(std::memory_order_acquire)) define_regions_once(rt);

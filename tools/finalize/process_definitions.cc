@@ -146,7 +146,7 @@ ThreadDefinition describe_thread(const RawProcess& p, const RawThread& t) {
 
 std::string milliseconds(uint64_t ns) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f ms", double(ns) / 1e6);
+  std::snprintf(text, sizeof text, "%.3f ms", double(ns) / 1e6);
   return text;
 }
 
