@@ -15,8 +15,10 @@ inline constexpr uint32_t kMpiFunctionCount = static_cast<uint32_t>(MpiFunction:
 
 const char* mpi_function_name(MpiFunction);
 
-// Raw-stream region ids of the MPI functions: a block reserved at the first
-// use (trace/region_ids.h), then the base + enum value.
-uint32_t mpi_region(MpiFunction f);
+// Raw-stream region ids of the MPI functions: the base of a block reserved
+// (trace/region_ids.h) when the first MPI call defines the regions, before
+// any region id is used, + the enum value. Inline: every call uses it.
+extern uint32_t g_mpi_region_base;
+inline uint32_t mpi_region(MpiFunction f) { return g_mpi_region_base + static_cast<uint32_t>(f); }
 
 }  // namespace hybridprof::preload::mpi

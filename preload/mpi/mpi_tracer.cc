@@ -62,6 +62,7 @@ __attribute__((noinline)) void define_regions_once(Runtime& rt) {
   static std::string clock_note;
   static std::once_flag code_known;
   std::call_once(code_known, [&] {
+    g_mpi_region_base = reserve_region_ids(kMpiFunctionCount);
     // How calls are timed is decided here, not at every process start (it
     // reads /proc/cpuinfo and times system calls): only MPI needs it. The
     // drain converts from the TSC before any call reads it.
@@ -94,20 +95,9 @@ inline void define_regions(Runtime& rt) {
   if (!g_regions_defined.load(std::memory_order_acquire)) define_regions_once(rt);
 }
 
-// Every record of a traced call goes through the drain's write_or_flush: a
-// full ring is written out, not a lost event.
-template <typename Write>
-bool write_record(ThreadState& t, Write&& write) {
-  Runtime* rt = runtime();
-  return rt ? rt->drain.write_or_flush(t, write) : write();
-}
-
 }  // namespace
 
-uint32_t mpi_region(MpiFunction f) {
-  static const uint32_t base = reserve_region_ids(kMpiFunctionCount);
-  return base + static_cast<uint32_t>(f);
-}
+uint32_t g_mpi_region_base = 0;
 
 const char* mpi_function_name(MpiFunction f) {
   static const char* const names[] = {
@@ -127,6 +117,7 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   define_regions(*rt);
   ThreadState& t = *ctx->state;
   thread_ = &t;
+  drain_ = &rt->drain;
   BusyScope busy(&t);
   if (!t.caller_stacks) t.caller_stacks = std::make_unique<CallerStackCache>(rt->config.max_depth);
   uint32_t flags = 0;
@@ -160,7 +151,10 @@ void MpiCall::write_enter(const HeldEvent* carried) {
   begun_ = true;
   ThreadState& t = *thread_;
   BusyScope busy(&t);
-  if (!write_record(t, [&] {
+  // Every record of a traced call goes through write_or_flush: a full ring
+  // is written out, not a lost event. (The writes inline: they are the
+  // wrappers' common path.)
+  if (!drain_->write_or_flush(t, [&]() __attribute__((always_inline)) {
         return t.traced_calls.enter(t.ring, enter_ns_, body(enter_flags_, carried), stack_, t.unwind_scratch,
                                     stack_depth_);
       })) {
@@ -192,7 +186,8 @@ MpiCall::~MpiCall() {
   BusyScope busy(thread_);
   ThreadState& t = *thread_;
   const RegionBody leave = body(0, carries ? &held_event_ : nullptr);
-  if (!write_record(t, [&] { return t.traced_calls.leave(t.ring, now, leave, stack_); })) {
+  if (!drain_->write_or_flush(
+          t, [&]() __attribute__((always_inline)) { return t.traced_calls.leave(t.ring, now, leave, stack_); })) {
     // The enter is in the stream: a lost leave would leave the region open
     // to the thread's end. The drain closes it there; count it.
     thread_->dropped_events.fetch_add(carries ? 2 : 1, std::memory_order_relaxed);
@@ -237,7 +232,7 @@ void MpiCall::write_held_event() {
 void MpiCall::write_event(const HeldEvent& e) {
   BusyScope busy(thread_);
   ThreadRing& ring = thread_->ring;
-  const bool written = write_record(*thread_, [&] {
+  const bool written = drain_->write_or_flush(*thread_, [&]() __attribute__((always_inline)) {
     auto* r = reinterpret_cast<MpiEventRecord*>(ring.reserve_exclusive(
         sizeof(MpiEventRecord), static_cast<uint16_t>(RecordType::kMpiEvent), static_cast<uint16_t>(e.kind)));
     if (r == nullptr) return false;

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "preload/mpi/mpi_functions.h"
+#include "trace/drain.h"
 #include "trace/raw_format.h"
 #include "trace/records.h"
 #include "trace/thread_state.h"
@@ -67,6 +68,7 @@ class MpiCall {
   void write_held_event();
 
   ThreadState* thread_ = nullptr;
+  Drain* drain_ = nullptr;  // set with thread_
   bool begun_ = false;    // begin() ran
   bool entered_ = false;  // the enter record is in the ring
   bool held_ = false;     // held_event_ is waiting for a record to travel in

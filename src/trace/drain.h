@@ -95,7 +95,15 @@ class Drain {
   // thread, under its busy guard.
   template <typename Write>
   bool write_or_flush(ThreadState& t, Write&& write) {
-    if (write()) return true;
+    if (__builtin_expect(write(), true)) return true;
+    return flush_and_write(t, write);
+  }
+
+ private:
+  // write_or_flush's rare path, kept out of line so that the common one
+  // (the first write) inlines into the MPI wrappers.
+  template <typename Write>
+  __attribute__((noinline)) bool flush_and_write(ThreadState& t, Write& write) {
     const uint64_t begin = trace_clock_now();
     if (!flush_full_ring(t) || !write()) return false;
     if (auto* r = reinterpret_cast<RingFlushRecord*>(t.ring.reserve_exclusive(
@@ -106,6 +114,8 @@ class Drain {
     }
     return true;
   }
+
+ public:
 
   // Traced-call records carry TSC readings from now on (or not). Thread-safe;
   // called before the first such record is written.

@@ -37,8 +37,10 @@ class TracedCallWriter {
   // The enter of `body.region` at `timestamp` (a trace clock reading), made
   // from caller stack `stack`; its return addresses ips[0..depth) go into
   // the record when the drain has not seen the stack (depth 0: it has).
-  // False when the ring had no room (nothing written).
-  bool enter(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack,
+  // False when the ring had no room (nothing written). Enter and leave are
+  // forced inline: they are the traced-call path, and a wrapper's rare
+  // full-ring retry (Drain::write_or_flush) makes a second use of them.
+  __attribute__((always_inline)) bool enter(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack,
              const uint64_t* ips, uint32_t depth) {
     const bool has_site = remembered(stack);
     if (has_site && depth == 0) {
@@ -59,7 +61,7 @@ class TracedCallWriter {
   }
 
   // The leave of a call whose enter enter() wrote from `stack`.
-  bool leave(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
+  __attribute__((always_inline)) bool leave(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
     Site* s = remembered(stack) && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
     if (s && s->leave_known && s->leave == body)
       return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot);
