@@ -179,8 +179,7 @@ MpiCall::~MpiCall() {
   }
   // A program making MPI calls back to back fills its ring faster than the
   // drain's interval empties it.
-  if (thread_->ring_filling() && thread_->wants_early_drain(monotonic_ns()))
-    if (Runtime* rt = runtime()) rt->drain.wake();
+  if (thread_->ring_filling() && thread_->wants_early_drain(monotonic_ns())) drain_->wake();
   const bool carries = held_ && held_event_.timestamp == now;
   if (!carries) write_held_event();
   BusyScope busy(thread_);
