@@ -149,7 +149,9 @@ TEST_F(PythonMlView, InputBoundConvNet) {
   EXPECT_GE(all.share("input pipeline"), 0.5 * training) << all.text;
   EXPECT_GT(all.share("forward"), 0.0) << all.text;
   EXPECT_GT(all.share("backward"), 0.0) << all.text;
-  EXPECT_GT(all.share("optimizer"), 0.0) << all.text;
+  // Not the optimizer: two SGD steps take a few milliseconds, 0 to 5
+  // samples at 1 kHz (a fresh machine's run had 0). The training loop
+  // tests above and below hold it to a share.
   EXPECT_TRUE(all.has("conv2d", "forward")) << all.text;
   EXPECT_TRUE(all.has("convolution_backward", "backward")) << all.text;
   EXPECT_TRUE(all.has("native_batch_norm", "forward")) << all.text;
