@@ -62,19 +62,31 @@ struct PythonReadWindow {
   alignas(8) uint8_t stamp_bytes[kStampFrames * kStampSpanBytes];
 };
 
-// The code objects a thread's samples have shown, as a direct-mapped cache
-// of (code address, co_qualname pointer). A frame missing from it ran code
-// the drain may not have named yet, perhaps code that lives a few
-// milliseconds (a module's body): the handler then wakes the drain early.
+// The code objects a thread's samples have shown, as a small set-
+// associative cache of (code address, co_qualname pointer). A frame missing
+// from it ran code the drain may not have named yet, perhaps code that
+// lives a few milliseconds (a module's body): the handler then wakes the
+// drain early. Code objects come from arenas whose addresses share their
+// low bits (two of a training loop's hot ones 0x...4030 apart by a
+// multiple of 16 KiB), so the set is chosen by a multiplicative hash of the
+// whole address and holds four: with one slot indexed by low bits, two
+// frames of every sample evicted each other and woke the drain every
+// millisecond for the run's length.
 struct SeenCodes {
-  static constexpr uint32_t kSlots = 1024;
-  uint64_t slots[kSlots] = {};
-  // SIGNAL PATH. True when the frame's code was not in the cache (it is now).
+  static constexpr uint32_t kWays = 4;
+  static constexpr uint32_t kSetBits = 8;
+  static constexpr uint32_t kSets = 1u << kSetBits;
+  uint64_t slots[kSets][kWays] = {};
+  // SIGNAL PATH. True when the frame's code was not in the cache (it is
+  // now: in its set's first way, the others moved down, the oldest out).
   bool insert(const PythonFrame& f) {
     const uint64_t key = (f.code ^ (f.qualname * 0x9e3779b97f4a7c15ull)) | 1;  // never 0 (empty)
-    uint64_t& slot = slots[(f.code >> 4) & (kSlots - 1)];
-    if (slot == key) return false;
-    slot = key;
+    uint64_t* set = slots[(f.code * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits)];
+    for (uint32_t i = 0; i < kWays; ++i) {
+      if (set[i] == key) return false;
+    }
+    for (uint32_t i = kWays - 1; i > 0; --i) set[i] = set[i - 1];
+    set[0] = key;
     return true;
   }
 };

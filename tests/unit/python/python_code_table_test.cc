@@ -173,5 +173,22 @@ TEST(SeenCodes, AFrameIsNewOnlyTheFirstTime) {
   EXPECT_TRUE(seen.insert(reused));
 }
 
+// Two hot code objects of a torch training loop, 16 KiB apart in their low
+// bits: a cache indexed by low address bits evicted one with the other at
+// every sample. Any few codes a loop shows stay known.
+TEST(SeenCodes, CodesWhoseLowAddressBitsMatchDoNotEvictEachOther) {
+  python::SeenCodes seen;
+  PythonFrame frames[python::SeenCodes::kWays];
+  for (uint32_t i = 0; i < python::SeenCodes::kWays; ++i) {
+    frames[i].code = 0x7ff473424030 + uint64_t{i} * 0x4000 * 0x9e37;
+    frames[i].qualname = 0x7ff47341b8b0 + i * 64;
+  }
+  frames[1].code = 0x7ff44e694030;  // the pair seen in the loop
+  for (const auto& f : frames) EXPECT_TRUE(seen.insert(f));
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& f : frames) EXPECT_FALSE(seen.insert(f)) << std::hex << f.code;
+  }
+}
+
 }  // namespace
 }  // namespace hybridprof
