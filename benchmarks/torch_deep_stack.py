@@ -5,7 +5,12 @@
 # C++ kernels and every sample's native stack goes 100-190 frames through
 # libtorch, none of it generated at run time. One intra-op thread: the
 # work per step is the same however busy the machine is.
+# Prints the loss, and "loop_ns N": the wall time of the steps after the
+# first (the training loop in its steady state, without the import, the
+# model's construction and the first step's one-time work), which
+# benchmarks/timing.sh collects beside the whole run's time.
 import sys
+import time
 
 import torch
 from torch import nn
@@ -37,10 +42,15 @@ def main(steps):
     loss_fn = nn.CrossEntropyLoss()
     x = torch.randn(16, 3, 64, 64)
     y = torch.randint(0, 10, (16,))
-    for _ in range(steps):
+    loss = train_step(model, optimizer, loss_fn, x, y)
+    start = time.perf_counter_ns()
+    for _ in range(steps - 1):
         loss = train_step(model, optimizer, loss_fn, x, y)
+    loop_ns = time.perf_counter_ns() - start
     print("loss %.4f" % loss)
+    if steps > 1:
+        print("loop_ns %d" % loop_ns)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
+    main(max(1, int(sys.argv[1])) if len(sys.argv) > 1 else 30)
