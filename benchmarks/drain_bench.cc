@@ -39,14 +39,17 @@ class MpiRecordWriter {
   // ones refer to it; a send travels in the enter (stamped with the call's
   // start), a receive in the leave (stamped with its end). From the second
   // call from a place on, both are repeats.
-  bool call(uint32_t region, raw::MpiEventKind kind) {
+  // Event kinds as an adapter numbers them (MPI's send and receive).
+  static constexpr uint32_t kSend = 0, kRecv = 1;
+  bool call(uint32_t region, uint32_t kind) {
     const uint32_t slot = region % CallerStackCache::kEntries;
     const uint32_t depth = seen_[slot] ? 0 : 12;
     const CallerStackCache::Ref stack{slot, 1, depth != 0};
     const uint64_t enter_ns = now_ += 40, leave_ns = now_ += 500;
-    const bool at_enter = kind == raw::MpiEventKind::kSend;
-    const RegionBody carrying{region, kRegionCarriesEvent | uint32_t(kind) << kCarriedEventKindShift,
-                              MpiEventFields{0, 1, 7, 0, at_enter ? 8u : 0u, at_enter ? 0u : 8u, 0}};
+    const bool at_enter = kind == kSend;
+    EventPayload message;  // peer 1, tag 7, 8 bytes
+    message.word[1] = 1, message.word[2] = 7, message.wide[at_enter ? 0 : 1] = 8;
+    const RegionBody carrying{region, kRegionCarriesEvent | kind << kCarriedEventKindShift, message};
     const RegionBody plain{region, 0, {}};
     uint64_t ips[12];
     caller_frames(ips, depth);
@@ -88,8 +91,8 @@ void BM_DrainMpiCalls(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     for (int64_t i = 0; i < calls_per_pass; i += 2) {
-      writer.call(kSendRegion, raw::MpiEventKind::kSend);
-      writer.call(kRecvRegion, raw::MpiEventKind::kRecv);
+      writer.call(kSendRegion, MpiRecordWriter::kSend);
+      writer.call(kRecvRegion, MpiRecordWriter::kRecv);
     }
     state.ResumeTiming();
     drain.flush_now();

@@ -4,7 +4,7 @@
 namespace hybridprof::preload::mpi {
 namespace {
 
-uint32_t root_field(int root) { return root >= 0 ? uint32_t(root) : raw::kNoRoot; }
+uint32_t root_field(int root) { return root >= 0 ? uint32_t(root) : otf2::kRootNone; }
 
 }  // namespace
 

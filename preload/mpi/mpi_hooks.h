@@ -20,8 +20,7 @@
 
 namespace hybridprof::preload::mpi {
 
-using raw::CollectiveOp;
-using raw::MpiEventKind;
+using otf2::CollectiveOp;
 
 // Functions that only have a region.
 template <MpiFunction F>

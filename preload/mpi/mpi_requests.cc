@@ -85,12 +85,12 @@ void emit_completion(MpiCall& call, const PendingRequest& request, const MPI_Sta
   int cancelled = 0;
   if (status != nullptr) pmpi().Test_cancelled(status, &cancelled);
   if (cancelled) {
-    call.emit(raw::MpiEventKind::kRequestCancelled, now, 0, 0, 0, 0, 0, request.id);
+    call.emit(MpiEventKind::kRequestCancelled, now, 0, 0, 0, 0, 0, request.id);
     return;
   }
   switch (request.kind) {
     case PendingRequest::Kind::kSend:
-      call.emit(raw::MpiEventKind::kIsendComplete, now, 0, 0, 0, 0, 0, request.id);
+      call.emit(MpiEventKind::kIsendComplete, now, 0, 0, 0, 0, 0, request.id);
       break;
     case PendingRequest::Kind::kRecv: {
       uint32_t peer = request.peer, tag = request.tag;
@@ -100,11 +100,11 @@ void emit_completion(MpiCall& call, const PendingRequest& request, const MPI_Sta
         tag = static_cast<uint32_t>(status->MPI_TAG);
         bytes = received_bytes(status, request.recv_type);
       }
-      call.emit(raw::MpiEventKind::kIrecv, now, request.comm, peer, tag, 0, bytes, request.id);
+      call.emit(MpiEventKind::kIrecv, now, request.comm, peer, tag, 0, bytes, request.id);
       break;
     }
     case PendingRequest::Kind::kCollective:
-      call.emit(raw::MpiEventKind::kNonBlockingCollectiveComplete, now, request.comm, request.peer, 0, request.sent,
+      call.emit(MpiEventKind::kNonBlockingCollectiveComplete, now, request.comm, request.peer, 0, request.sent,
                 request.received, request.id, request.op);
       break;
   }

@@ -18,6 +18,7 @@
 #include "preload/mpi/pmpi.h"
 #include "preload/runtime.h"
 #include "trace/event_source.h"
+#include "trace/event_sets.h"
 #include "trace/records.h"
 #include "trace/region_ids.h"
 #include "unwind/caller_stack_cache.h"
@@ -63,6 +64,8 @@ __attribute__((noinline)) void define_regions_once(Runtime& rt) {
   static std::once_flag code_known;
   std::call_once(code_known, [&] {
     g_mpi_region_base = reserve_region_ids(kMpiFunctionCount);
+    g_mpi_event_base =
+        register_event_set(::hybridprof::mpi::kEventSetName, static_cast<uint32_t>(MpiEventKind::kCount));
     // How calls are timed is decided here, not at every process start (it
     // reads /proc/cpuinfo and times system calls): only MPI needs it. The
     // drain converts from the TSC before any call reads it.
@@ -98,6 +101,7 @@ inline void define_regions(Runtime& rt) {
 }  // namespace
 
 uint32_t g_mpi_region_base = 0;
+uint32_t g_mpi_event_base = 0;
 
 const char* mpi_function_name(MpiFunction f) {
   static const char* const names[] = {
@@ -124,7 +128,10 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   stack_depth_ = t.caller_stacks->capture(t.unwind_scratch, &flags, &stack_, /*copy_remembered=*/false);
   // A stack the drain has already seen goes by its reference alone.
   if (stack_.generation != 0 && !stack_.stored) stack_depth_ = 0;
-  enter_flags_ = flags | (begins_collective ? kEnterBeginsCollective : 0u);
+  // A blocking collective's begin is at the enter's time: the enter carries it.
+  if (begins_collective && g_mpi_event_base != kNoEventSet)
+    flags |= kRegionCarriesEmptyEvent | event_kind(MpiEventKind::kCollectiveBegin) << kEmptyEventKindShift;
+  enter_flags_ = flags;
   enter_ns_ = trace_clock_now();
   // Addresses wait in the unwind scratch, which a sample may reuse once the
   // busy guard is gone: a new stack's enter cannot wait for begin().
@@ -134,8 +141,8 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
 RegionBody MpiCall::body(uint32_t flags, const HeldEvent* carried) const {
   RegionBody b{mpi_region(function_), flags, {}};
   if (carried) {
-    b.flags |= kRegionCarriesEvent | static_cast<uint32_t>(carried->kind) << kCarriedEventKindShift;
-    b.event = carried->fields;
+    b.flags |= kRegionCarriesEvent | event_kind(carried->kind) << kCarriedEventKindShift;
+    b.event = carried->payload;
   }
   return b;
 }
@@ -201,10 +208,11 @@ uint64_t MpiCall::end_ns() {
 // Events keep the order they were emitted in. The first one stamped with
 // the enter's time before begin() waits for the enter record; one stamped
 // with the end's time waits for the leave record, until another comes.
-void MpiCall::emit(raw::MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_t peer, uint32_t tag,
+void MpiCall::emit(MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_t peer, uint32_t tag,
                    uint64_t sent, uint64_t received, uint64_t request, uint32_t op) {
-  if (thread_ == nullptr) return;
-  const HeldEvent e{kind, timestamp, MpiEventFields{comm, peer, tag, op, sent, received, request}};
+  if (thread_ == nullptr || g_mpi_event_base == kNoEventSet) return;  // no kinds left to number them (never so far)
+  const HeldEvent e{kind, timestamp,
+                    ::hybridprof::mpi::payload_of({comm, peer, tag, op, sent, received, request})};
   if (!begun_) {
     if (!held_ && timestamp == enter_ns_) {
       held_event_ = e;
@@ -232,11 +240,11 @@ void MpiCall::write_event(const HeldEvent& e) {
   BusyScope busy(thread_);
   ThreadRing& ring = thread_->ring;
   const bool written = drain_->write_or_flush(*thread_, [&]() __attribute__((always_inline)) {
-    auto* r = reinterpret_cast<MpiEventRecord*>(ring.reserve_exclusive(
-        sizeof(MpiEventRecord), static_cast<uint16_t>(RecordType::kMpiEvent), static_cast<uint16_t>(e.kind)));
+    auto* r = reinterpret_cast<EventRecord*>(ring.reserve_exclusive(
+        sizeof(EventRecord), static_cast<uint16_t>(RecordType::kEvent), static_cast<uint16_t>(event_kind(e.kind))));
     if (r == nullptr) return false;
     r->timestamp = e.timestamp;
-    r->fields = e.fields;
+    r->payload = e.payload;
     ring.commit_exclusive();
     return true;
   });

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "mpi/mpi_events.h"
 #include "preload/mpi/mpi_functions.h"
 #include "trace/drain.h"
 #include "trace/raw_format.h"
@@ -20,6 +21,14 @@
 #include "trace/traced_call_writer.h"
 
 namespace hybridprof::preload::mpi {
+
+using MpiEventKind = ::hybridprof::mpi::EventKind;
+
+// The process's number for an MPI event kind (trace/event_sets.h): the
+// set's base, registered with the regions at the first call, plus the
+// kind's index.
+extern uint32_t g_mpi_event_base;
+inline uint32_t event_kind(MpiEventKind k) { return g_mpi_event_base + static_cast<uint32_t>(k); }
 
 // One intercepted call on the calling thread. The region's enter record is
 // written by begin(), just before the real call, so that an event the
@@ -51,15 +60,15 @@ class MpiCall {
 
   // An MPI event at `timestamp` (enter_ns(), end_ns()) on this thread, in
   // the order emitted.
-  void emit(raw::MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_t peer, uint32_t tag,
+  void emit(MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_t peer, uint32_t tag,
             uint64_t sent = 0, uint64_t received = 0, uint64_t request = 0, uint32_t op = 0);
 
  private:
   // An event held back to travel inside the enter or the leave record.
   struct HeldEvent {
-    raw::MpiEventKind kind;
+    MpiEventKind kind;
     uint64_t timestamp;
-    MpiEventFields fields;
+    EventPayload payload;
   };
   void write_enter(const HeldEvent* carried);
   // What this call's enter (flags) or leave (0) record says, `carried` travelling inside it.

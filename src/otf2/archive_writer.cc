@@ -362,104 +362,15 @@ void ArchiveWriter::write_context_leave(uint64_t location, uint64_t timestamp, u
   ++events_;
 }
 
-template <typename Write>
-void ArchiveWriter::write_event(uint64_t location, uint64_t timestamp, const char* what, Write&& write) {
+void ArchiveWriter::write_event_record(uint64_t location, uint64_t timestamp, const char* what, EventRecordFn fn,
+                                       const void* record) {
   Thread& thread = thread_for_event(location, timestamp);
-  check(write(thread.writer, timestamp), std::string(what) + " for " + location_text(location));
+  check(static_cast<OTF2_ErrorCode>(fn(thread.writer, timestamp, record)), std::string(what) + " for " + location_text(location));
   ++thread.events;
   ++events_;
 }
 
 void ArchiveWriter::check_comm(uint32_t comm) const { check_ref(comm, comms_.size(), "communicator"); }
-
-void ArchiveWriter::write_mpi_send(uint64_t location, uint64_t timestamp, uint32_t receiver, uint32_t comm,
-                                   uint32_t tag, uint64_t bytes) {
-  check_comm(comm);
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiSend", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiSend(w, nullptr, t, receiver, comm, tag, bytes);
-  });
-}
-
-void ArchiveWriter::write_mpi_recv(uint64_t location, uint64_t timestamp, uint32_t sender, uint32_t comm,
-                                   uint32_t tag, uint64_t bytes) {
-  check_comm(comm);
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiRecv", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiRecv(w, nullptr, t, sender, comm, tag, bytes);
-  });
-}
-
-void ArchiveWriter::write_mpi_isend(uint64_t location, uint64_t timestamp, uint32_t receiver, uint32_t comm,
-                                    uint32_t tag, uint64_t bytes, uint64_t request) {
-  check_comm(comm);
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiIsend", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiIsend(w, nullptr, t, receiver, comm, tag, bytes, request);
-  });
-}
-
-void ArchiveWriter::write_mpi_isend_complete(uint64_t location, uint64_t timestamp, uint64_t request) {
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiIsendComplete", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiIsendComplete(w, nullptr, t, request);
-  });
-}
-
-void ArchiveWriter::write_mpi_irecv_request(uint64_t location, uint64_t timestamp, uint64_t request) {
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiIrecvRequest", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiIrecvRequest(w, nullptr, t, request);
-  });
-}
-
-void ArchiveWriter::write_mpi_irecv(uint64_t location, uint64_t timestamp, uint32_t sender, uint32_t comm,
-                                    uint32_t tag, uint64_t bytes, uint64_t request) {
-  check_comm(comm);
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiIrecv", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiIrecv(w, nullptr, t, sender, comm, tag, bytes, request);
-  });
-}
-
-void ArchiveWriter::write_mpi_request_test(uint64_t location, uint64_t timestamp, uint64_t request) {
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiRequestTest", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiRequestTest(w, nullptr, t, request);
-  });
-}
-
-void ArchiveWriter::write_mpi_request_cancelled(uint64_t location, uint64_t timestamp, uint64_t request) {
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiRequestCancelled", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiRequestCancelled(w, nullptr, t, request);
-  });
-}
-
-void ArchiveWriter::write_mpi_collective_begin(uint64_t location, uint64_t timestamp) {
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiCollectiveBegin", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiCollectiveBegin(w, nullptr, t);
-  });
-}
-
-void ArchiveWriter::write_mpi_collective_end(uint64_t location, uint64_t timestamp, CollectiveOp op, uint32_t comm,
-                                             uint32_t root, uint64_t sent, uint64_t received) {
-  check_comm(comm);
-  write_event(location, timestamp, "OTF2_EvtWriter_MpiCollectiveEnd", [&](OTF2_EvtWriter* w, uint64_t t) {
-    return OTF2_EvtWriter_MpiCollectiveEnd(w, nullptr, t, static_cast<OTF2_CollectiveOp>(op), comm, root, sent,
-                                           received);
-  });
-}
-
-void ArchiveWriter::write_nonblocking_collective_request(uint64_t location, uint64_t timestamp, uint64_t request) {
-  write_event(location, timestamp, "OTF2_EvtWriter_NonBlockingCollectiveRequest",
-              [&](OTF2_EvtWriter* w, uint64_t t) {
-                return OTF2_EvtWriter_NonBlockingCollectiveRequest(w, nullptr, t, request);
-              });
-}
-
-void ArchiveWriter::write_nonblocking_collective_complete(uint64_t location, uint64_t timestamp, CollectiveOp op,
-                                                          uint32_t comm, uint32_t root, uint64_t sent,
-                                                          uint64_t received, uint64_t request) {
-  check_comm(comm);
-  write_event(location, timestamp, "OTF2_EvtWriter_NonBlockingCollectiveComplete",
-              [&](OTF2_EvtWriter* w, uint64_t t) {
-                return OTF2_EvtWriter_NonBlockingCollectiveComplete(
-                    w, nullptr, t, static_cast<OTF2_CollectiveOp>(op), comm, root, sent, received, request);
-              });
-}
 
 void ArchiveWriter::define_mpi_world(const std::vector<uint64_t>& rank_locations) {
   require_open("define_mpi_world");

@@ -48,6 +48,8 @@
 
 #include "otf2/types.h"
 
+struct OTF2_EvtWriter_struct;  // OTF2_EvtWriter
+
 struct OTF2_Archive_struct;
 
 namespace hybridprof::otf2 {
@@ -138,26 +140,27 @@ class ArchiveWriter {
   void write_context_enter(uint64_t location, uint64_t timestamp, uint32_t calling_context, uint32_t unwind_distance);
   void write_context_leave(uint64_t location, uint64_t timestamp, uint32_t calling_context);
 
-  // MPI records, written as they are in both modes. `comm` is a define_comm /
-  // define_comm_self ref (unknown: std::invalid_argument); peers and roots are
-  // ranks in that communicator (kRootNone: a collective without root);
-  // requests are the caller's ids, matching a completion to its start.
-  void write_mpi_send(uint64_t location, uint64_t timestamp, uint32_t receiver, uint32_t comm, uint32_t tag, uint64_t bytes);
-  void write_mpi_recv(uint64_t location, uint64_t timestamp, uint32_t sender, uint32_t comm, uint32_t tag, uint64_t bytes);
-  void write_mpi_isend(uint64_t location, uint64_t timestamp, uint32_t receiver, uint32_t comm, uint32_t tag,
-                       uint64_t bytes, uint64_t request);
-  void write_mpi_isend_complete(uint64_t location, uint64_t timestamp, uint64_t request);
-  void write_mpi_irecv_request(uint64_t location, uint64_t timestamp, uint64_t request);
-  void write_mpi_irecv(uint64_t location, uint64_t timestamp, uint32_t sender, uint32_t comm, uint32_t tag,
-                       uint64_t bytes, uint64_t request);
-  void write_mpi_request_test(uint64_t location, uint64_t timestamp, uint64_t request);
-  void write_mpi_request_cancelled(uint64_t location, uint64_t timestamp, uint64_t request);
-  void write_mpi_collective_begin(uint64_t location, uint64_t timestamp);
-  void write_mpi_collective_end(uint64_t location, uint64_t timestamp, CollectiveOp op, uint32_t comm, uint32_t root,
-                                uint64_t sent, uint64_t received);
-  void write_nonblocking_collective_request(uint64_t location, uint64_t timestamp, uint64_t request);
-  void write_nonblocking_collective_complete(uint64_t location, uint64_t timestamp, CollectiveOp op, uint32_t comm,
-                                             uint32_t root, uint64_t sent, uint64_t received, uint64_t request);
+  // An event record of an adapter's event set (MPI's: src/mpi/
+  // mpi_otf2_events.cc), written as it is in both modes: `record(writer,
+  // time)` calls an OTF2_EvtWriter_* function with the location's event
+  // writer and the time as the archive keeps it, and returns its
+  // OTF2_ErrorCode (an error: std::runtime_error naming `what`). Refs the
+  // record names are the adapter's to check first (check_comm).
+  template <typename Record>  // int(OTF2_EvtWriter_struct*, uint64_t)
+  void write_event_record(uint64_t location, uint64_t timestamp, const char* what, const Record& record) {
+    write_event_record(
+        location, timestamp, what,
+        [](OTF2_EvtWriter_struct* w, uint64_t t, const void* r) -> int {
+          return static_cast<int>((*static_cast<const Record*>(r))(w, t));
+        },
+        &record);
+  }
+  using EventRecordFn = int (*)(OTF2_EvtWriter_struct* writer, uint64_t time, const void* record);
+  void write_event_record(uint64_t location, uint64_t timestamp, const char* what, EventRecordFn fn,
+                          const void* record);
+  // `comm` is a define_comm / define_comm_self ref (std::invalid_argument
+  // otherwise).
+  void check_comm(uint32_t comm) const;
 
   // The MPI world: the location of each world rank (index = rank), an OTF2
   // COMM_LOCATIONS group. Once (again: std::logic_error), before define_comm
@@ -228,9 +231,6 @@ class ArchiveWriter {
   void close_thread_writer(Thread&);
   // enter_leave mode: makes the open regions the path of `calling_context` (kUndefined: none).
   void move_to_context(Thread&, uint64_t location, uint64_t timestamp, uint32_t calling_context);
-  template <typename Write>
-  void write_event(uint64_t location, uint64_t timestamp, const char* what, Write&& write);
-  void check_comm(uint32_t comm) const;
   void write_global_definitions(const ClockInfo&);
   // Collective mode: event counts and time ranges from every writer.
   void gather_thread_totals();

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "otf2/types.h"
 #include "trace/records.h"
+#include "trace/event_sets.h"
 #include "trace/region_ids.h"
 
 namespace hybridprof {
@@ -63,6 +64,7 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
     writer_.append(raw::RegionDef{ring_flush_region(), "hybridprof: ring flush",
                                   static_cast<uint32_t>(otf2::Paradigm::kMeasurement)});
     for (const auto& r : modules_.all_as_records()) writer_.append(r);
+    define_new_event_sets_locked();
     writer_.flush();
   }
   if (options.create_thread(&thread_, nullptr, &Drain::thread_main, this) != 0) {
@@ -161,6 +163,16 @@ void Drain::begin_pass_locked() {
   modules_.refresh(monotonic_ns(), &changes);
   for (const auto& r : changes) writer_.append(r);
   if (python_codes_) python_codes_->new_pass();
+  define_new_event_sets_locked();
+}
+
+void Drain::define_new_event_sets_locked() {
+  // A set is registered before its adapter writes an event of it, so the
+  // pass that converts that event defines the set first.
+  if (registered_event_set_count() == event_sets_defined_) return;
+  const std::vector<raw::EventSetDef> sets = registered_event_sets();
+  for (size_t i = event_sets_defined_; i < sets.size(); ++i) writer_.append(sets[i]);
+  event_sets_defined_ = sets.size();
 }
 
 void Drain::drain_thread_locked(ThreadState& t) {
@@ -342,9 +354,9 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
     case RecordType::kRegionLeave:
       convert_leave_locked(t, reinterpret_cast<const RegionRecord&>(h));
       break;
-    case RecordType::kMpiEvent: {
-      const auto& m = reinterpret_cast<const MpiEventRecord&>(h);
-      convert_mpi_event_locked(t, h.aux, clock_.to_ns(m.timestamp), m.fields);
+    case RecordType::kEvent: {
+      const auto& e = reinterpret_cast<const EventRecord&>(h);
+      convert_event_locked(t, h.aux, clock_.to_ns(e.timestamp), e.payload);
       break;
     }
     case RecordType::kRingFlush: {
@@ -376,13 +388,13 @@ RegionBody body_of(const RegionRecord& r) {
 // A full record again, from what a RepeatRecord stands for.
 struct RebuiltRecord {
   RegionRecord record;
-  MpiEventFields event;  // where carried_event() looks for it (no stack)
+  EventPayload event;  // where carried_event() looks for it (no stack)
   RebuiltRecord(RecordType type, uint64_t timestamp, const RegionBody& body, uint32_t slot, uint32_t generation)
       : record{RecordHeader{sizeof(RebuiltRecord), uint16_t(type), 0}, timestamp, body.region, body.flags, slot,
                generation},
         event(body.event) {}
 };
-static_assert(sizeof(RebuiltRecord) == sizeof(RegionRecord) + sizeof(MpiEventFields));
+static_assert(sizeof(RebuiltRecord) == sizeof(RegionRecord) + sizeof(EventPayload));
 
 // The unwritten call's shape; a repeated enter's is copied from its site
 // only now (a loop's call needs none: it is written as a repeat).
@@ -410,14 +422,11 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   call.site = ThreadState::kNoSite;
   call.shape_at_site = false;
   t.call_unwritten = true;
-  if (r.flags & kEnterBeginsCollective)
-    convert_mpi_event_locked(t, uint32_t(raw::MpiEventKind::kCollectiveBegin), ns, MpiEventFields{});
-  if (r.flags & kRegionCarriesEvent)
-    convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
+  convert_carried_events_locked(t, r, ns);
   if (r.stack_generation != 0 && r.stack_slot < ThreadState::kNoSite) {
     // The stack's site starts afresh, as at the producer (TracedCallWriter).
     // The enter's own events always fit the call, so its shape is whole.
-    static_assert(raw::Call::kMaxEvents >= 2, "a collective's begin and a carried event");
+    static_assert(raw::Call::kMaxEvents >= 2, "an enter's empty and carried events");
     ThreadState::CallSite& site = t.call_sites[r.stack_slot];
     site = ThreadState::CallSite{};
     site.generation = r.stack_generation;
@@ -439,19 +448,22 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   t.call_unwritten = true;
 }
 
-void Drain::convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns,
-                                     const MpiEventFields& f) {
-  if (kind >= static_cast<uint32_t>(raw::MpiEventKind::kCount)) return;  // from a newer producer
+void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
+  if (r.flags & kRegionCarriesEmptyEvent)
+    convert_event_locked(t, (r.flags >> kEmptyEventKindShift) & 0xffu, timestamp_ns, EventPayload{});
+  if (r.flags & kRegionCarriesEvent) convert_event_locked(t, r.flags >> kCarriedEventKindShift, timestamp_ns, *carried_event(r));
+}
+
+void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload) {
   ThreadState::UnwrittenCall& call = t.unwritten_call;
   if (t.call_unwritten && shape_of(t).event_count < raw::Call::kMaxEvents && timestamp_ns >= call.enter_ns) {
     uint32_t& n = call.shape.event_count;
-    call.shape.events[n] = raw::CallShape::Event{kind, 0, f.comm, f.peer, f.tag, f.op, f.sent, f.received, f.request};
+    call.shape.events[n] = raw::CallShape::Event{kind, 0, payload};
     call.event_ns[n++] = timestamp_ns;
     return;
   }
   write_unwritten_call_locked(t);
-  writer_.append(raw::MpiEvent{t.index, timestamp_ns, static_cast<raw::MpiEventKind>(kind), f.comm, f.peer, f.tag,
-                               f.op, f.sent, f.received, f.request});
+  writer_.append(raw::Event{t.index, timestamp_ns, kind, payload});
 }
 
 void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
@@ -466,8 +478,7 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
     site->leave = body_of(r);
     site->written = {};
   }
-  if (r.flags & kRegionCarriesEvent)
-    convert_mpi_event_locked(t, r.flags >> kCarriedEventKindShift, ns, *carried_event(r));
+  convert_carried_events_locked(t, r, ns);
   if (t.call_unwritten && shape_of(t).region == r.region && ns >= call.enter_ns) {
     // A Call stamps each event with the enter's or the leave's time.
     bool stamped_at_ends = true;
@@ -481,7 +492,7 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
       // A call of the site's enter (any other was written out when that
       // enter came) and its leave, nothing in between: the next such call
       // repeats it.
-      const uint32_t leave_events = (r.flags & kRegionCarriesEvent) ? 1 : 0;
+      const uint32_t leave_events = carried_event_count(r.flags);
       if (site && call.site == r.stack_slot &&
           call.shape.event_count == site->enter_shape.event_count + leave_events)
         site->written = kept;
@@ -584,6 +595,7 @@ void Drain::after_fork_in_child() {
   threads_.clear();
   cct_.clear();
   next_thread_index_ = 0;
+  event_sets_defined_ = 0;
   finished_ = false;
   thread_started_ = false;
   stop_requested_ = false;

@@ -164,7 +164,13 @@ class Drain {
   // RepeatRecords: the site's last full enter / leave again (records.h).
   void convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp);
   void convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp);
-  void convert_mpi_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const MpiEventFields& fields);
+  // The events an enter or leave record carries, at its time.
+  void convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns);
+  // A traced event at its own time: into the thread's unwritten call when
+  // it fits, as a raw::Event otherwise.
+  void convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload);
+  // Event sets registered since the stream last defined them (event_sets.h).
+  void define_new_event_sets_locked();
   // Interns a stack (innermost first) under `node`; `all_return_addresses`
   // when ips[0] is a return address too (not an interrupted instruction).
   // *innermost_region: the traced region of the innermost frame kept, or kNoRegion.
@@ -195,6 +201,7 @@ class Drain {
   std::vector<raw::PythonCode> new_codes_;
   std::vector<MergedFrame> merged_;
   uint32_t next_thread_index_ = 0;
+  size_t event_sets_defined_ = 0;  // registered_event_sets()[0, n) are in the stream
   bool finished_ = false;
 
   pthread_t thread_{};

@@ -24,11 +24,13 @@
 #include <variant>
 #include <vector>
 
+#include "trace/event_payload.h"
+
 namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', '9'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'A'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -47,13 +49,14 @@ enum class Tag : uint32_t {
   kLeave = 10,
   kProcessEnd = 11,
   kNotice = 12,
-  kMpiEvent = 13,
+  kEvent = 13,
   kCommDef = 14,
   kMpiWorld = 15,
   kClockOffset = 16,
   kPythonCode = 17,
   kCall = 18,
   kCallRepeat = 19,  // a Call shaped like a recent one (trace/recent_calls.h)
+  kEventSetDef = 20,
 };
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under
@@ -140,37 +143,20 @@ struct ProcessEnd {
 };
 struct Notice { std::string text; };
 
-// MPI events (OTF2's MPI records). `comm` is a CommDef id of this process.
-enum class MpiEventKind : uint32_t {
-  kSend, kRecv,                       // blocking: peer, comm, tag, bytes (sent / received)
-  kIsend, kIsendComplete,             // + request
-  kIrecvRequest, kIrecv,              // request; then peer, comm, tag, received, request
-  kRequestTest, kRequestCancelled,    // request
-  kCollectiveBegin, kCollectiveEnd,   // end: op, comm, peer = root, sent, received
-  kNonBlockingCollectiveRequest,      // request
-  kNonBlockingCollectiveComplete,     // op, comm, peer = root, sent, received, request
-  kCount
-};
-// MpiEvent::op: OTF2_CollectiveOp's numbering (the finalizer checks it).
-enum class CollectiveOp : uint32_t {
-  kBarrier = 0, kBcast, kGather, kGatherv, kScatter, kScatterv, kAllgather, kAllgatherv,
-  kAlltoall, kAlltoallv, kAlltoallw, kAllreduce, kReduce, kReduceScatter, kScan, kExscan,
-  kReduceScatterBlock = 16,
-};
-// `peer` of a collective without a root.
-inline constexpr uint32_t kNoRoot = 0xffffffffu;
-struct MpiEvent {
+// An adapter's set of event kinds (trace/event_sets.h): events of kind
+// base .. base + kinds - 1 are the set's, and go to the finalizer's writer
+// registered for `name` with the kind's index in the set.
+struct EventSetDef { uint32_t base = 0, kinds = 0; std::string name; };
+// A traced event: what happened is its kind's set's business.
+struct Event {
   uint32_t thread = 0;
   uint64_t timestamp_ns = 0;
-  MpiEventKind kind = MpiEventKind::kSend;
-  uint32_t comm = 0, peer = 0, tag = 0;
-  uint32_t op = 0;  // collective operation, OTF2_CollectiveOp numbering
-  uint64_t sent = 0, received = 0;
-  uint64_t request = 0;
+  uint32_t kind = 0;
+  EventPayload payload;
 };
 // A traced call with nothing else recorded on its thread between its enter
-// and its leave: the Enter, at most two MPI events stamped at the enter or
-// the leave time, and the Leave, stored as one record (an MPI call is mostly
+// and its leave: the Enter, at most two events stamped at the enter or the
+// leave time, and the Leave, stored as one record (an MPI call is mostly
 // this: a send, a receive, a collective's begin and end). Only the drain
 // writes it and readers never see it: read_stream() delivers the Enter, the
 // events and the Leave it stands for, in that order.
@@ -180,7 +166,7 @@ struct Call {
   uint64_t enter_ns = 0, leave_ns = 0;
   uint32_t region = 0, node = 0;
   uint32_t event_count = 0;
-  std::array<MpiEvent, kMaxEvents> events;  // each at enter_ns or leave_ns
+  std::array<Event, kMaxEvents> events;  // each at enter_ns or leave_ns
 };
 // A communicator as this process knows it. `key` names it across the job
 // (all members record the same key for the same communicator); `members`
@@ -214,6 +200,6 @@ struct PythonCode {
 
 using Record = std::variant<ProcessBegin, ModuleLoad, ModuleUnload, ThreadBegin, ThreadEnd,
                             CctNode, Sample, RegionDef, Enter, Leave, ProcessEnd, Notice,
-                            MpiEvent, CommDef, MpiWorld, ClockOffset, PythonCode>;
+                            Event, EventSetDef, CommDef, MpiWorld, ClockOffset, PythonCode>;
 
 }  // namespace hybridprof::raw

@@ -195,12 +195,18 @@ class Decoder {
       case Tag::kNotice:
         out = Notice{string()};
         break;
-      case Tag::kMpiEvent: {
-        MpiEvent r;
+      case Tag::kEvent: {
+        Event r;
         r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
-        if (!mpi_kind(u32(), &r.kind)) return false;
-        mpi_fields(r);
+        r.kind = u32();
+        payload(r.payload);
         out = r;
+        break;
+      }
+      case Tag::kEventSetDef: {
+        EventSetDef r;
+        r.base = u32(); r.kinds = u32(); r.name = string();
+        out = std::move(r);
         break;
       }
       case Tag::kCall: {
@@ -212,12 +218,12 @@ class Decoder {
         if (events > Call::kMaxEvents) return fail() != 0;
         c.event_count = static_cast<uint32_t>(events);
         for (uint32_t i = 0; i < c.event_count; ++i) {
-          MpiEvent& e = c.events[i];
+          Event& e = c.events[i];
           e.thread = c.thread;
           const uint64_t kind_and_time = varint();
           e.timestamp_ns = (kind_and_time & 1) ? c.leave_ns : c.enter_ns;
-          if (!mpi_kind(kind_and_time >> 1, &e.kind)) return false;
-          mpi_fields(e);
+          e.kind = static_cast<uint32_t>(kind_and_time >> 1);
+          payload(e.payload);
         }
         if (!ok_) return false;
         recent_calls_.remember(c.thread, CallShape::of(c));
@@ -284,14 +290,9 @@ class Decoder {
     queued_.push_back(Leave{{c.thread, c.leave_ns, c.region, c.node}});
     out = Enter{{c.thread, c.enter_ns, c.region, c.node}};
   }
-  bool mpi_kind(uint64_t value, MpiEventKind* kind) {
-    if (value >= static_cast<uint32_t>(MpiEventKind::kCount)) return fail() != 0;
-    *kind = static_cast<MpiEventKind>(value);
-    return true;
-  }
-  void mpi_fields(MpiEvent& e) {
-    e.comm = u32(); e.peer = u32(); e.tag = u32(); e.op = u32();
-    e.sent = varint(); e.received = varint(); e.request = varint();
+  void payload(EventPayload& p) {
+    for (uint32_t& w : p.word) w = u32();
+    for (uint64_t& w : p.wide) w = varint();
   }
   const unsigned char* p_;
   const unsigned char* end_;
@@ -404,11 +405,14 @@ void StreamWriter::put(const T& r) {
     } else if constexpr (std::is_same_v<T, Notice>) {
       tag(Tag::kNotice);
       put_string(r.text);
-    } else if constexpr (std::is_same_v<T, MpiEvent>) {
-      tag(Tag::kMpiEvent);
+    } else if constexpr (std::is_same_v<T, Event>) {
+      tag(Tag::kEvent);
       put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
-      put_varint(static_cast<uint32_t>(r.kind));
-      put_mpi_fields(r);
+      put_varint(r.kind);
+      put_payload(r.payload);
+    } else if constexpr (std::is_same_v<T, EventSetDef>) {
+      tag(Tag::kEventSetDef);
+      put_varint(r.base); put_varint(r.kinds); put_string(r.name);
     } else if constexpr (std::is_same_v<T, CommDef>) {
       tag(Tag::kCommDef);
       put_varint(r.id); put_varint(r.key); put_varint(r.parent); put_string(r.name);
@@ -436,7 +440,7 @@ void StreamWriter::append(const Record& record) {
 void StreamWriter::append(const Sample& r) { put(r); }
 void StreamWriter::append(const Enter& r) { put(r); }
 void StreamWriter::append(const Leave& r) { put(r); }
-void StreamWriter::append(const MpiEvent& r) { put(r); }
+void StreamWriter::append(const Event& r) { put(r); }
 void StreamWriter::append(const CctNode& r) { put(r); }
 void StreamWriter::append(const Call& r) { append_call(r.thread, r.enter_ns, r.leave_ns, CallShape::of(r)); }
 
@@ -456,7 +460,7 @@ RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns
     for (uint32_t i = 0; i < shape.event_count; ++i) {
       const CallShape::Event& e = shape.events[i];
       put_varint(uint64_t{e.kind} << 1 | e.at_leave);
-      put_mpi_fields(e);
+      put_payload(e.payload);
     }
     last_ts_[thread] = leave_ns;  // the thread's next delta counts from the leave
   }

@@ -25,7 +25,7 @@ class StreamWriter {
   void append(const Sample& record);
   void append(const Enter& record);
   void append(const Leave& record);
-  void append(const MpiEvent& record);
+  void append(const Event& record);
   void append(const CctNode& record);
   void append(const Call& record);
   // A Call given as its shape and times (what the drain keeps). Returns
@@ -75,10 +75,9 @@ class StreamWriter {
     used_ += static_cast<size_t>(encode_varint(start, v) - start);
   }
   void put_signed(int64_t v);
-  template <typename Event>  // MpiEvent or CallShape::Event
-  void put_mpi_fields(const Event& e) {
-    put_varint(e.comm); put_varint(e.peer); put_varint(e.tag); put_varint(e.op);
-    put_varint(e.sent); put_varint(e.received); put_varint(e.request);
+  void put_payload(const EventPayload& p) {
+    for (uint32_t w : p.word) put_varint(w);
+    for (uint64_t w : p.wide) put_varint(w);
   }
   void put_string(const std::string& s);
   // The zigzag-encoded step from the thread's last timestamp to `ts`.

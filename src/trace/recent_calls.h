@@ -1,5 +1,6 @@
-// The raw stream's memory of recent traced calls: a loop's MPI calls differ
-// only in their times (same region, context, peer, tag, size), so a call
+// The raw stream's memory of recent traced calls: a loop's calls differ
+// only in their times (same region, context, event payloads: an MPI call's
+// peer, tag, size), so a call
 // whose shape matches one of its thread's last few distinct shapes is
 // written as a reference to it plus its times. The writer and the reader
 // keep identical tables: both remember every call written out in full, in
@@ -23,8 +24,7 @@ struct CallShape {
   struct Event {
     uint32_t kind = 0;
     uint32_t at_leave = 0;  // stamped with the leave's time, not the enter's
-    uint32_t comm = 0, peer = 0, tag = 0, op = 0;
-    uint64_t sent = 0, received = 0, request = 0;
+    EventPayload payload;
   };
   uint32_t region = 0, node = 0;
   uint32_t event_count = 0, unused = 0;
@@ -36,17 +36,14 @@ struct CallShape {
     s.node = c.node;
     s.event_count = c.event_count;
     for (uint32_t i = 0; i < c.event_count; ++i) {
-      const MpiEvent& e = c.events[i];
-      s.events[i] = Event{static_cast<uint32_t>(e.kind), e.timestamp_ns != c.enter_ns, e.comm, e.peer, e.tag, e.op,
-                          e.sent, e.received, e.request};
+      const raw::Event& e = c.events[i];
+      s.events[i] = Event{e.kind, e.timestamp_ns != c.enter_ns, e.payload};
     }
     return s;
   }
   // Event `i` as a record of `thread` at `timestamp_ns`.
-  MpiEvent event(uint32_t i, uint32_t thread, uint64_t timestamp_ns) const {
-    const Event& e = events[i];
-    return MpiEvent{thread, timestamp_ns, static_cast<MpiEventKind>(e.kind), e.comm, e.peer, e.tag, e.op,
-                    e.sent, e.received, e.request};
+  raw::Event event(uint32_t i, uint32_t thread, uint64_t timestamp_ns) const {
+    return raw::Event{thread, timestamp_ns, events[i].kind, events[i].payload};
   }
   Call at(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns) const {
     Call c;

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "sigsafe/thread_ring.h"
+#include "trace/event_payload.h"
 #include "unwind/python/python_stack.h"
 
 namespace hybridprof {
@@ -14,9 +15,9 @@ namespace hybridprof {
 enum class RecordType : uint16_t {
   kPadding = kPaddingRecord,
   kSample = 1,        // SampleRecord
-  kRegionEnter = 2,   // RegionRecord + the caller's stack [+ MpiEventFields]
-  kRegionLeave = 3,   // RegionRecord [+ MpiEventFields]
-  kMpiEvent = 4,      // MpiEventRecord
+  kRegionEnter = 2,   // RegionRecord + the caller's stack [+ EventPayload]
+  kRegionLeave = 3,   // RegionRecord [+ EventPayload]
+  kEvent = 4,         // EventRecord
   kMixedSample = 5,   // MixedSampleRecord: native IPs and Python frames
   kRegionEnterRepeat = 6,  // RepeatRecord: an enter as last written in full from its caller stack
   kRegionLeaveRepeat = 7,  // RepeatRecord: a leave as last written in full for a call from there
@@ -84,6 +85,8 @@ constexpr uint32_t mixed_sample_record_bytes(uint32_t depth, uint32_t python_dep
 }
 
 // Enter/leave of a traced region (MPI call, OpenMP construct, NVTX range...).
+// A record may carry the events of its region that happen at its own time
+// (RegionFlags), so a call is one record each way.
 // An enter is followed by header.aux return addresses: the stack the region
 // was entered from, innermost first (frames of the runtime itself included;
 // the drain maps or drops them). A leave has none.
@@ -107,31 +110,31 @@ struct RegionRecord {
 };
 static_assert(sizeof(RegionRecord) == 32);
 
-// Bits of RegionRecord::flags beside the SampleFlags.
+// Bits of RegionRecord::flags beside the SampleFlags. Event kinds are the
+// process's numbering (trace/event_sets.h), below 256.
 enum RegionFlags : uint32_t {
-  // Enters: the region is a blocking collective: its MpiCollectiveBegin is
-  // at the enter's time (the drain writes it; no record of its own).
-  kEnterBeginsCollective = 1u << 16,
-  // Enters and leaves: the record carries the MPI event of its call that is
-  // stamped with its own time (a send at the enter, a receive at the leave):
-  // MpiEventFields follow it (after an enter's stack), the event's kind is
-  // flags >> kCarriedEventKindShift. One record fewer per such call.
+  // The record carries an event of kind (flags >> kEmptyEventKindShift) &
+  // 0xff whose payload is all zero, so it is not stored (an MPI
+  // collective's begin at its enter). It comes before a carried event.
+  kRegionCarriesEmptyEvent = 1u << 16,
+  // The record carries an event of kind flags >> kCarriedEventKindShift
+  // with its payload (an MPI send at the enter, a receive at the leave):
+  // the EventPayload follows the record (after an enter's stack).
   kRegionCarriesEvent = 1u << 17,
 };
+inline constexpr uint32_t kEmptyEventKindShift = 8;
 inline constexpr uint32_t kCarriedEventKindShift = 24;
 
-// What an MPI event says beside its thread, time and kind (as in raw::MpiEvent).
-struct MpiEventFields {
-  uint32_t comm, peer, tag, op;
-  uint64_t sent, received, request;
-};
-static_assert(sizeof(MpiEventFields) == 40);
-
-// Where a region record's carried event is (kRegionCarriesEvent).
-inline const MpiEventFields* carried_event(const RegionRecord& r) {
-  return reinterpret_cast<const MpiEventFields*>(r.ips() + r.header.aux);
+// How many events a region record with these flags carries.
+inline constexpr uint32_t carried_event_count(uint32_t flags) {
+  return ((flags & kRegionCarriesEmptyEvent) ? 1u : 0u) + ((flags & kRegionCarriesEvent) ? 1u : 0u);
 }
-inline MpiEventFields* carried_event(RegionRecord& r) { return reinterpret_cast<MpiEventFields*>(r.ips() + r.header.aux); }
+
+// Where a region record's carried event payload is (kRegionCarriesEvent).
+inline const EventPayload* carried_event(const RegionRecord& r) {
+  return reinterpret_cast<const EventPayload*>(r.ips() + r.header.aux);
+}
+inline EventPayload* carried_event(RegionRecord& r) { return reinterpret_cast<EventPayload*>(r.ips() + r.header.aux); }
 
 // A region's enter or leave that says exactly what the last one written in
 // full from the same remembered caller stack said (region, flags, carried
@@ -156,12 +159,12 @@ struct RingFlushRecord {
 };
 static_assert(sizeof(RingFlushRecord) == 24);
 
-// An MPI event; header.aux = raw::MpiEventKind.
-struct MpiEventRecord {
+// A traced event at its own time; header.aux = its kind.
+struct EventRecord {
   RecordHeader header;
   uint64_t timestamp;  // a trace clock reading
-  MpiEventFields fields;
+  EventPayload payload;
 };
-static_assert(sizeof(MpiEventRecord) == 56);
+static_assert(sizeof(EventRecord) == 56);
 
 }  // namespace hybridprof

@@ -24,11 +24,11 @@ namespace hybridprof {
 struct RegionBody {
   uint32_t region = 0;
   uint32_t flags = 0;   // RegionRecord::flags
-  MpiEventFields event{};  // meaningful with kRegionCarriesEvent
+  EventPayload event{};  // meaningful with kRegionCarriesEvent
 
   bool carries() const { return (flags & kRegionCarriesEvent) != 0; }
   bool operator==(const RegionBody& o) const {
-    return region == o.region && flags == o.flags && (!carries() || std::memcmp(&event, &o.event, sizeof event) == 0);
+    return region == o.region && flags == o.flags && (!carries() || event == o.event);
   }
 };
 
@@ -48,7 +48,7 @@ class TracedCallWriter {
       if (s.generation == stack.generation && s.enter == body)
         return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot);
     }
-    const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(MpiEventFields) : 0));
+    const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(EventPayload) : 0));
     auto* r = reinterpret_cast<RegionRecord*>(
         ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionEnter), static_cast<uint16_t>(depth)));
     if (r == nullptr) return false;
@@ -65,7 +65,7 @@ class TracedCallWriter {
     Site* s = remembered(stack) && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
     if (s && s->leave_known && s->leave == body)
       return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot);
-    const uint32_t bytes = uint32_t(sizeof(RegionRecord) + (body.carries() ? sizeof(MpiEventFields) : 0));
+    const uint32_t bytes = uint32_t(sizeof(RegionRecord) + (body.carries() ? sizeof(EventPayload) : 0));
     auto* r = reinterpret_cast<RegionRecord*>(
         ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionLeave), 0));
     if (r == nullptr) return false;

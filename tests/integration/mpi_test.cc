@@ -188,7 +188,7 @@ TEST_F(Mpi, TheRanksWriteTheJobArchiveTogetherAtExit) {
   EXPECT_TRUE(file_exists(dir + "/job-archive.result"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive")) << "the staging directory is gone";
   EXPECT_NE(r.err.find("hybridprof: archive " + dir + "/traces.otf2"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("18 MPI events from 3 ranks"), std::string::npos) << "counted over all ranks: " << r.err;
+  EXPECT_NE(r.err.find("18 traced events from 3 ranks"), std::string::npos) << "counted over all ranks: " << r.err;
   EXPECT_EQ(r.err.find("not written at exit"), std::string::npos) << r.err;
   // Every rank wrote its own threads' events; rank 0 wrote the definitions of all.
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_GE(t.enters.at(rank).at("MPI_Send"), uint64_t(kRounds));

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "finalize/event_set_writers.h"
 #include "finalize/process_definitions.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
@@ -23,10 +24,6 @@ using otf2::ArchiveWriter;
 using otf2::kUndefined;
 using otf2::Paradigm;
 constexpr uint64_t kNoLocation = UINT64_MAX;
-// Raw MPI events carry collective operations in OTF2's numbering.
-static_assert(uint32_t(otf2::CollectiveOp::kBarrier) == uint32_t(raw::CollectiveOp::kBarrier));
-static_assert(uint32_t(otf2::CollectiveOp::kExscan) == uint32_t(raw::CollectiveOp::kExscan));
-static_assert(uint32_t(otf2::CollectiveOp::kReduceScatterBlock) == uint32_t(raw::CollectiveOp::kReduceScatterBlock));
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
@@ -116,14 +113,14 @@ class Finalizer {
     }
     if (collective_) {
       // Closing is collective: all writers go on, or none.
-      std::vector<uint64_t> totals{failure.empty() ? 0u : 1u, result_->mpi_events, result_->mpi_events_without_comm};
+      std::vector<uint64_t> totals{failure.empty() ? 0u : 1u, result_->traced_events, result_->events_skipped};
       collective_->reduce(totals, ArchiveWriter::Collective::Reduce::kSum);
       if (totals[0]) {
         writers_.each([](ArchiveWriter& w) { w.abandon(); });
         throw std::runtime_error(failure.empty() ? std::to_string(totals[0]) + " other writer(s) failed" : failure);
       }
-      result_->mpi_events = totals[1];
-      result_->mpi_events_without_comm = totals[2];
+      result_->traced_events = totals[1];
+      result_->events_skipped = totals[2];
     }
     write_archive_properties(entries);
     otf2::ClockInfo clock;
@@ -316,8 +313,8 @@ class Finalizer {
         const uint32_t ctx = l->node < contexts.size() ? contexts[l->node] : kUndefined;
         if (ctx != kUndefined && location_of(l->thread, &loc))
           writers_.each([&](ArchiveWriter& w) { w.write_context_leave(loc, l->timestamp_ns, ctx); });
-      } else if (const auto* m = std::get_if<raw::MpiEvent>(&record)) {
-        if (location_of(m->thread, &loc)) write_mpi_event(*m, loc, refs);
+      } else if (const auto* ev = std::get_if<raw::Event>(&record)) {
+        if (location_of(ev->thread, &loc)) write_event(*ev, loc, p, refs);
       } else if (const auto* t = std::get_if<raw::ThreadEnd>(&record)) {
         if (location_of(t->thread, &loc)) {
           ended.insert(t->thread);
@@ -334,41 +331,20 @@ class Finalizer {
     }
   }
 
-  void write_mpi_event(const raw::MpiEvent& m, uint64_t loc, const ProcessRefs& refs) {
-    using K = raw::MpiEventKind;
-    const bool has_comm = m.kind == K::kSend || m.kind == K::kRecv || m.kind == K::kIsend || m.kind == K::kIrecv ||
-                          m.kind == K::kCollectiveEnd || m.kind == K::kNonBlockingCollectiveComplete;
-    uint32_t comm = kUndefined;
-    if (has_comm) {
-      auto it = refs.comms.find(m.comm);
-      if (it == refs.comms.end()) {
-        ++result_->mpi_events_without_comm;  // its definition was in a lost chunk
-        return;
-      }
-      comm = it->second;
+  // An adapter's event, by the writer of its set (event_set_writers.h).
+  void write_event(const raw::Event& e, uint64_t loc, const RawProcess& p, const ProcessRefs& refs) {
+    auto set = p.event_sets.upper_bound(e.kind);
+    const otf2::EventSetWriter* writer = nullptr;
+    if (set != p.event_sets.begin() && e.kind - (--set)->first < set->second.kinds)
+      writer = event_set_writer(set->second.name);
+    const otf2::EventSetWriter::Refs set_refs{&refs.comms};
+    const uint32_t kind = writer ? e.kind - set->first : 0;
+    if (writer == nullptr || !writer->writable(kind, e.payload, set_refs)) {
+      ++result_->events_skipped;  // its set or a definition it names was in a lost chunk, or is unknown here
+      return;
     }
-    const auto op = static_cast<otf2::CollectiveOp>(m.op);
-    const uint64_t t = m.timestamp_ns;
-    ++result_->mpi_events;
-    writers_.each([&](ArchiveWriter& w) {
-      switch (m.kind) {
-        case K::kSend: w.write_mpi_send(loc, t, m.peer, comm, m.tag, m.sent); break;
-        case K::kRecv: w.write_mpi_recv(loc, t, m.peer, comm, m.tag, m.received); break;
-        case K::kIsend: w.write_mpi_isend(loc, t, m.peer, comm, m.tag, m.sent, m.request); break;
-        case K::kIsendComplete: w.write_mpi_isend_complete(loc, t, m.request); break;
-        case K::kIrecvRequest: w.write_mpi_irecv_request(loc, t, m.request); break;
-        case K::kIrecv: w.write_mpi_irecv(loc, t, m.peer, comm, m.tag, m.received, m.request); break;
-        case K::kRequestTest: w.write_mpi_request_test(loc, t, m.request); break;
-        case K::kRequestCancelled: w.write_mpi_request_cancelled(loc, t, m.request); break;
-        case K::kCollectiveBegin: w.write_mpi_collective_begin(loc, t); break;
-        case K::kCollectiveEnd: w.write_mpi_collective_end(loc, t, op, comm, m.peer, m.sent, m.received); break;
-        case K::kNonBlockingCollectiveRequest: w.write_nonblocking_collective_request(loc, t, m.request); break;
-        case K::kNonBlockingCollectiveComplete:
-          w.write_nonblocking_collective_complete(loc, t, op, comm, m.peer, m.sent, m.received, m.request);
-          break;
-        case K::kCount: break;
-      }
-    });
+    ++result_->traced_events;
+    writers_.each([&](ArchiveWriter& w) { writer->write(w, loc, e.timestamp_ns, kind, e.payload, set_refs); });
   }
 
   void write_archive_properties(const std::vector<ArchiveEntry>& entries) {

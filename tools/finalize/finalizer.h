@@ -32,8 +32,8 @@ struct Result {
   uint64_t processes = 0, threads = 0, samples = 0;
   uint64_t dropped = 0, unwind_failed = 0, truncated = 0, unwind_recovered = 0;
   uint64_t python_incomplete = 0;  // samples with an incomplete Python stack
-  uint64_t mpi_events = 0;
-  uint64_t mpi_events_without_comm = 0;  // skipped: their communicator's definition was lost
+  uint64_t traced_events = 0;
+  uint64_t events_skipped = 0;  // events of a set this build cannot write, or naming a definition the stream lost
   uint64_t missing_ranks = 0;            // MPI ranks with no raw data at all
   std::vector<std::string> warnings;  // data found missing or damaged
 };

@@ -46,11 +46,13 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
             p->last_ns = std::max(p->last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::Enter> || std::is_same_v<T, raw::Leave> ||
-                               std::is_same_v<T, raw::MpiEvent>) {
+                               std::is_same_v<T, raw::Event>) {
             RawThread& t = thread(r.thread);
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::CommDef>) {
             p->comms[r.id] = r;  // an id is reused after MPI_Comm_free: the stream order decides
+          } else if constexpr (std::is_same_v<T, raw::EventSetDef>) {
+            p->event_sets[r.base] = r;
           } else if constexpr (std::is_same_v<T, raw::MpiWorld>) {
             p->mpi_world = r;
           } else if constexpr (std::is_same_v<T, raw::ClockOffset>) {

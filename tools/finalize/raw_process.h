@@ -37,6 +37,8 @@ struct RawProcess {
   std::optional<raw::MpiWorld> mpi_world;
   std::map<uint32_t, raw::CommDef> comms;
   std::vector<raw::ClockOffset> clock_offsets;
+  // The adapters' event sets, by the first kind of each.
+  std::map<uint32_t, raw::EventSetDef> event_sets;
   // Python code objects named by the drain, by id.
   std::map<uint32_t, raw::PythonCode> python_codes;
   raw::ReadSummary summary;

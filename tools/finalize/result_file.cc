@@ -16,8 +16,8 @@ void for_each_counter(Result& r, Fn&& fn) {
       {"processes", &r.processes}, {"threads", &r.threads}, {"samples", &r.samples},
       {"dropped", &r.dropped}, {"unwind_failed", &r.unwind_failed}, {"truncated", &r.truncated},
       {"unwind_recovered", &r.unwind_recovered},
-      {"python_incomplete", &r.python_incomplete}, {"mpi_events", &r.mpi_events},
-      {"mpi_events_without_comm", &r.mpi_events_without_comm}, {"missing_ranks", &r.missing_ranks}};
+      {"python_incomplete", &r.python_incomplete}, {"traced_events", &r.traced_events},
+      {"events_skipped", &r.events_skipped}, {"missing_ranks", &r.missing_ranks}};
   for (const auto& [name, value] : counters) fn(name, *value);
 }
 

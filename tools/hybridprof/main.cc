@@ -209,11 +209,11 @@ int run(int argc, char** argv) {
                (unsigned long long)result.threads, (unsigned long long)result.processes,
                result.processes == 1 ? "" : "es");
   // job.size is known to a rank's launcher; one launcher around mpirun sees the ranks only in the data.
-  if (result.mpi_events && job.size > 0)
-    std::fprintf(stderr, "hybridprof: %llu MPI events from %d ranks\n", (unsigned long long)result.mpi_events,
+  if (result.traced_events && job.size > 0)
+    std::fprintf(stderr, "hybridprof: %llu traced events from %d ranks\n", (unsigned long long)result.traced_events,
                  job.size);
-  else if (result.mpi_events)
-    std::fprintf(stderr, "hybridprof: %llu MPI events\n", (unsigned long long)result.mpi_events);
+  else if (result.traced_events)
+    std::fprintf(stderr, "hybridprof: %llu traced events\n", (unsigned long long)result.traced_events);
   std::fprintf(stderr, "hybridprof: archive %s\n", result.anchor.c_str());
   if (!result.enter_leave_anchor.empty())
     std::fprintf(stderr, "hybridprof: enter/leave archive for viewers %s\n", result.enter_leave_anchor.c_str());

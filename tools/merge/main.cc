@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
   std::printf("%llu samples from %llu threads in %llu process%s\n", (unsigned long long)result.samples,
               (unsigned long long)result.threads, (unsigned long long)result.processes,
               result.processes == 1 ? "" : "es");
-  if (result.mpi_events || result.missing_ranks)
-    std::printf("%llu MPI events; %llu rank%s missing\n", (unsigned long long)result.mpi_events,
+  if (result.traced_events || result.missing_ranks)
+    std::printf("%llu traced events; %llu rank%s missing\n", (unsigned long long)result.traced_events,
                 (unsigned long long)result.missing_ranks, result.missing_ranks == 1 ? "" : "s");
   std::printf("archive: %s\n", result.anchor.c_str());
   return 0;

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "trace/event_sets.h"
 #include "trace/module_table.h"
 #include "trace/raw_stream.h"
 #include "trace/records.h"
@@ -18,7 +20,14 @@
 namespace hybridprof {
 namespace {
 
-using raw::MpiEventKind;
+// Event kinds as an adapter would number them, and its payload: a peer
+// and byte counts (the drain knows none of it).
+enum Kind : uint32_t { kSend, kRecv, kIsendComplete, kCollectiveBegin, kCollectiveEnd };
+EventPayload message(uint32_t peer, uint64_t sent, uint64_t received) {
+  EventPayload p;
+  p.word[1] = peer, p.word[2] = 7, p.wide[0] = sent, p.wide[1] = received;
+  return p;
+}
 
 class DrainTest : public ::testing::Test {
  protected:
@@ -56,17 +65,17 @@ class DrainTest : public ::testing::Test {
   // a record that says what the last one from there said is a repeat): a
   // send to `peer` travels in the enter, a receive from `peer` in the leave.
   void enter_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
-    ASSERT_TRUE(t_->traced_calls.enter(t_->ring, ns, body(region, MpiEventKind::kSend, peer, 8, 0),
+    ASSERT_TRUE(t_->traced_calls.enter(t_->ring, ns, body(region, kSend, peer, 8, 0),
                                        CallerStackCache::Ref{slot, generation, false}, nullptr, 0));
   }
   void leave_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
-    ASSERT_TRUE(t_->traced_calls.leave(t_->ring, ns, body(region, MpiEventKind::kRecv, peer, 0, 8),
+    ASSERT_TRUE(t_->traced_calls.leave(t_->ring, ns, body(region, kRecv, peer, 0, 8),
                                        CallerStackCache::Ref{slot, generation, false}));
   }
-  static RegionBody body(uint32_t region, MpiEventKind kind, int peer, uint64_t sent, uint64_t received) {
+  static RegionBody body(uint32_t region, Kind kind, int peer, uint64_t sent, uint64_t received) {
     if (peer < 0) return RegionBody{region, 0, {}};
     return RegionBody{region, kRegionCarriesEvent | uint32_t(kind) << kCarriedEventKindShift,
-                      MpiEventFields{0, uint32_t(peer), 7, 0, sent, received, 0}};
+                      message(uint32_t(peer), sent, received)};
   }
 
   void leave(uint64_t ns, uint32_t region) {
@@ -78,11 +87,11 @@ class DrainTest : public ::testing::Test {
     r->flags = r->stack_slot = r->stack_generation = 0;
     t_->ring.commit_exclusive();
   }
-  void event(uint64_t ns, MpiEventKind kind, uint32_t peer = 1) {
-    auto* m = reinterpret_cast<MpiEventRecord*>(
-        t_->ring.reserve_exclusive(sizeof(MpiEventRecord), uint16_t(RecordType::kMpiEvent), uint16_t(kind)));
+  void event(uint64_t ns, Kind kind, uint32_t peer = 1) {
+    auto* m = reinterpret_cast<EventRecord*>(
+        t_->ring.reserve_exclusive(sizeof(EventRecord), uint16_t(RecordType::kEvent), uint16_t(kind)));
     ASSERT_NE(m, nullptr);
-    *m = MpiEventRecord{m->header, ns, MpiEventFields{0, peer, 7, 0, 8, 0, 0}};
+    *m = EventRecord{m->header, ns, message(peer, 8, 0)};
     t_->ring.commit_exclusive();
   }
   void sample(uint64_t ns) {
@@ -95,8 +104,8 @@ class DrainTest : public ::testing::Test {
     t_->ring.commit_exclusive();
   }
 
-  // The thread's records in the stream so far: 'E'nter, 'L'eave, 'M'pi
-  // event, 'S'ample, each with its time.
+  // The thread's records in the stream so far: 'E'nter, 'L'eave, an
+  // event ('M'), 'S'ample, each with its time.
   std::vector<std::pair<char, uint64_t>> stream() {
     drain_.flush_now();
     std::vector<std::pair<char, uint64_t>> seen;
@@ -106,7 +115,7 @@ class DrainTest : public ::testing::Test {
         [&](const raw::Record& r) {
           if (const auto* e = std::get_if<raw::Enter>(&r)) seen.emplace_back('E', e->timestamp_ns), nodes_.push_back(e->node);
           if (const auto* l = std::get_if<raw::Leave>(&r)) seen.emplace_back('L', l->timestamp_ns), nodes_.push_back(l->node);
-          if (const auto* m = std::get_if<raw::MpiEvent>(&r)) seen.emplace_back('M', m->timestamp_ns), peers_.push_back(m->peer);
+          if (const auto* m = std::get_if<raw::Event>(&r)) seen.emplace_back('M', m->timestamp_ns), peers_.push_back(m->payload.word[1]);
           if (const auto* s = std::get_if<raw::Sample>(&r)) seen.emplace_back('S', s->timestamp_ns);
         },
         nullptr, &error))
@@ -125,10 +134,10 @@ class DrainTest : public ::testing::Test {
 
 TEST_F(DrainTest, WholeCallsReadBackAsTheirEnterEventsAndLeave) {
   enter(100, 1);
-  event(100, MpiEventKind::kSend);
+  event(100, kSend);
   leave(150, 1);
-  enter(200, 2, kEnterBeginsCollective);
-  event(260, MpiEventKind::kCollectiveEnd);
+  enter(200, 2, kRegionCarriesEmptyEvent | kCollectiveBegin << kEmptyEventKindShift);
+  event(260, kCollectiveEnd);
   leave(260, 2);
   EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 100}, {'L', 150}, {'E', 200}, {'M', 200}, {'M', 260}, {'L', 260}}));
   ASSERT_EQ(nodes_.size(), 4u);
@@ -137,10 +146,55 @@ TEST_F(DrainTest, WholeCallsReadBackAsTheirEnterEventsAndLeave) {
   EXPECT_NE(nodes_[0], nodes_[2]) << "two regions, two contexts";
 }
 
+// An adapter the spine has never heard of: it registers its event set,
+// writes an event of its own and one carried by a region's enter; the
+// stream defines the set before its events, and kinds and payloads come
+// back as written. Nothing in the ring, drain or stream names it.
+TEST_F(DrainTest, AnAdaptersOwnEventsReachTheStreamWithTheirSet) {
+  const uint32_t base = register_event_set("drain-test-toy", 2);
+  ASSERT_NE(base, kNoEventSet);
+  EventPayload tick;
+  tick.word[0] = 42, tick.wide[2] = 1ull << 50;
+  auto* e = reinterpret_cast<EventRecord*>(
+      t_->ring.reserve_exclusive(sizeof(EventRecord), uint16_t(RecordType::kEvent), uint16_t(base + 1)));
+  ASSERT_NE(e, nullptr);
+  *e = EventRecord{e->header, 90, tick};
+  t_->ring.commit_exclusive();
+  EventPayload start;
+  start.word[3] = 7;
+  ASSERT_TRUE(t_->traced_calls.enter(t_->ring, 100, RegionBody{3, kRegionCarriesEvent | base << kCarriedEventKindShift, start},
+                                     CallerStackCache::Ref{}, nullptr, 0));
+  leave(150, 3);
+  drain_.flush_now();
+  std::vector<raw::Record> records;
+  std::string error;
+  ASSERT_TRUE(raw::read_stream(path_, [&](const raw::Record& r) { records.push_back(r); }, nullptr, &error)) << error;
+  size_t set_at = records.size();
+  std::vector<raw::Event> events;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (const auto* d = std::get_if<raw::EventSetDef>(&records[i]); d && d->name == "drain-test-toy") {
+      EXPECT_EQ(d->base, base);
+      EXPECT_EQ(d->kinds, 2u);
+      set_at = std::min(set_at, i);
+    }
+    if (const auto* ev = std::get_if<raw::Event>(&records[i])) {
+      EXPECT_LT(set_at, i) << "the set is defined before its first event";
+      events.push_back(*ev);
+    }
+  }
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, base + 1);
+  EXPECT_EQ(events[0].timestamp_ns, 90u);
+  EXPECT_EQ(events[0].payload, tick);
+  EXPECT_EQ(events[1].kind, base);
+  EXPECT_EQ(events[1].timestamp_ns, 100u);
+  EXPECT_EQ(events[1].payload, start);
+}
+
 TEST_F(DrainTest, ASampleInsideACallComesBetweenItsEnterAndLeave) {
   enter(100, 1);
   sample(120);
-  event(150, MpiEventKind::kRecv);
+  event(150, kRecv);
   leave(150, 1);
   EXPECT_EQ(stream(), (Seen{{'E', 100}, {'S', 120}, {'M', 150}, {'L', 150}}));
   ASSERT_EQ(nodes_.size(), 2u);
@@ -151,10 +205,10 @@ TEST_F(DrainTest, CallsInsideCallsAndManyEventsKeepTheirOrder) {
   enter(100, 1);
   enter(110, 2);  // MPI calling MPI would not be traced twice; any region may
   leave(120, 2);
-  for (uint64_t i = 0; i < 3; ++i) event(130, MpiEventKind::kIsendComplete);  // more than a Call holds
+  for (uint64_t i = 0; i < 3; ++i) event(130, kIsendComplete);  // more than a Call holds
   leave(130, 1);
   enter(200, 1);
-  event(205, MpiEventKind::kSend);  // stamped neither at the enter nor at the leave
+  event(205, kSend);  // stamped neither at the enter nor at the leave
   leave(210, 1);
   EXPECT_EQ(stream(), (Seen{{'E', 100}, {'E', 110}, {'L', 120}, {'M', 130}, {'M', 130}, {'M', 130}, {'L', 130},
                             {'E', 200}, {'M', 205}, {'L', 210}}));
@@ -214,7 +268,7 @@ TEST_F(DrainTest, RepeatedCallsFromOnePlaceReadBackExactly) {
 TEST_F(DrainTest, ACallInProgressIsOnDiskAfterEachPass) {
   enter(100, 1);
   EXPECT_EQ(stream(), (Seen{{'E', 100}}));
-  event(300, MpiEventKind::kRecv);
+  event(300, kRecv);
   leave(300, 1);
   nodes_.clear();
   EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 300}, {'L', 300}}));
@@ -247,7 +301,7 @@ TEST_F(DrainTest, ARepeatedCallInProgressIsOnDiskAfterEachPass) {
 TEST_F(DrainTest, AnEventInsideARepeatedCallIsKept) {
   for (uint64_t start : {100, 200, 300, 400}) {
     enter_from(start, 1, 0, 1, 5);
-    if (start == 300) event(start + 50, MpiEventKind::kIsendComplete, 9);
+    if (start == 300) event(start + 50, kIsendComplete, 9);
     leave_from(start + 50, 1, 0, 1);
   }
   EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 100}, {'L', 150}, {'E', 200}, {'M', 200}, {'L', 250}, {'E', 300},
@@ -263,7 +317,7 @@ TEST_F(DrainTest, WholeCallsTakeFewerBytes) {
     for (uint64_t i = 0; i < 1000; ++i) {
       const uint64_t start = 1000000 + 1000 * i;
       enter(start, 1);
-      event(start + event_offset, MpiEventKind::kSend);
+      event(start + event_offset, kSend);
       leave(start + 400, 1);
       if (i % 100 == 99) drain_.flush_now();
     }

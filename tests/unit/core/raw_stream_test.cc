@@ -9,6 +9,14 @@
 namespace hybridprof::raw {
 namespace {
 
+// A payload with the words the tests look at: an adapter's first two
+// small words and first two wide ones.
+EventPayload payload(uint32_t w0, uint32_t w1, uint64_t wide0, uint64_t wide1 = 0) {
+  EventPayload p;
+  p.word[0] = w0, p.word[1] = w1, p.wide[0] = wide0, p.wide[1] = wide1;
+  return p;
+}
+
 std::string temp_path(const char* name) {
   return std::string(::testing::TempDir()) + "/" + name + std::to_string(getpid()) + ".hpr";
 }
@@ -32,6 +40,10 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   w.append(Sample{0, 1500, 3, 1, 5});  // time may step back: deltas are signed
   ASSERT_TRUE(w.flush());
   w.append(Sample{0, 3000000000ull, 3, 0});
+  w.append(EventSetDef{12, 5, "toy"});
+  Event event{0, 3000000000ull, 14, payload(7, 0xffffffffu, ~0ull, 1)};
+  event.payload.word[3] = 9, event.payload.wide[2] = 1ull << 40;
+  w.append(event);
   w.append(ThreadEnd{0, 3000000001ull, {3, 1, 0, 0}, "worker"});
   w.append(ProcessEnd{3000000002ull, EndReason::kSignal, 15, 2});
   w.close();
@@ -40,7 +52,7 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   ReadSummary summary;
   std::string error;
   ASSERT_TRUE(read_stream(path, [&](const Record& r) { records.push_back(r); }, &summary, &error)) << error;
-  ASSERT_EQ(records.size(), 9u);
+  ASSERT_EQ(records.size(), 11u);
   EXPECT_EQ(summary.chunks, 2u);
   EXPECT_TRUE(summary.problem.empty());
   EXPECT_EQ(std::get<ProcessBegin>(records[0]).args[1], "x y");
@@ -53,9 +65,15 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   EXPECT_EQ(std::get<Sample>(records[5]).weight, 5u);
   EXPECT_EQ(std::get<Sample>(records[4]).weight, 1u);
   EXPECT_EQ(std::get<Sample>(records[6]).timestamp_ns, 3000000000ull);
-  EXPECT_EQ(std::get<ThreadEnd>(records[7]).name, "worker");
-  EXPECT_EQ(std::get<ThreadEnd>(records[7]).counters.dropped, 1u);
-  EXPECT_EQ(std::get<ProcessEnd>(records[8]).status, 15);
+  EXPECT_EQ(std::get<EventSetDef>(records[7]).name, "toy");
+  EXPECT_EQ(std::get<EventSetDef>(records[7]).base, 12u);
+  EXPECT_EQ(std::get<EventSetDef>(records[7]).kinds, 5u);
+  EXPECT_EQ(std::get<Event>(records[8]).kind, 14u);
+  EXPECT_EQ(std::get<Event>(records[8]).timestamp_ns, 3000000000ull);
+  EXPECT_EQ(std::get<Event>(records[8]).payload, event.payload);
+  EXPECT_EQ(std::get<ThreadEnd>(records[9]).name, "worker");
+  EXPECT_EQ(std::get<ThreadEnd>(records[9]).counters.dropped, 1u);
+  EXPECT_EQ(std::get<ProcessEnd>(records[10]).status, 15);
   std::remove(path.c_str());
 }
 
@@ -106,8 +124,10 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   barrier.region = 4;
   barrier.node = 12;
   barrier.event_count = 2;
-  barrier.events[0] = MpiEvent{1, 5000, MpiEventKind::kCollectiveBegin};
-  barrier.events[1] = MpiEvent{1, 5750, MpiEventKind::kCollectiveEnd, 3, kNoRoot, 0, 0, 0, 0, 0};
+  // Kinds and payload words as an adapter would set them (the stream
+  // knows neither): a begin with nothing, an end with a word and no peer.
+  barrier.events[0] = Event{1, 5000, 8, {}};
+  barrier.events[1] = Event{1, 5750, 9, payload(3, 0xffffffffu, 0)};
   w.append(barrier);
   Call send;
   send.thread = 1;
@@ -115,7 +135,8 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   send.region = 5;
   send.node = 13;
   send.event_count = 1;
-  send.events[0] = MpiEvent{1, 6000, MpiEventKind::kSend, 0, 2, 99, 0, 1u << 20, 0, 0};
+  send.events[0] = Event{1, 6000, 0, payload(0, 2, 1u << 20)};
+  send.events[0].payload.word[2] = 99;
   w.append(send);
   w.append(Sample{1, 6100, 13, 0});
   w.close();
@@ -131,24 +152,23 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   EXPECT_EQ(enter.timestamp_ns, 5000u);
   EXPECT_EQ(enter.region, 4u);
   EXPECT_EQ(enter.node, 12u);
-  EXPECT_EQ(std::get<MpiEvent>(r[1]).kind, MpiEventKind::kCollectiveBegin);
-  EXPECT_EQ(std::get<MpiEvent>(r[1]).timestamp_ns, 5000u);
-  const auto& end = std::get<MpiEvent>(r[2]);
-  EXPECT_EQ(end.kind, MpiEventKind::kCollectiveEnd);
+  EXPECT_EQ(std::get<Event>(r[1]).kind, 8u);
+  EXPECT_EQ(std::get<Event>(r[1]).timestamp_ns, 5000u);
+  EXPECT_EQ(std::get<Event>(r[1]).payload, EventPayload{});
+  const auto& end = std::get<Event>(r[2]);
+  EXPECT_EQ(end.kind, 9u);
   EXPECT_EQ(end.timestamp_ns, 5750u);
   EXPECT_EQ(end.thread, 1u);
-  EXPECT_EQ(end.comm, 3u);
-  EXPECT_EQ(end.peer, kNoRoot);
+  EXPECT_EQ(end.payload, barrier.events[1].payload);
   const auto& leave = std::get<Leave>(r[3]);
   EXPECT_EQ(leave.timestamp_ns, 5750u);
   EXPECT_EQ(leave.region, 4u);
   EXPECT_EQ(leave.node, 12u);
   EXPECT_EQ(std::get<Enter>(r[4]).timestamp_ns, 6000u);
-  const auto& message = std::get<MpiEvent>(r[5]);
+  const auto& message = std::get<Event>(r[5]);
   EXPECT_EQ(message.timestamp_ns, 6000u);
-  EXPECT_EQ(message.peer, 2u);
-  EXPECT_EQ(message.tag, 99u);
-  EXPECT_EQ(message.sent, 1u << 20);
+  EXPECT_EQ(message.kind, 0u);
+  EXPECT_EQ(message.payload, send.events[0].payload);
   EXPECT_EQ(std::get<Leave>(r[6]).timestamp_ns, 6000u);
   EXPECT_EQ(std::get<Sample>(r[7]).timestamp_ns, 6100u);
   std::remove(path.c_str());
@@ -170,9 +190,8 @@ TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
     c.region = region;
     c.node = 10 + region;
     c.event_count = 1;
-    c.events[0] = MpiEvent{thread, region == 1 ? enter : enter + 300, region == 1 ? MpiEventKind::kSend
-                                                                                 : MpiEventKind::kRecv,
-                           0, peer, 5, 0, region == 1 ? 64u : 0u, region == 1 ? 0u : 64u, 0};
+    c.events[0] = Event{thread, region == 1 ? enter : enter + 300, region == 1 ? 0u : 1u,
+                        payload(0, peer, region == 1 ? 64u : 0u, region == 1 ? 0u : 64u)};
     return c;
   };
   std::vector<Call> written;
@@ -202,13 +221,12 @@ TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
   for (size_t i = 0; i < written.size(); ++i) {
     const Call& c = written[i];
     const auto* enter = std::get_if<Enter>(&r[3 * i]);
-    const auto* event = std::get_if<MpiEvent>(&r[3 * i + 1]);
+    const auto* event = std::get_if<Event>(&r[3 * i + 1]);
     const auto* leave = std::get_if<Leave>(&r[3 * i + 2]);
     const bool ok = enter && event && leave && enter->thread == c.thread && enter->timestamp_ns == c.enter_ns &&
                     enter->region == c.region && enter->node == c.node && leave->timestamp_ns == c.leave_ns &&
                     event->timestamp_ns == c.events[0].timestamp_ns && event->kind == c.events[0].kind &&
-                    event->peer == c.events[0].peer && event->sent == c.events[0].sent &&
-                    event->received == c.events[0].received && event->thread == c.thread;
+                    event->payload == c.events[0].payload && event->thread == c.thread;
     bad += !ok;
     if (!ok && bad < 5) ADD_FAILURE() << "call " << i << (i >= first_chunk ? " (second chunk)" : "") << " differs";
   }

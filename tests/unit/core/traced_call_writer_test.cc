@@ -16,8 +16,9 @@ using Ref = CallerStackCache::Ref;
 constexpr uint32_t kSend = 1, kRecv = 2;
 
 RegionBody carrying(uint32_t region, uint32_t peer, uint32_t kind = 1) {
-  return RegionBody{region, kRegionCarriesEvent | kind << kCarriedEventKindShift,
-                    MpiEventFields{0, peer, 7, 0, 8, 0, 0}};
+  EventPayload message;  // peer, tag 7, 8 bytes
+  message.word[1] = peer, message.word[2] = 7, message.wide[0] = 8;
+  return RegionBody{region, kRegionCarriesEvent | kind << kCarriedEventKindShift, message};
 }
 RegionBody bare(uint32_t region) { return RegionBody{region, 0, {}}; }
 

@@ -140,7 +140,7 @@ TEST(ResultFile, WhatTheRanksWroteIsWhatTheLauncherReads) {
   r.anchor = "/jobs/run 1/traces.otf2";
   r.enter_leave_anchor = "/jobs/run 1/enter-leave/traces.otf2";
   r.processes = 4, r.threads = 12, r.samples = 9000, r.dropped = 7, r.unwind_failed = 3, r.truncated = 2;
-  r.python_incomplete = 1, r.mpi_events = 640, r.mpi_events_without_comm = 5, r.missing_ranks = 1;
+  r.python_incomplete = 1, r.traced_events = 640, r.events_skipped = 5, r.missing_ranks = 1;
   r.warnings = {"rank 3 of 4: no data", "process 77: torn chunk, 12 bytes of raw data lost"};
   ASSERT_TRUE(save_result(path, r));
   Result back;
@@ -154,8 +154,8 @@ TEST(ResultFile, WhatTheRanksWroteIsWhatTheLauncherReads) {
   EXPECT_EQ(back.unwind_failed, 3u);
   EXPECT_EQ(back.truncated, 2u);
   EXPECT_EQ(back.python_incomplete, 1u);
-  EXPECT_EQ(back.mpi_events, 640u);
-  EXPECT_EQ(back.mpi_events_without_comm, 5u);
+  EXPECT_EQ(back.traced_events, 640u);
+  EXPECT_EQ(back.events_skipped, 5u);
   EXPECT_EQ(back.missing_ranks, 1u);
   EXPECT_EQ(back.warnings, r.warnings);
   EXPECT_FALSE(load_result(path + ".missing", &back));

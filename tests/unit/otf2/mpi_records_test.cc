@@ -1,14 +1,19 @@
 // MPI records, communicators, traced calling contexts and clock offsets:
-// written by ArchiveWriter, read back by ArchiveReader (and otf2-print).
+// written by ArchiveWriter (MPI's records through MPI's event-set writer,
+// src/mpi/mpi_otf2_events.h, as the finalizer hands events to it), read
+// back by ArchiveReader (and otf2-print).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "mpi/mpi_events.h"
+#include "mpi/mpi_otf2_events.h"
 #include "otf2/archive_reader.h"
 #include "test_support.h"
 
@@ -32,6 +37,64 @@ static void PrintTo(const MpiEvent& e, std::ostream* os) {
 namespace {
 
 using testing::TempDir;
+using Kind = ::hybridprof::mpi::EventKind;
+
+// One MPI event as the finalizer writes it: through the set's writer, with
+// the archive's comm refs standing for themselves.
+void write_mpi(ArchiveWriter& w, uint64_t loc, uint64_t t, Kind kind, ::hybridprof::mpi::EventFields f) {
+  const std::map<uint32_t, uint32_t> comms{{f.comm, f.comm}};
+  const EventSetWriter::Refs refs{&comms};
+  const EventSetWriter& writer = ::hybridprof::mpi::otf2_event_writer();
+  const EventPayload payload = ::hybridprof::mpi::payload_of(f);
+  ASSERT_TRUE(writer.writable(uint32_t(kind), payload, refs));
+  writer.write(w, loc, t, uint32_t(kind), payload, refs);
+}
+void write_mpi_send(ArchiveWriter& w, uint64_t loc, uint64_t t, uint32_t receiver, uint32_t comm, uint32_t tag,
+                    uint64_t bytes) {
+  write_mpi(w, loc, t, Kind::kSend, {comm, receiver, tag, 0, bytes});
+}
+void write_mpi_recv(ArchiveWriter& w, uint64_t loc, uint64_t t, uint32_t sender, uint32_t comm, uint32_t tag,
+                    uint64_t bytes) {
+  write_mpi(w, loc, t, Kind::kRecv, {comm, sender, tag, 0, 0, bytes});
+}
+void write_mpi_isend(ArchiveWriter& w, uint64_t loc, uint64_t t, uint32_t receiver, uint32_t comm, uint32_t tag,
+                     uint64_t bytes, uint64_t request) {
+  write_mpi(w, loc, t, Kind::kIsend, {comm, receiver, tag, 0, bytes, 0, request});
+}
+void write_mpi_irecv(ArchiveWriter& w, uint64_t loc, uint64_t t, uint32_t sender, uint32_t comm, uint32_t tag,
+                     uint64_t bytes, uint64_t request) {
+  write_mpi(w, loc, t, Kind::kIrecv, {comm, sender, tag, 0, 0, bytes, request});
+}
+void write_request(ArchiveWriter& w, uint64_t loc, uint64_t t, Kind kind, uint64_t request) {
+  write_mpi(w, loc, t, kind, {0, 0, 0, 0, 0, 0, request});
+}
+void write_mpi_isend_complete(ArchiveWriter& w, uint64_t loc, uint64_t t, uint64_t request) {
+  write_request(w, loc, t, Kind::kIsendComplete, request);
+}
+void write_mpi_irecv_request(ArchiveWriter& w, uint64_t loc, uint64_t t, uint64_t request) {
+  write_request(w, loc, t, Kind::kIrecvRequest, request);
+}
+void write_mpi_request_test(ArchiveWriter& w, uint64_t loc, uint64_t t, uint64_t request) {
+  write_request(w, loc, t, Kind::kRequestTest, request);
+}
+void write_mpi_request_cancelled(ArchiveWriter& w, uint64_t loc, uint64_t t, uint64_t request) {
+  write_request(w, loc, t, Kind::kRequestCancelled, request);
+}
+void write_nonblocking_collective_request(ArchiveWriter& w, uint64_t loc, uint64_t t, uint64_t request) {
+  write_request(w, loc, t, Kind::kNonBlockingCollectiveRequest, request);
+}
+void write_mpi_collective_begin(ArchiveWriter& w, uint64_t loc, uint64_t t) {
+  write_mpi(w, loc, t, Kind::kCollectiveBegin, {});
+}
+void write_mpi_collective_end(ArchiveWriter& w, uint64_t loc, uint64_t t, CollectiveOp op, uint32_t comm,
+                              uint32_t root, uint64_t sent, uint64_t received) {
+  write_mpi(w, loc, t, Kind::kCollectiveEnd, {comm, root, 0, uint32_t(op), sent, received});
+}
+void write_nonblocking_collective_complete(ArchiveWriter& w, uint64_t loc, uint64_t t, CollectiveOp op,
+                                           uint32_t comm, uint32_t root, uint64_t sent, uint64_t received,
+                                           uint64_t request) {
+  write_mpi(w, loc, t, Kind::kNonBlockingCollectiveComplete, {comm, root, 0, uint32_t(op), sent, received, request});
+}
 
 MpiEvent event(uint64_t location, uint64_t timestamp, MpiEventKind kind) {
   MpiEvent e;
@@ -77,46 +140,46 @@ TwoRanks write_two_ranks(const std::string& dir, bool enter_leave = false) {
   // rank 0
   w.write_sample(k.r0, 5, k.c_main, 1, kUndefined);
   w.write_context_enter(k.r0, 10, k.c_send, 2);
-  w.write_mpi_send(k.r0, 11, 1, k.world, 7, 2048);
+  write_mpi_send(w, k.r0, 11, 1, k.world, 7, 2048);
   e = event(k.r0, 11, MpiEventKind::kSend), e.peer = 1, e.comm = k.world, e.tag = 7, e.bytes = 2048, add(e);
   w.write_sample(k.r0, 12, k.c_progress, 1, kUndefined);
   w.write_context_leave(k.r0, 13, k.c_send);
-  w.write_mpi_isend(k.r0, 20, 0, k.split, 8, 64, 5);
+  write_mpi_isend(w, k.r0, 20, 0, k.split, 8, 64, 5);
   e = event(k.r0, 20, MpiEventKind::kIsend), e.peer = 0, e.comm = k.split, e.tag = 8, e.bytes = 64, e.request = 5;
   add(e);
-  w.write_mpi_request_test(k.r0, 21, 5);
+  write_mpi_request_test(w, k.r0, 21, 5);
   e = event(k.r0, 21, MpiEventKind::kRequestTest), e.request = 5, add(e);
-  w.write_mpi_isend_complete(k.r0, 22, 5);
+  write_mpi_isend_complete(w, k.r0, 22, 5);
   e = event(k.r0, 22, MpiEventKind::kIsendComplete), e.request = 5, add(e);
   // rank 1
-  w.write_mpi_recv(k.r1, 11, 0, k.world, 7, 2048);
+  write_mpi_recv(w, k.r1, 11, 0, k.world, 7, 2048);
   e = event(k.r1, 11, MpiEventKind::kRecv), e.peer = 0, e.comm = k.world, e.tag = 7, e.bytes = 2048, add(e);
-  w.write_mpi_irecv_request(k.r1, 19, 9);
+  write_mpi_irecv_request(w, k.r1, 19, 9);
   e = event(k.r1, 19, MpiEventKind::kIrecvRequest), e.request = 9, add(e);
-  w.write_mpi_irecv(k.r1, 23, 1, k.dup, 8, 64, 9);
+  write_mpi_irecv(w, k.r1, 23, 1, k.dup, 8, 64, 9);
   e = event(k.r1, 23, MpiEventKind::kIrecv), e.peer = 1, e.comm = k.dup, e.tag = 8, e.bytes = 64, e.request = 9;
   add(e);
-  w.write_mpi_irecv_request(k.r1, 24, 10);
+  write_mpi_irecv_request(w, k.r1, 24, 10);
   e = event(k.r1, 24, MpiEventKind::kIrecvRequest), e.request = 10, add(e);
-  w.write_mpi_request_cancelled(k.r1, 25, 10);
+  write_mpi_request_cancelled(w, k.r1, 25, 10);
   e = event(k.r1, 25, MpiEventKind::kRequestCancelled), e.request = 10, add(e);
   // both
   for (uint64_t r : {k.r0, k.r1}) {
     const bool root = r == k.r0;
-    w.write_mpi_collective_begin(r, 30);
+    write_mpi_collective_begin(w, r, 30);
     add(event(r, 30, MpiEventKind::kCollectiveBegin));
-    w.write_mpi_collective_end(r, 31, CollectiveOp::kBcast, k.world, 0, root ? 400 : 0, root ? 0 : 400);
+    write_mpi_collective_end(w, r, 31, CollectiveOp::kBcast, k.world, 0, root ? 400 : 0, root ? 0 : 400);
     e = event(r, 31, MpiEventKind::kCollectiveEnd), e.op = CollectiveOp::kBcast, e.comm = k.world, e.peer = 0;
     e.sent = root ? 400 : 0, e.received = root ? 0 : 400, add(e);
-    w.write_nonblocking_collective_request(r, 40, 77 + r);
+    write_nonblocking_collective_request(w, r, 40, 77 + r);
     e = event(r, 40, MpiEventKind::kNonBlockingCollectiveRequest), e.request = 77 + r, add(e);
-    w.write_nonblocking_collective_complete(r, 41, CollectiveOp::kAllreduce, k.split, kRootNone, 8, 16, 77 + r);
+    write_nonblocking_collective_complete(w, r, 41, CollectiveOp::kAllreduce, k.split, kRootNone, 8, 16, 77 + r);
     e = event(r, 41, MpiEventKind::kNonBlockingCollectiveComplete), e.op = CollectiveOp::kAllreduce;
     e.comm = k.split, e.peer = kRootNone, e.sent = 8, e.received = 16, e.request = 77 + r, add(e);
   }
-  w.write_mpi_collective_begin(k.r1, 50);
+  write_mpi_collective_begin(w, k.r1, 50);
   add(event(k.r1, 50, MpiEventKind::kCollectiveBegin));
-  w.write_mpi_collective_end(k.r1, 51, CollectiveOp::kDestroyHandleAndDeallocate, k.self, kRootNone, 0, 0);
+  write_mpi_collective_end(w, k.r1, 51, CollectiveOp::kDestroyHandleAndDeallocate, k.self, kRootNone, 0, 0);
   e = event(k.r1, 51, MpiEventKind::kCollectiveEnd), e.op = CollectiveOp::kDestroyHandleAndDeallocate;
   e.comm = k.self, e.peer = kRootNone, add(e);
   w.close({});
@@ -286,19 +349,19 @@ TEST(MpiRecords, MisuseIsRefused) {
   EXPECT_THROW(w.define_comm("c", {0}, 0), std::invalid_argument) << "unknown parent";
   const uint32_t world = w.define_comm("world", {0}, kUndefined);
   const uint32_t bad = world + 1;
-  EXPECT_THROW(w.write_mpi_send(t, 1, 0, bad, 0, 0), std::invalid_argument);
-  EXPECT_THROW(w.write_mpi_recv(t, 1, 0, bad, 0, 0), std::invalid_argument);
-  EXPECT_THROW(w.write_mpi_isend(t, 1, 0, bad, 0, 0, 1), std::invalid_argument);
-  EXPECT_THROW(w.write_mpi_irecv(t, 1, 0, bad, 0, 0, 1), std::invalid_argument);
-  EXPECT_THROW(w.write_mpi_collective_end(t, 1, CollectiveOp::kBarrier, bad, kRootNone, 0, 0),
+  EXPECT_THROW(write_mpi_send(w, t, 1, 0, bad, 0, 0), std::invalid_argument);
+  EXPECT_THROW(write_mpi_recv(w, t, 1, 0, bad, 0, 0), std::invalid_argument);
+  EXPECT_THROW(write_mpi_isend(w, t, 1, 0, bad, 0, 0, 1), std::invalid_argument);
+  EXPECT_THROW(write_mpi_irecv(w, t, 1, 0, bad, 0, 0, 1), std::invalid_argument);
+  EXPECT_THROW(write_mpi_collective_end(w, t, 1, CollectiveOp::kBarrier, bad, kRootNone, 0, 0),
                std::invalid_argument);
-  EXPECT_THROW(w.write_nonblocking_collective_complete(t, 1, CollectiveOp::kBarrier, bad, kRootNone, 0, 0, 1),
+  EXPECT_THROW(write_nonblocking_collective_complete(w, t, 1, CollectiveOp::kBarrier, bad, kRootNone, 0, 0, 1),
                std::invalid_argument);
-  EXPECT_THROW(w.write_mpi_send(t, 1, 0, kUndefined, 0, 0), std::invalid_argument);
+  EXPECT_THROW(write_mpi_send(w, t, 1, 0, kUndefined, 0, 0), std::invalid_argument);
   EXPECT_THROW(w.write_context_enter(t, 1, 0, 1), std::invalid_argument) << "unknown calling context";
   EXPECT_THROW(w.write_context_leave(t, 1, 0), std::invalid_argument) << "unknown calling context";
-  EXPECT_THROW(w.write_mpi_send(7, 1, 0, world, 0, 0), std::invalid_argument) << "unknown location";
-  w.write_mpi_send(t, 1, 0, world, 0, 0);
+  EXPECT_THROW(write_mpi_send(w, 7, 1, 0, world, 0, 0), std::invalid_argument) << "unknown location";
+  write_mpi_send(w, t, 1, 0, world, 0, 0);
   EXPECT_EQ(w.stats().events, 1u) << "refused records write nothing";
   EXPECT_THROW(w.add_clock_offset(9, 0, 1, 0), std::invalid_argument) << "unknown location";
   w.add_clock_offset(t, 100, 1, 0);
@@ -331,8 +394,8 @@ ClockOffsetArchive write_with_offsets(const std::string& dir,
     w.define_mpi_world({r0, r1});
     const uint32_t world = w.define_comm("MPI_COMM_WORLD", {0, 1}, kUndefined);
     for (uint64_t t : {1000, 1500, 2000, 3000}) {
-      w.write_mpi_send(r0, t, 1, world, 0, 8);
-      w.write_mpi_recv(r1, t, 0, world, 0, 8);
+      write_mpi_send(w, r0, t, 1, world, 0, 8);
+      write_mpi_recv(w, r1, t, 0, world, 0, 8);
     }
     for (auto [time, offset] : offsets_of_r1) w.add_clock_offset(r1, time, offset, 2.5);
     w.close({});
