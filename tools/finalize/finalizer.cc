@@ -122,6 +122,10 @@ class Finalizer {
       result_->traced_events = totals[1];
       result_->events_skipped = totals[2];
     }
+    if (result_->events_skipped)
+      result_->warnings.push_back(std::to_string(result_->events_skipped) +
+                                  " traced events not written: their event set is unknown to this build, or a "
+                                  "definition they name was in a lost chunk of the raw data");
     write_archive_properties(entries);
     otf2::ClockInfo clock;
     uint64_t first = UINT64_MAX, last = 0;

@@ -227,6 +227,47 @@ TEST_F(Finalizer, CountsIncompletePythonStacksOfPythonProcesses) {
   EXPECT_EQ(python_by_pid, (std::map<std::string, std::string>{{"42", "3.11"}, {"50", "none"}}));
 }
 
+// Each event goes to the writer of its set, found by the set's name: an
+// MPI request test is written; an event of a set this build has no writer
+// for, one in no set, and an MPI send naming a communicator the stream
+// never defined are skipped, counted, and said in a warning.
+TEST_F(Finalizer, EventsGoToTheirSetsWriterAndTheUnwritableAreCounted) {
+  {
+    raw::StreamWriter w;
+    ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
+    raw::ProcessBegin b;
+    b.pid = 42;
+    b.hostname = "host";
+    b.executable = "/proc/self/exe";
+    b.event = "cpu-clock";
+    b.mechanism = "perf_event";
+    w.append(b);
+    w.append(raw::ThreadBegin{0, 42, 1000, ""});
+    w.append(raw::EventSetDef{0, 12, "mpi"});
+    w.append(raw::EventSetDef{12, 2, "toy"});
+    EventPayload request;
+    request.wide[2] = 77;
+    w.append(raw::Event{0, 2000, 6, request});    // mpi: request test
+    w.append(raw::Event{0, 2100, 13, request});   // toy: no writer here
+    w.append(raw::Event{0, 2200, 100, request});  // in no set
+    EventPayload send;
+    send.word[0] = 9;                             // a comm never defined
+    w.append(raw::Event{0, 2300, 0, send});       // mpi: send
+    w.append(raw::ProcessEnd{5000, raw::EndReason::kExit, 0, 0});
+    w.close();
+  }
+  Options options;
+  options.directory = dir_.string();
+  Result result;
+  std::string error;
+  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  EXPECT_EQ(result.traced_events, 1u);
+  EXPECT_EQ(result.events_skipped, 3u);
+  bool warned = false;
+  for (const auto& w : result.warnings) warned |= w.find("3 traced events not written") != std::string::npos;
+  EXPECT_TRUE(warned) << "the skipped events are said";
+}
+
 TEST_F(Finalizer, RefusesEmptyDirectoriesAndExistingArchives) {
   Options options;
   options.directory = dir_.string();
