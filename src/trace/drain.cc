@@ -13,8 +13,8 @@
 
 #include "common/clock.h"
 #include "otf2/types.h"
-#include "trace/records.h"
 #include "trace/event_sets.h"
+#include "trace/records.h"
 #include "trace/region_ids.h"
 
 namespace hybridprof {
@@ -451,7 +451,8 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
 void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
   if (r.flags & kRegionCarriesEmptyEvent)
     convert_event_locked(t, (r.flags >> kEmptyEventKindShift) & 0xffu, timestamp_ns, EventPayload{});
-  if (r.flags & kRegionCarriesEvent) convert_event_locked(t, r.flags >> kCarriedEventKindShift, timestamp_ns, *carried_event(r));
+  if (r.flags & kRegionCarriesEvent)
+    convert_event_locked(t, r.flags >> kCarriedEventKindShift, timestamp_ns, *carried_event(r));
 }
 
 void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload) {
