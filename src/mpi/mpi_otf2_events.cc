@@ -9,6 +9,26 @@ namespace {
 
 static_assert(otf2::kRootNone == OTF2_COLLECTIVE_ROOT_NONE);
 
+// An OTF2 record that says nothing but its request.
+struct RequestRecord {
+  EventKind kind;
+  const char* name;
+  OTF2_ErrorCode (*write)(OTF2_EvtWriter*, OTF2_AttributeList*, OTF2_TimeStamp, uint64_t);
+};
+constexpr RequestRecord kRequestRecords[] = {
+    {EventKind::kIsendComplete, "OTF2_EvtWriter_MpiIsendComplete", OTF2_EvtWriter_MpiIsendComplete},
+    {EventKind::kIrecvRequest, "OTF2_EvtWriter_MpiIrecvRequest", OTF2_EvtWriter_MpiIrecvRequest},
+    {EventKind::kRequestTest, "OTF2_EvtWriter_MpiRequestTest", OTF2_EvtWriter_MpiRequestTest},
+    {EventKind::kRequestCancelled, "OTF2_EvtWriter_MpiRequestCancelled", OTF2_EvtWriter_MpiRequestCancelled},
+    {EventKind::kNonBlockingCollectiveRequest, "OTF2_EvtWriter_NonBlockingCollectiveRequest",
+     OTF2_EvtWriter_NonBlockingCollectiveRequest},
+};
+const RequestRecord* request_record(EventKind k) {
+  for (const RequestRecord& r : kRequestRecords)
+    if (r.kind == k) return &r;
+  return nullptr;
+}
+
 class MpiEventWriter final : public otf2::EventSetWriter {
  public:
   std::string_view set_name() const override { return kEventSetName; }
@@ -22,11 +42,12 @@ class MpiEventWriter final : public otf2::EventSetWriter {
              const Refs& refs) const override {
     const EventFields f = fields_of(payload);
     const EventKind k = EventKind(kind);
-    const uint32_t comm = names_comm(k) ? refs.comms->at(f.comm) : otf2::kUndefined;
-    if (names_comm(k)) w.check_comm(comm);
+    uint32_t comm = otf2::kUndefined;
+    if (names_comm(k)) w.check_comm(comm = refs.comms->at(f.comm));
     const auto op = static_cast<OTF2_CollectiveOp>(f.op);
-    // One OTF2 call per kind; `record` gets the location's event writer and
-    // the time as the archive keeps it.
+    // One OTF2 call per kind (those of a request alone from the table
+    // above); `record` gets the location's event writer and the time as
+    // the archive keeps it.
     auto put = [&](const char* what, auto record) { w.write_event_record(loc, t, what, record); };
     switch (k) {
       case EventKind::kSend:
@@ -44,29 +65,9 @@ class MpiEventWriter final : public otf2::EventSetWriter {
           return OTF2_EvtWriter_MpiIsend(e, nullptr, time, f.peer, comm, f.tag, f.sent, f.request);
         });
         break;
-      case EventKind::kIsendComplete:
-        put("OTF2_EvtWriter_MpiIsendComplete", [&](OTF2_EvtWriter* e, uint64_t time) {
-          return OTF2_EvtWriter_MpiIsendComplete(e, nullptr, time, f.request);
-        });
-        break;
-      case EventKind::kIrecvRequest:
-        put("OTF2_EvtWriter_MpiIrecvRequest", [&](OTF2_EvtWriter* e, uint64_t time) {
-          return OTF2_EvtWriter_MpiIrecvRequest(e, nullptr, time, f.request);
-        });
-        break;
       case EventKind::kIrecv:
         put("OTF2_EvtWriter_MpiIrecv", [&](OTF2_EvtWriter* e, uint64_t time) {
           return OTF2_EvtWriter_MpiIrecv(e, nullptr, time, f.peer, comm, f.tag, f.received, f.request);
-        });
-        break;
-      case EventKind::kRequestTest:
-        put("OTF2_EvtWriter_MpiRequestTest", [&](OTF2_EvtWriter* e, uint64_t time) {
-          return OTF2_EvtWriter_MpiRequestTest(e, nullptr, time, f.request);
-        });
-        break;
-      case EventKind::kRequestCancelled:
-        put("OTF2_EvtWriter_MpiRequestCancelled", [&](OTF2_EvtWriter* e, uint64_t time) {
-          return OTF2_EvtWriter_MpiRequestCancelled(e, nullptr, time, f.request);
         });
         break;
       case EventKind::kCollectiveBegin:
@@ -79,18 +80,15 @@ class MpiEventWriter final : public otf2::EventSetWriter {
           return OTF2_EvtWriter_MpiCollectiveEnd(e, nullptr, time, op, comm, f.peer, f.sent, f.received);
         });
         break;
-      case EventKind::kNonBlockingCollectiveRequest:
-        put("OTF2_EvtWriter_NonBlockingCollectiveRequest", [&](OTF2_EvtWriter* e, uint64_t time) {
-          return OTF2_EvtWriter_NonBlockingCollectiveRequest(e, nullptr, time, f.request);
-        });
-        break;
       case EventKind::kNonBlockingCollectiveComplete:
         put("OTF2_EvtWriter_NonBlockingCollectiveComplete", [&](OTF2_EvtWriter* e, uint64_t time) {
           return OTF2_EvtWriter_NonBlockingCollectiveComplete(e, nullptr, time, op, comm, f.peer, f.sent, f.received,
                                                               f.request);
         });
         break;
-      case EventKind::kCount:
+      default:  // the kinds whose record is their request alone
+        if (const RequestRecord* r = request_record(k))
+          put(r->name, [&](OTF2_EvtWriter* e, uint64_t time) { return r->write(e, nullptr, time, f.request); });
         break;
     }
   }

@@ -99,24 +99,6 @@ class Drain {
     return flush_and_write(t, write);
   }
 
- private:
-  // write_or_flush's rare path, kept out of line so that the common one
-  // (the first write) inlines into the MPI wrappers.
-  template <typename Write>
-  __attribute__((noinline)) bool flush_and_write(ThreadState& t, Write& write) {
-    const uint64_t begin = trace_clock_now();
-    if (!flush_full_ring(t) || !write()) return false;
-    if (auto* r = reinterpret_cast<RingFlushRecord*>(t.ring.reserve_exclusive(
-            sizeof(RingFlushRecord), static_cast<uint16_t>(RecordType::kRingFlush), 0))) {
-      r->begin = begin;
-      r->end = trace_clock_now();
-      t.ring.commit_exclusive();
-    }
-    return true;
-  }
-
- public:
-
   // Traced-call records carry TSC readings from now on (or not). Thread-safe;
   // called before the first such record is written.
   void use_tsc_trace_clock(bool tsc);
@@ -150,6 +132,20 @@ class Drain {
   void drain_thread_locked(ThreadState& t);
   // write_or_flush's flush: t's ring into the stream, the stream to disk.
   bool flush_full_ring(ThreadState& t);
+  // write_or_flush's rare path, kept out of line so that the common one
+  // (the first write) inlines into the MPI wrappers.
+  template <typename Write>
+  __attribute__((noinline)) bool flush_and_write(ThreadState& t, Write& write) {
+    const uint64_t begin = trace_clock_now();
+    if (!flush_full_ring(t) || !write()) return false;
+    if (auto* r = reinterpret_cast<RingFlushRecord*>(t.ring.reserve_exclusive(
+            sizeof(RingFlushRecord), static_cast<uint16_t>(RecordType::kRingFlush), 0))) {
+      r->begin = begin;
+      r->end = trace_clock_now();
+      t.ring.commit_exclusive();
+    }
+    return true;
+  }
   // One ring record into the stream; RepeatRecords do not come here
   // (drain_rings_locked takes them first: they are most of an MPI rank's).
   void convert_locked(ThreadState& t, const RecordHeader& h);

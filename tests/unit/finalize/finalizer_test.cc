@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "otf2/archive_reader.h"
@@ -42,6 +43,17 @@ uint64_t load_bias() {
 
 uint64_t offset_of(void (*fn)()) { return reinterpret_cast<uint64_t>(fn) - load_bias(); }
 
+// A process that sampled cpu-clock through perf_event.
+raw::ProcessBegin process_begin(uint64_t pid, const std::string& executable) {
+  raw::ProcessBegin b;
+  b.pid = pid;
+  b.hostname = "host";
+  b.executable = executable;
+  b.event = "cpu-clock";
+  b.mechanism = "perf_event";
+  return b;
+}
+
 class Finalizer : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -58,13 +70,8 @@ class Finalizer : public ::testing::Test {
   void write_stream(bool with_process_end, const std::vector<raw::ClockOffset>& clock_offsets = {}) {
     raw::StreamWriter w;
     ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
-    raw::ProcessBegin b;
-    b.pid = 42;
-    b.hostname = "host";
-    b.executable = "/proc/self/exe";
+    raw::ProcessBegin b = process_begin(42, "/proc/self/exe");
     b.args = {"./app", "--flag"};
-    b.event = "cpu-clock";
-    b.mechanism = "perf_event";
     b.period = 1000;
     b.frequency = true;
     b.monotonic_ns = 1000;
@@ -179,13 +186,8 @@ TEST_F(Finalizer, CountsIncompletePythonStacksOfPythonProcesses) {
   auto write = [&](const std::string& name, uint64_t pid, const std::string& python) {
     raw::StreamWriter w;
     ASSERT_TRUE(w.open((dir_ / "raw" / name).string()));
-    raw::ProcessBegin b;
-    b.pid = pid;
-    b.hostname = "host";
-    b.executable = "/usr/bin/python3";
+    raw::ProcessBegin b = process_begin(pid, "/usr/bin/python3");
     b.args = {"python3", "app.py"};
-    b.event = "cpu-clock";
-    b.mechanism = "perf_event";
     b.python = python;
     w.append(b);
     w.append(raw::ThreadBegin{0, pid, 1000, ""});
@@ -235,13 +237,7 @@ TEST_F(Finalizer, EventsGoToTheirSetsWriterAndTheUnwritableAreCounted) {
   {
     raw::StreamWriter w;
     ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
-    raw::ProcessBegin b;
-    b.pid = 42;
-    b.hostname = "host";
-    b.executable = "/proc/self/exe";
-    b.event = "cpu-clock";
-    b.mechanism = "perf_event";
-    w.append(b);
+    w.append(process_begin(42, "/proc/self/exe"));
     w.append(raw::ThreadBegin{0, 42, 1000, ""});
     w.append(raw::EventSetDef{0, 12, "mpi"});
     w.append(raw::EventSetDef{12, 2, "toy"});
