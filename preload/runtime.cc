@@ -18,6 +18,7 @@
 #include "preload/real_functions.h"
 #include "sigsafe/safe_read.h"
 #include "trace/event_source.h"
+#include "trace/tracing_host.h"
 #include "unwind/loader_snapshot.h"
 #include "unwind/native_unwinder.h"
 #include "unwind/python/python_runtime.h"
@@ -109,6 +110,31 @@ void after_fork_child() {
 }
 
 void at_exit() { finish_process(raw::EndReason::kExit, -1); }
+
+// The runtime as the adapters' host (trace/tracing_host.h).
+class RuntimeHost final : public TracingHost {
+ public:
+  explicit RuntimeHost(Runtime& rt) : rt_(rt) {}
+  bool tracing() const override { return sampling_enabled(); }
+  ThreadState* current_thread() override {
+    ThreadContext* ctx = this_thread();
+    return ctx && sampling_enabled() ? ctx->state : nullptr;
+  }
+  Drain& drain() override { return rt_.drain; }
+  const RuntimeConfig& config() const override { return rt_.config; }
+  std::string raw_dir() const override { return rt_.raw_dir; }
+  void say(const std::string& line) override { preload::say(line); }
+  void finish_process(raw::EndReason reason, int64_t status) override { preload::finish_process(reason, status); }
+  // on_exit (glibc): like atexit, but it is told the exit status; the hook
+  // runs once, whichever of exit and _exit comes first.
+  void at_process_exit(void (*hook)(int)) override {
+    set_exit_hook(hook);
+    on_exit([](int status, void*) { run_exit_hook(status); }, nullptr);
+  }
+
+ private:
+  Runtime& rt_;
+};
 
 void thread_key_destructor(void*) { thread_end(); }
 
@@ -227,6 +253,7 @@ void start_runtime() {
       install_handler(sig, on_terminate_signal, none);
   }
   g_runtime.store(rt);
+  set_tracing_host(new RuntimeHost(*rt));  // leaked, like the runtime
   start_process(*rt);
   if (!g_enabled) return;
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);

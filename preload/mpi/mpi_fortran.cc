@@ -14,10 +14,10 @@
 #include <tuple>
 #include <vector>
 
-#include "preload/mpi/mpi_functions.h"
-#include "preload/mpi/pmpi.h"
+#include "mpi/mpi_functions.h"
+#include "mpi/pmpi.h"
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 namespace {
 
 static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER arguments are passed through as int");
@@ -370,12 +370,12 @@ struct FortranBinding<MpiFunction::MPI_Ialltoallw, CFunction> {
 };
 
 }  // namespace
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi
 
 #define HYBRIDPROF_AFTER_IERR(...) (ierr __VA_OPT__(, ) __VA_ARGS__)
 #define MPI_FORTRAN_FUNCTION(fortran_name, name, params, args)                                      \
   extern "C" void fortran_name params {                                                             \
-    hybridprof::preload::mpi::FortranBinding<hybridprof::preload::mpi::MpiFunction::name, &::name>::call \
+    hybridprof::mpi::FortranBinding<hybridprof::mpi::MpiFunction::name, &::name>::call \
         HYBRIDPROF_AFTER_IERR args;                                                                  \
   }
 #include "mpi_fortran_functions.def"

@@ -4,10 +4,10 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "preload/mpi/mpi_tracer.h"
-#include "preload/mpi/pmpi.h"
+#include "mpi/mpi_tracer.h"
+#include "mpi/pmpi.h"
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 namespace {
 
 struct Requests {
@@ -110,4 +110,4 @@ void emit_completion(MpiCall& call, const PendingRequest& request, const MPI_Sta
   }
 }
 
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi

@@ -14,11 +14,11 @@
 
 #include <vector>
 
-#include "preload/mpi/mpi_functions.h"
-#include "preload/mpi/mpi_tracer.h"
-#include "preload/mpi/pmpi.h"
+#include "mpi/mpi_functions.h"
+#include "mpi/mpi_tracer.h"
+#include "mpi/pmpi.h"
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 
 using otf2::CollectiveOp;
 
@@ -539,4 +539,4 @@ struct Hooks<MpiFunction::MPI_Finalized> {
   }
 };
 
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi

@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "preload/mpi/mpi_tracer.h"
-#include "preload/mpi/pmpi.h"
-#include "preload/runtime.h"
+#include "mpi/mpi_tracer.h"
+#include "mpi/pmpi.h"
+#include "trace/drain.h"
+#include "trace/tracing_host.h"
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 namespace {
 
 constexpr uint32_t kWorldId = 0, kSelfId = 1;
@@ -34,7 +35,7 @@ Communicators& comms() {
 }
 
 void append(const raw::Record& record) {
-  if (Runtime* rt = runtime(); rt && sampling_enabled()) rt->drain.append(record);
+  if (TracingHost* host = tracing_host(); host && host->tracing()) host->drain().append(record);
 }
 
 std::vector<uint32_t> world_ranks_of(MPI_Comm comm) {
@@ -176,4 +177,4 @@ void before_mpi_finalize() {
   c.private_world = nullptr;
 }
 
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 
 enum class MpiFunction : uint16_t {
 #define MPI_FUNCTION(name, params, args) name,
@@ -21,4 +21,9 @@ const char* mpi_function_name(MpiFunction);
 extern uint32_t g_mpi_region_base;
 inline uint32_t mpi_region(MpiFunction f) { return g_mpi_region_base + static_cast<uint32_t>(f); }
 
-}  // namespace hybridprof::preload::mpi
+// The interposers' entry points, kMpiFunctionCount of them in the list's
+// order (the runtime's, preload/mpi/mpi_wrappers.cc; none in unit tests):
+// the drain files the frames of their code under the call's region.
+void set_wrapper_entries(const void* const* entries);
+
+}  // namespace hybridprof::mpi

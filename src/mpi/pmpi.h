@@ -1,4 +1,6 @@
-// The real MPI library, reached only through dlsym: the runtime must not
+// The MPI library as the translation sees it: the seam between the
+// tracer (hooks, requests, communicators) and MPI itself. In a program it
+// is the real library, reached only through dlsym: the runtime must not
 // link libmpi (a program that never calls MPI must not load it because of
 // the profiler), so it never names an MPI symbol directly. mpi.h's
 // predefined handles (MPI_COMM_WORLD, MPI_REQUEST_NULL...) are addresses of
@@ -8,7 +10,7 @@
 
 #include <mpi.h>
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 
 // The address of `symbol` in the MPI library: the global scope first, then
 // a loaded libmpi opened RTLD_LOCAL (Python extension modules). Null when
@@ -45,7 +47,10 @@ struct Pmpi {
   MPI_Op op_min;
 };
 
-// Resolved once, on first use.
+// The real library's, resolved once on first use; or what use_pmpi installed.
 const Pmpi& pmpi();
+// Unit tests: the tracer calls `fake` (not owned) from now on instead of
+// the MPI library. Null goes back to the real one.
+void use_pmpi(const Pmpi* fake);
 
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi

@@ -13,14 +13,14 @@
 #include <cstdint>
 
 #include "mpi/mpi_events.h"
-#include "preload/mpi/mpi_functions.h"
+#include "mpi/mpi_functions.h"
 #include "trace/drain.h"
 #include "trace/raw_format.h"
 #include "trace/records.h"
 #include "trace/thread_state.h"
 #include "trace/traced_call_writer.h"
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 
 using MpiEventKind = ::hybridprof::mpi::EventKind;
 
@@ -151,4 +151,4 @@ bool peek_request(MPI_Request handle, PendingRequest* request);
 // RequestCancelled).
 void emit_completion(MpiCall& call, const PendingRequest& request, const MPI_Status* status);
 
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi

@@ -1,7 +1,7 @@
 // The out-of-line parts of the hooks (mpi_hooks.h).
-#include "preload/mpi/mpi_hooks.h"
+#include "mpi/mpi_hooks.h"
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 namespace {
 
 uint32_t root_field(int root) { return root >= 0 ? uint32_t(root) : otf2::kRootNone; }
@@ -99,4 +99,4 @@ CollectiveBytes alltoallw_bytes(const void* sendbuf, const int sendcounts[], con
   return b;
 }
 
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi

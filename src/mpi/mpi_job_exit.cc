@@ -6,7 +6,7 @@
 // common/job_archive_entry.h). So what the program does after
 // MPI_Finalize is still sampled and in the archive, and a rank that never
 // reaches exit leaves its raw data for the launcher, as before. A rank
-// leaving by _exit gets there too (runtime.h's exit hook).
+// leaving by _exit gets there too (TracingHost::at_process_exit).
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -16,11 +16,11 @@
 
 #include "common/job_archive_entry.h"
 #include "common/runtime_config.h"
-#include "preload/mpi/mpi_tracer.h"
-#include "preload/mpi/pmpi.h"
-#include "preload/runtime.h"
+#include "mpi/mpi_tracer.h"
+#include "mpi/pmpi.h"
+#include "trace/tracing_host.h"
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 namespace {
 
 std::atomic<bool> g_deferred{false};
@@ -48,25 +48,25 @@ decltype(&hybridprof_write_job_archive) load_writer(std::string* error) {
 }
 
 void write_job_archive_at_exit(int status) {
-  if (getpid() != g_rank_pid) return;
+  TracingHost* host = tracing_host();
+  if (getpid() != g_rank_pid || host == nullptr) return;
   // This rank's last samples and events go to disk and its stream closes.
-  finish_process(raw::EndReason::kExit, status);
+  host->finish_process(raw::EndReason::kExit, status);
   const Pmpi& p = pmpi();
   const char* job_dir = std::getenv(env::kJobArchive);
-  Runtime* rt = runtime();
   std::string error;
-  auto write = rt && job_dir ? load_writer(&error) : nullptr;
+  auto write = job_dir ? load_writer(&error) : nullptr;
   // All ranks take part, or none: a rank that cannot would leave the
   // others waiting for it.
   int ready = write != nullptr, all_ready = 0;
   if (p.Allreduce(&ready, &all_ready, 1, p.int32, p.op_min, p.comm_world) != MPI_SUCCESS) all_ready = 0;
-  if (!write && rt) say("cannot load the job archive library: " + error);
+  if (!write) host->say("cannot load the job archive library: " + error);
   if (all_ready) {
     const char* enter_leave = std::getenv(env::kJobEnterLeave);
     char message[1024] = {};
-    const std::string rank_dir = parent_of(rt->raw_dir);
+    const std::string rank_dir = parent_of(host->raw_dir());
     if (write(job_dir, rank_dir.c_str(), enter_leave && *enter_leave == '1', message, sizeof message) != 0)
-      say("the job's archive was not written at exit (" + std::string(message) +
+      host->say("the job's archive was not written at exit (" + std::string(message) +
           "); the launcher writes it from the raw data");
   }
   g_real_finalize();
@@ -79,7 +79,8 @@ int finalize_or_defer(int (*real_finalize)()) {
   const char* job_dir = std::getenv(env::kJobArchive);
   // The ranks agree (all defer, or none), which also gives the program what
   // MPI_Finalize guarantees it: every rank has reached it.
-  int wanted = job_dir && *job_dir && sampling_enabled(), all_want = 0;
+  TracingHost* host = tracing_host();
+  int wanted = job_dir && *job_dir && host && host->tracing(), all_want = 0;
   const Pmpi& p = pmpi();
   if (p.Allreduce(&wanted, &all_want, 1, p.int32, p.op_min, p.comm_world) != MPI_SUCCESS || !all_want)
     return real_finalize();
@@ -87,13 +88,11 @@ int finalize_or_defer(int (*real_finalize)()) {
   g_rank_pid = getpid();
   g_deferred = true;
   // Registered now, so it runs before what MPI registered at init; and
-  // for _exit, which skips atexit handlers (once: whichever comes first).
-  // on_exit (glibc): like atexit, but it is told the exit status.
-  set_exit_hook(write_job_archive_at_exit);
-  on_exit([](int status, void*) { run_exit_hook(status); }, nullptr);
+  // for _exit too.
+  host->at_process_exit(write_job_archive_at_exit);
   return MPI_SUCCESS;
 }
 
 bool finalize_deferred() { return g_deferred.load(); }
 
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi

@@ -1,4 +1,4 @@
-#include "preload/mpi/mpi_tracer.h"
+#include "mpi/mpi_tracer.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -15,15 +15,15 @@
 #include "common/clock.h"
 #include "common/trace_clock.h"
 #include "otf2/types.h"
-#include "preload/mpi/pmpi.h"
-#include "preload/runtime.h"
+#include "mpi/pmpi.h"
 #include "trace/event_source.h"
 #include "trace/event_sets.h"
 #include "trace/records.h"
 #include "trace/region_ids.h"
+#include "trace/tracing_host.h"
 #include "unwind/caller_stack_cache.h"
 
-namespace hybridprof::preload::mpi {
+namespace hybridprof::mpi {
 namespace {
 
 // Nonzero while this thread is inside an intercepted call.
@@ -32,21 +32,18 @@ __thread int tls_mpi_depth __attribute__((tls_model("initial-exec"))) = 0;
 std::atomic<bool> g_regions_defined{false};
 std::mutex g_regions_mutex;
 
-// The wrappers' code ranges, so the drain files frames inside a wrapper
-// (samples taken during the real call) under the call's region.
+// The interposers' entry points (set_wrapper_entries), whose code ranges
+// the drain files frames under (samples taken during the real call).
+const void* const* g_wrapper_entries = nullptr;
+
 std::vector<Drain::TracedCode> wrapper_code() {
   std::vector<Drain::TracedCode> code;
-  const void* functions[] = {
-#define MPI_FUNCTION(name, params, args) reinterpret_cast<const void*>(&::name),
-#include "mpi/mpi_functions.def"
-  };
-  for (uint32_t i = 0; i < kMpiFunctionCount; ++i) {
+  for (uint32_t i = 0; g_wrapper_entries && i < kMpiFunctionCount; ++i) {
     Dl_info info;
     void* entry = nullptr;
-    if (dladdr1(functions[i], &info, &entry, RTLD_DL_SYMENT) == 0) continue;
+    if (dladdr1(g_wrapper_entries[i], &info, &entry, RTLD_DL_SYMENT) == 0) continue;
     const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
-    if (symbol &&
-        symbol->st_size > 0) {
+    if (symbol && symbol->st_size > 0) {
       const auto start = reinterpret_cast<uint64_t>(info.dli_saddr);
       code.push_back({start, start + symbol->st_size, mpi_region(static_cast<MpiFunction>(i))});
     }
@@ -57,7 +54,7 @@ std::vector<Drain::TracedCode> wrapper_code() {
 // Region definitions, at the first call, once per raw stream (a fork
 // child's stream starts without them); the wrappers' code ranges and the
 // choice of trace clock once per address space.
-__attribute__((noinline)) void define_regions_once(Runtime& rt) {
+__attribute__((noinline)) void define_regions_once(TracingHost& host) {
   std::lock_guard lock(g_regions_mutex);
   if (g_regions_defined.load(std::memory_order_relaxed)) return;
   static std::string clock_note;
@@ -69,10 +66,10 @@ __attribute__((noinline)) void define_regions_once(Runtime& rt) {
     // How calls are timed is decided here, not at every process start (it
     // reads /proc/cpuinfo and times system calls): only MPI needs it. The
     // drain converts from the TSC before any call reads it.
-    const bool tsc = tsc_can_time_calls(rt.config.trace_clock, &clock_note);
-    rt.drain.use_tsc_trace_clock(tsc);
+    const bool tsc = tsc_can_time_calls(host.config().trace_clock, &clock_note);
+    host.drain().use_tsc_trace_clock(tsc);
     g_trace_clock_tsc = tsc;
-    rt.drain.add_traced_code(wrapper_code());
+    host.drain().add_traced_code(wrapper_code());
   });
   std::vector<raw::Record> defs;
   for (uint32_t i = 0; i < kMpiFunctionCount; ++i) {
@@ -80,7 +77,7 @@ __attribute__((noinline)) void define_regions_once(Runtime& rt) {
     defs.push_back(raw::RegionDef{mpi_region(f), mpi_function_name(f), static_cast<uint32_t>(otf2::Paradigm::kMpi)});
   }
   defs.push_back(raw::Notice{"MPI: " + clock_note});
-  rt.drain.append(defs);
+  host.drain().append(defs);
   g_regions_defined.store(true, std::memory_order_release);
 }
 
@@ -94,13 +91,15 @@ class MpiSource final : public EventSource {
 };
 HYBRIDPROF_EVENT_SOURCE(MpiSource)
 
-inline void define_regions(Runtime& rt) {
-  if (!g_regions_defined.load(std::memory_order_acquire)) define_regions_once(rt);
+inline void define_regions(TracingHost& host) {
+  if (!g_regions_defined.load(std::memory_order_acquire)) define_regions_once(host);
 }
 
 }  // namespace
 
 uint32_t g_mpi_region_base = 0;
+
+void set_wrapper_entries(const void* const* entries) { g_wrapper_entries = entries; }
 uint32_t g_mpi_event_base = 0;
 
 const char* mpi_function_name(MpiFunction f) {
@@ -115,17 +114,17 @@ const char* mpi_function_name(MpiFunction f) {
 // --- The call -----------------------------------------------------------------
 
 MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
-  Runtime* rt = runtime();
-  ThreadContext* ctx = this_thread();
-  if (tls_mpi_depth++ != 0 || rt == nullptr || ctx == nullptr || !sampling_enabled()) return;
-  define_regions(*rt);
-  ThreadState& t = *ctx->state;
-  thread_ = &t;
-  drain_ = &rt->drain;
-  BusyScope busy(&t);
-  if (!t.caller_stacks) t.caller_stacks = std::make_unique<CallerStackCache>(rt->config.max_depth);
+  TracingHost* host = tracing_host();
+  if (tls_mpi_depth++ != 0 || host == nullptr || !host->tracing()) return;
+  ThreadState* t = host->current_thread();
+  if (t == nullptr) return;
+  define_regions(*host);
+  thread_ = t;
+  drain_ = &host->drain();
+  BusyScope busy(t);
+  if (!t->caller_stacks) t->caller_stacks = std::make_unique<CallerStackCache>(host->config().max_depth);
   uint32_t flags = 0;
-  stack_depth_ = t.caller_stacks->capture(t.unwind_scratch, &flags, &stack_, /*copy_remembered=*/false);
+  stack_depth_ = t->caller_stacks->capture(t->unwind_scratch, &flags, &stack_, /*copy_remembered=*/false);
   // A stack the drain has already seen goes by its reference alone.
   if (stack_.generation != 0 && !stack_.stored) stack_depth_ = 0;
   // A blocking collective's begin is at the enter's time: the enter carries it.
@@ -282,4 +281,4 @@ int comm_rank(MPI_Comm comm) {
   return pmpi().Comm_rank(comm, &r) == MPI_SUCCESS ? r : -1;
 }
 
-}  // namespace hybridprof::preload::mpi
+}  // namespace hybridprof::mpi

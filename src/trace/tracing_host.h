@@ -1,0 +1,49 @@
+// What an adapter's producers (MPI wrappers, OpenMP and CUDA callbacks)
+// reach of the process they run in: the calling thread's state, the drain,
+// the settings and the process's end. The preloaded runtime is the host in
+// a program (preload/runtime.cc); a unit test installs its own stand-in, so
+// an adapter's translation runs without the runtime (tests/unit/mpi).
+//
+// Not the signal path: producers run on the program's threads, outside
+// handlers, and may lock and allocate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/runtime_config.h"
+#include "trace/raw_format.h"
+
+namespace hybridprof {
+
+class Drain;
+struct ThreadState;
+
+class TracingHost {
+ public:
+  virtual ~TracingHost() = default;
+  // The process is being traced (false before the start and from its end).
+  virtual bool tracing() const = 0;
+  // The calling thread's state; null when it is not traced (started before
+  // the runtime, already ended, or the process past its end).
+  virtual ThreadState* current_thread() = 0;
+  virtual Drain& drain() = 0;
+  virtual const RuntimeConfig& config() const = 0;
+  // Where this process's raw stream is written.
+  virtual std::string raw_dir() const = 0;
+  // One line on stderr, "hybridprof: " first.
+  virtual void say(const std::string& line) = 0;
+  // The process ends now: every source's last records, the stream closed
+  // (once; later calls do nothing).
+  virtual void finish_process(raw::EndReason reason, int64_t status) = 0;
+  // Runs `hook` once as the process leaves, by exit or by _exit (which
+  // skips atexit handlers), with the exit status.
+  virtual void at_process_exit(void (*hook)(int status)) = 0;
+};
+
+// Null until a host is installed.
+TracingHost* tracing_host();
+// Installs `host` (not owned; it outlives every producer). Null removes it.
+void set_tracing_host(TracingHost* host);
+
+}  // namespace hybridprof
