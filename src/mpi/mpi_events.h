@@ -32,6 +32,7 @@ enum class EventKind : uint32_t {
 struct EventFields {
   uint32_t comm = 0, peer = 0, tag = 0, op = 0;
   uint64_t sent = 0, received = 0, request = 0;
+  bool operator==(const EventFields&) const = default;
 };
 
 inline EventPayload payload_of(const EventFields& f) {

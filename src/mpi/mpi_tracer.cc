@@ -83,11 +83,12 @@ __attribute__((noinline)) void define_regions_once(TracingHost& host) {
 
 // MPI as an event source (trace/event_source.h). Its records come from
 // the wrappers, as the program calls MPI; the lifecycle keeps the
-// per-stream state right.
+// per-stream state right: a new raw stream (the process's first, a fork
+// child's) has none of MPI's region definitions until the next call.
 class MpiSource final : public EventSource {
  public:
   const char* name() const override { return "mpi"; }
-  void fork_child() override { g_regions_defined.store(false, std::memory_order_release); }
+  void process_started(Drain&) override { g_regions_defined.store(false, std::memory_order_release); }
 };
 HYBRIDPROF_EVENT_SOURCE(MpiSource)
 
