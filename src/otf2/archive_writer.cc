@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "otf2/chunk_budget.h"
+#include "otf2/event_set_writer.h"
 #include "otf2/otf2_error.h"
 #include "otf2/paradigm.h"
 #include "otf2/region_stack.h"
@@ -368,6 +369,14 @@ void ArchiveWriter::write_event_record(uint64_t location, uint64_t timestamp, co
   check(static_cast<OTF2_ErrorCode>(fn(thread.writer, timestamp, record)), std::string(what) + " for " + location_text(location));
   ++thread.events;
   ++events_;
+}
+
+bool ArchiveWriter::write_event(uint64_t location, uint64_t timestamp, std::string_view set, uint32_t kind,
+                                const EventPayload& payload, const sink::EventRefs& refs) {
+  const EventSetWriter* writer = options_.event_set_writer ? options_.event_set_writer(set) : nullptr;
+  if (writer == nullptr || !writer->writable(kind, payload, refs)) return false;
+  writer->write(*this, location, timestamp, kind, payload, refs);
+  return true;
 }
 
 void ArchiveWriter::check_comm(uint32_t comm) const { check_ref(comm, comms_.size(), "communicator"); }

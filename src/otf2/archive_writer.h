@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "otf2/types.h"
+#include "sink/trace_sink.h"
 
 struct OTF2_EvtWriter_struct;  // OTF2_EvtWriter
 
@@ -54,7 +55,10 @@ struct OTF2_Archive_struct;
 
 namespace hybridprof::otf2 {
 
-class ArchiveWriter {
+class EventSetWriter;
+
+// The OTF2 archive as a sink (sink/trace_sink.h).
+class ArchiveWriter final : public sink::TraceSink {
  public:
   // What the writers of one archive share (an MPI job: its ranks).
   class Collective {
@@ -83,6 +87,10 @@ class ArchiveWriter {
     uint32_t max_chunks_per_thread = 1;
     // Rule 6; not owned, must outlive the writer. Null: this writer alone.
     Collective* collective = nullptr;
+    // The writers of the adapters' event sets, by set name (the finalizer's
+    // registry, tools/finalize/event_set_writers.h): write_event hands each
+    // event to its set's. Null: no set is known, every event is refused.
+    const EventSetWriter* (*event_set_writer)(std::string_view set) = nullptr;
   };
 
   struct Stats {
@@ -106,30 +114,30 @@ class ArchiveWriter {
   // [A-Za-z0-9_], case-insensitive, read back upper-case; a bad name is a
   // std::invalid_argument. Setting a name again overwrites it; an empty value
   // removes it (OTF2 cannot store empty property values).
-  void set_property(const std::string& name, const std::string& value);
+  void set_property(const std::string& name, const std::string& value) override;
 
   uint32_t define_string(std::string_view);                                   // deduplicated
-  uint32_t define_source_location(const std::string& file, uint32_t line);    // deduplicated
+  uint32_t define_source_location(const std::string& file, uint32_t line) override;    // deduplicated
   // Deduplicated by (name, file, paradigm); the first begin_line and module
   // win. `module` is the executable or library the code lives in ("" if none).
   uint32_t define_region(const std::string& name, const std::string& file, uint32_t begin_line, Paradigm,
-                         const std::string& module = {});
+                         const std::string& module = {}) override;
   // Deduplicated by the triple. parent must be kUndefined (root) or defined already.
-  uint32_t define_calling_context(uint32_t region, uint32_t source_location /*or kUndefined*/, uint32_t parent /*or kUndefined*/);
+  uint32_t define_calling_context(uint32_t region, uint32_t source_location /*or kUndefined*/, uint32_t parent /*or kUndefined*/) override;
   // Deduplicated by (name, time_based, period).
-  uint32_t define_interrupt_generator(const std::string& name, bool time_based, uint64_t period /*ns if time based, events otherwise*/);
+  uint32_t define_interrupt_generator(const std::string& name, bool time_based, uint64_t period /*ns if time based, events otherwise*/) override;
   // Deduplicated by (name, class, parent).
-  uint32_t define_system_tree_node(const std::string& name, const std::string& class_name, uint32_t parent /*or kUndefined*/);
-  uint32_t define_process(const std::string& name, uint32_t system_tree_node);  // OTF2 location group (PROCESS)
-  uint64_t define_thread(uint32_t process, const std::string& name);             // OTF2 location (CPU_THREAD)
+  uint32_t define_system_tree_node(const std::string& name, const std::string& class_name, uint32_t parent /*or kUndefined*/) override;
+  uint32_t define_process(const std::string& name, uint32_t system_tree_node) override;  // OTF2 location group (PROCESS)
+  uint64_t define_thread(uint32_t process, const std::string& name) override;             // OTF2 location (CPU_THREAD)
   // Collective mode: another writer writes this location's events and local
   // definitions (events for it here are a std::logic_error).
-  void set_thread_remote(uint64_t location);
-  void set_process_property(uint32_t process, const std::string& name, const std::string& value);  // string
-  void set_thread_property(uint64_t location, const std::string& name, uint64_t value);             // uint64
+  void set_thread_remote(uint64_t location) override;
+  void set_process_property(uint32_t process, const std::string& name, const std::string& value) override;  // string
+  void set_thread_property(uint64_t location, const std::string& name, uint64_t value) override;             // uint64
 
   void write_sample(uint64_t location, uint64_t timestamp, uint32_t calling_context, uint32_t unwind_distance,
-                    uint32_t interrupt_generator);
+                    uint32_t interrupt_generator) override;
   // Traced regions (MPI calls, user ranges...) as calling contexts
   // (CallingContextEnter/Leave): the context's region is the traced one, its
   // parents the caller's sampled frames, and samples taken inside descend
@@ -137,8 +145,8 @@ class ArchiveWriter {
   // samples in one location). In enter_leave mode an enter moves the open
   // regions to the context's path like a sample does, and a leave moves them
   // to its parent's path; so nesting stays proper whatever the caller does.
-  void write_context_enter(uint64_t location, uint64_t timestamp, uint32_t calling_context, uint32_t unwind_distance);
-  void write_context_leave(uint64_t location, uint64_t timestamp, uint32_t calling_context);
+  void write_context_enter(uint64_t location, uint64_t timestamp, uint32_t calling_context, uint32_t unwind_distance) override;
+  void write_context_leave(uint64_t location, uint64_t timestamp, uint32_t calling_context) override;
 
   // An event record of an adapter's event set (MPI's: src/mpi/
   // mpi_otf2_events.cc), written as it is in both modes: `record(writer,
@@ -158,6 +166,10 @@ class ArchiveWriter {
   using EventRecordFn = int (*)(OTF2_EvtWriter_struct* writer, uint64_t time, const void* record);
   void write_event_record(uint64_t location, uint64_t timestamp, const char* what, EventRecordFn fn,
                           const void* record);
+  // Hands the event to the writer of its set (Options::event_set_writer),
+  // if that knows it and what it names.
+  bool write_event(uint64_t location, uint64_t timestamp, std::string_view set, uint32_t kind,
+                   const EventPayload& payload, const sink::EventRefs& refs) override;
   // `comm` is a define_comm / define_comm_self ref (std::invalid_argument
   // otherwise).
   void check_comm(uint32_t comm) const;
@@ -165,15 +177,15 @@ class ArchiveWriter {
   // The MPI world: the location of each world rank (index = rank), an OTF2
   // COMM_LOCATIONS group. Once (again: std::logic_error), before define_comm
   // and define_comm_self.
-  void define_mpi_world(const std::vector<uint64_t>& rank_locations);
+  void define_mpi_world(const std::vector<uint64_t>& rank_locations) override;
   // A new communicator whose members are world ranks in communicator rank
   // order (a COMM_GROUP group, shared by communicators with equal member
   // lists, and a Comm). Never deduplicated: two with the same members are two.
   // parent is an earlier comm or kUndefined. Returns the comm ref.
-  uint32_t define_comm(const std::string& name, const std::vector<uint32_t>& world_ranks, uint32_t parent /*or kUndefined*/);
+  uint32_t define_comm(const std::string& name, const std::vector<uint32_t>& world_ranks, uint32_t parent /*or kUndefined*/) override;
   // MPI_COMM_SELF, one comm for all ranks (a COMM_SELF group of no members);
   // idempotent. After define_mpi_world (std::logic_error otherwise).
-  uint32_t define_comm_self();
+  uint32_t define_comm_self() override;
   // A clock offset of a location (OTF2 ClockOffset, in its local definitions):
   // at local time `time`, global time = local time + `offset`. Times must
   // increase strictly per location (std::invalid_argument otherwise); they
@@ -188,21 +200,21 @@ class ArchiveWriter {
   // makes its intervals from consecutive pairs, and one offset makes none.
   // So give each location at least two (e.g. at its start and its end), as
   // Score-P does. The default ClockInfo range (see close) is corrected likewise.
-  void add_clock_offset(uint64_t location, uint64_t time, int64_t offset, double stddev);
+  void add_clock_offset(uint64_t location, uint64_t time, int64_t offset, double stddev) override;
   // No more events for this location: closes its event writer to free its
   // memory (in enter_leave mode first leaves all open regions at `timestamp`).
   // Calling it again is a no-op; events after it are a std::logic_error.
-  void end_thread(uint64_t location, uint64_t timestamp);
+  void end_thread(uint64_t location, uint64_t timestamp) override;
 
   // Ends all threads, writes clock properties, global definitions (with per
   // location event counts) and properties, and closes the archive. A
   // ClockInfo global_offset / trace_length left at 0 is taken from the events
   // (their times as readers will see them, i.e. after clock offsets).
-  void close(const ClockInfo&);
+  void close(const ClockInfo&) override;
   // Collective mode, when the writers agree not to finish (one of them
   // failed): closes the files, writes no definitions. Never throws; what
   // it leaves on disk is not an archive (the caller removes it).
-  void abandon();
+  void abandon() override;
 
   const std::string& anchor_path() const { return anchor_path_; }
   Stats stats() const;

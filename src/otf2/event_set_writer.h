@@ -1,12 +1,12 @@
-// The archive side of an adapter's event set (trace/event_sets.h): the
-// finalizer hands each raw event whose kind lies in a set to the writer
-// registered for that set's name (tools/finalize/event_set_writers.cc), with
-// the kind's index in the set. The writer knows what the payload means and
-// which OTF2 record it is; the finalizer knows neither.
+// The OTF2 side of an adapter's event set (trace/event_sets.h): the
+// archive writer hands each event of a set to the writer registered for
+// that set's name (tools/finalize/event_set_writers.cc, given to it as
+// ArchiveWriter::Options::event_set_writer), with the kind's index in the
+// set. The writer knows what the payload means and which OTF2 record it
+// is; the finalizer and the archive writer know neither.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string_view>
 
 #include "otf2/archive_writer.h"
@@ -20,9 +20,7 @@ class EventSetWriter {
   virtual std::string_view set_name() const = 0;
 
   // What the process's definitions give its events.
-  struct Refs {
-    const std::map<uint32_t, uint32_t>* comms = nullptr;  // archive comm refs by raw::CommDef id
-  };
+  using Refs = sink::EventRefs;
   // Can event `kind` be written with these refs? False for a kind this
   // build does not know (a newer producer) or a definition it names that
   // the stream lost: the finalizer skips and counts it.

@@ -48,12 +48,16 @@ std::vector<std::string> raw_directories(const std::string& dir) {
 }
 
 
-// Sends every definition and event to each writer (the calling-context
-// archive and, on request, the enter/leave one). Both see the same calls in
-// the same order, so their refs agree.
+// Sends every definition and event to each sink (the calling-context
+// archive and, on request, the enter/leave one; or the sinks a test gave).
+// All see the same calls in the same order, so their refs agree.
 class Writers {
  public:
-  void add(std::unique_ptr<ArchiveWriter> w) { writers_.push_back(std::move(w)); }
+  void add(std::unique_ptr<sink::TraceSink> w) {
+    writers_.push_back(w.get());
+    owned_.push_back(std::move(w));
+  }
+  void add(sink::TraceSink* w) { writers_.push_back(w); }
   template <typename Fn>
   auto each(Fn&& fn) {
     using R = decltype(fn(*writers_.front()));
@@ -67,7 +71,8 @@ class Writers {
   }
 
  private:
-  std::vector<std::unique_ptr<ArchiveWriter>> writers_;
+  std::vector<sink::TraceSink*> writers_;
+  std::vector<std::unique_ptr<sink::TraceSink>> owned_;
 };
 
 class Finalizer {
@@ -80,9 +85,13 @@ class Finalizer {
     ArchiveWriter::Options main_options;
     main_options.directory = dir;
     main_options.collective = collective_;
-    writers_.add(std::make_unique<ArchiveWriter>(main_options));
-    result_->anchor = dir + "/traces.otf2";
-    if (options_.enter_leave) {
+    main_options.event_set_writer = event_set_writer;
+    for (sink::TraceSink* s : options_.sinks) writers_.add(s);
+    if (options_.sinks.empty()) {
+      writers_.add(std::make_unique<ArchiveWriter>(main_options));
+      result_->anchor = dir + "/traces.otf2";
+    }
+    if (options_.enter_leave && options_.sinks.empty()) {
       ArchiveWriter::Options el = main_options;
       el.directory = dir + "/enter-leave";
       el.enter_leave = true;
@@ -97,7 +106,7 @@ class Finalizer {
       const int64_t ra = a.mpi_world ? a.mpi_world->rank : INT64_MAX, rb = b.mpi_world ? b.mpi_world->rank : INT64_MAX;
       return std::tie(ra, a.begin_monotonic_ns, a.pid) < std::tie(rb, b.begin_monotonic_ns, b.pid);
     });
-    machine_ = writers_.each([](ArchiveWriter& w) {
+    machine_ = writers_.each([](sink::TraceSink& w) {
       return w.define_system_tree_node("machine", "machine", kUndefined);
     });
     std::vector<ProcessRefs> refs;
@@ -116,7 +125,7 @@ class Finalizer {
       std::vector<uint64_t> totals{failure.empty() ? 0u : 1u, result_->traced_events, result_->events_skipped};
       collective_->reduce(totals, ArchiveWriter::Collective::Reduce::kSum);
       if (totals[0]) {
-        writers_.each([](ArchiveWriter& w) { w.abandon(); });
+        writers_.each([](sink::TraceSink& w) { w.abandon(); });
         throw std::runtime_error(failure.empty() ? std::to_string(totals[0]) + " other writer(s) failed" : failure);
       }
       result_->traced_events = totals[1];
@@ -137,7 +146,7 @@ class Finalizer {
     clock.trace_length = last > first ? last - first : 1;
     const ProcessDefinitions& p0 = *entries.front().definitions;
     clock.realtime_ns_at_offset = p0.begin_realtime_ns - (p0.begin_monotonic_ns - first);
-    writers_.each([&](ArchiveWriter& w) { w.close(clock); });
+    writers_.each([&](sink::TraceSink& w) { w.close(clock); });
   }
 
  private:
@@ -152,24 +161,24 @@ class Finalizer {
   ProcessRefs define_process(const ProcessDefinitions& p, bool local) {
     ++result_->processes;
     ProcessRefs refs;
-    const uint32_t node = writers_.each([&](ArchiveWriter& w) {
+    const uint32_t node = writers_.each([&](sink::TraceSink& w) {
       return w.define_system_tree_node(p.hostname, "node", machine_);
     });
-    const uint32_t group = writers_.each([&](ArchiveWriter& w) { return w.define_process(p.name, node); });
+    const uint32_t group = writers_.each([&](sink::TraceSink& w) { return w.define_process(p.name, node); });
     set_process_properties(p, group);
     const bool time_based = p.mechanism != "perf_event" || p.frequency || p.event.find("clock") != std::string::npos;
     const uint64_t period = p.frequency && p.period ? 1000000000ull / p.period : p.period;
-    refs.generator = writers_.each([&](ArchiveWriter& w) {
+    refs.generator = writers_.each([&](sink::TraceSink& w) {
       return w.define_interrupt_generator(p.event, time_based, period);
     });
     refs.contexts = define_contexts(p);
     for (const ThreadDefinition& t : p.threads) {
-      const uint64_t loc = writers_.each([&](ArchiveWriter& w) { return w.define_thread(group, t.name); });
-      if (!local) writers_.each([&](ArchiveWriter& w) { w.set_thread_remote(loc); });
+      const uint64_t loc = writers_.each([&](sink::TraceSink& w) { return w.define_thread(group, t.name); });
+      if (!local) writers_.each([&](sink::TraceSink& w) { w.set_thread_remote(loc); });
       refs.locations[t.index] = loc;
       set_thread_properties(p, t, loc);
       for (const auto& c : p.clock_offsets)
-        writers_.each([&](ArchiveWriter& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
+        writers_.each([&](sink::TraceSink& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
     }
     for (const auto& w : p.warnings) result_->warnings.push_back(w);
     return refs;
@@ -196,7 +205,7 @@ class Finalizer {
       result_->warnings.push_back("rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
                                   ": no data (it died before its first flush, or its raw data is not in this directory)");
       ++result_->missing_ranks;
-      rank_locations[rank] = writers_.each([&](ArchiveWriter& w) {
+      rank_locations[rank] = writers_.each([&](sink::TraceSink& w) {
         const uint32_t node = w.define_system_tree_node("unknown", "node", machine_);
         const uint32_t group = w.define_process("rank " + std::to_string(rank) + " (missing)", node);
         const uint64_t loc = w.define_thread(group, "main thread");
@@ -204,7 +213,7 @@ class Finalizer {
         return loc;
       });
     }
-    writers_.each([&](ArchiveWriter& w) { w.define_mpi_world(rank_locations); });
+    writers_.each([&](sink::TraceSink& w) { w.define_mpi_world(rank_locations); });
     std::map<uint64_t, uint32_t> by_key;
     std::vector<uint32_t> all_ranks(world_size);
     for (uint32_t r = 0; r < world_size; ++r) all_ranks[r] = r;
@@ -214,12 +223,12 @@ class Finalizer {
         if (known == by_key.end()) {
           uint32_t ref;
           if (c.key == raw::kCommSelfKey) {
-            ref = writers_.each([&](ArchiveWriter& w) { return w.define_comm_self(); });
+            ref = writers_.each([&](sink::TraceSink& w) { return w.define_comm_self(); });
           } else {
             auto parent = refs[i].comms.find(c.parent);
             const uint32_t parent_ref = parent == refs[i].comms.end() ? kUndefined : parent->second;
             const auto& members = c.key == raw::kCommWorldKey ? all_ranks : c.members;
-            ref = writers_.each([&](ArchiveWriter& w) { return w.define_comm(c.name, members, parent_ref); });
+            ref = writers_.each([&](sink::TraceSink& w) { return w.define_comm(c.name, members, parent_ref); });
           }
           known = by_key.emplace(c.key, ref).first;
         }
@@ -229,7 +238,7 @@ class Finalizer {
   }
 
   void set_process_properties(const ProcessDefinitions& p, uint32_t group) {
-    writers_.each([&](ArchiveWriter& w) {
+    writers_.each([&](sink::TraceSink& w) {
       w.set_process_property(group, otf2::property::kPid, std::to_string(p.pid));
       w.set_process_property(group, otf2::property::kExitStatus, p.exit_status);
       w.set_process_property(group, otf2::property::kSamplesWithoutThread, std::to_string(p.samples_without_thread));
@@ -248,7 +257,7 @@ class Finalizer {
     result_->unwind_recovered += c.unwind_recovered;
     const bool python = !p.python.empty();
     if (python) result_->python_incomplete += t.python_incomplete;
-    writers_.each([&](ArchiveWriter& w) {
+    writers_.each([&](sink::TraceSink& w) {
       w.set_thread_property(loc, otf2::property::kSamples, c.samples);
       w.set_thread_property(loc, otf2::property::kDropped, c.dropped);
       w.set_thread_property(loc, otf2::property::kDroppedEvents, c.dropped_events);
@@ -272,7 +281,7 @@ class Finalizer {
       if (!n.present) continue;
       uint32_t parent = n.parent < ctx.size() ? ctx[n.parent] : kUndefined;
       for (const ContextFrame& f : n.frames) {
-        parent = writers_.each([&](ArchiveWriter& w) {
+        parent = writers_.each([&](sink::TraceSink& w) {
           const uint32_t region = w.define_region(f.region, f.file, f.begin_line, f.paradigm, f.module);
           const uint32_t scl = f.line ? w.define_source_location(f.file, f.line) : kUndefined;
           return w.define_calling_context(region, scl, parent);
@@ -306,23 +315,23 @@ class Finalizer {
         if (ctx == kUndefined || !location_of(s->thread, &loc)) return;
         // OTF2 samples carry no weight: a sample standing for several
         // periods (POSIX timer overruns) is written that many times.
-        writers_.each([&](ArchiveWriter& w) {
+        writers_.each([&](sink::TraceSink& w) {
           for (uint32_t i = 0; i < s->weight; ++i) w.write_sample(loc, s->timestamp_ns, ctx, depth[s->node], generator);
         });
       } else if (const auto* e = std::get_if<raw::Enter>(&record)) {
         const uint32_t ctx = e->node < contexts.size() ? contexts[e->node] : kUndefined;
         if (ctx != kUndefined && location_of(e->thread, &loc))
-          writers_.each([&](ArchiveWriter& w) { w.write_context_enter(loc, e->timestamp_ns, ctx, depth[e->node]); });
+          writers_.each([&](sink::TraceSink& w) { w.write_context_enter(loc, e->timestamp_ns, ctx, depth[e->node]); });
       } else if (const auto* l = std::get_if<raw::Leave>(&record)) {
         const uint32_t ctx = l->node < contexts.size() ? contexts[l->node] : kUndefined;
         if (ctx != kUndefined && location_of(l->thread, &loc))
-          writers_.each([&](ArchiveWriter& w) { w.write_context_leave(loc, l->timestamp_ns, ctx); });
+          writers_.each([&](sink::TraceSink& w) { w.write_context_leave(loc, l->timestamp_ns, ctx); });
       } else if (const auto* ev = std::get_if<raw::Event>(&record)) {
         if (location_of(ev->thread, &loc)) write_event(*ev, loc, p, refs);
       } else if (const auto* t = std::get_if<raw::ThreadEnd>(&record)) {
         if (location_of(t->thread, &loc)) {
           ended.insert(t->thread);
-          writers_.each([&](ArchiveWriter& w) { w.end_thread(loc, t->timestamp_ns); });
+          writers_.each([&](sink::TraceSink& w) { w.end_thread(loc, t->timestamp_ns); });
         }
       }
     };
@@ -331,24 +340,23 @@ class Finalizer {
     raw::read_stream(p.path, on_record, &summary, &error);
     for (const auto& [index, t] : p.threads) {
       if (!ended.count(index))
-        writers_.each([&](ArchiveWriter& w) { w.end_thread(locations.at(index), t.last_ns); });
+        writers_.each([&](sink::TraceSink& w) { w.end_thread(locations.at(index), t.last_ns); });
     }
   }
 
-  // An adapter's event, by the writer of its set (event_set_writers.h).
+  // An adapter's event, as its set's: a kind outside every set the stream
+  // defined, or one the sinks cannot write, is skipped and counted.
   void write_event(const raw::Event& e, uint64_t loc, const RawProcess& p, const ProcessRefs& refs) {
     auto set = p.event_sets.upper_bound(e.kind);
-    const otf2::EventSetWriter* writer = nullptr;
-    if (set != p.event_sets.begin() && e.kind - (--set)->first < set->second.kinds)
-      writer = event_set_writer(set->second.name);
-    const otf2::EventSetWriter::Refs set_refs{&refs.comms};
-    const uint32_t kind = writer ? e.kind - set->first : 0;
-    if (writer == nullptr || !writer->writable(kind, e.payload, set_refs)) {
-      ++result_->events_skipped;  // its set or a definition it names was in a lost chunk, or is unknown here
+    if (set == p.event_sets.begin() || e.kind - (--set)->first >= set->second.kinds) {
+      ++result_->events_skipped;  // its set's definition was in a lost chunk
       return;
     }
-    ++result_->traced_events;
-    writers_.each([&](ArchiveWriter& w) { writer->write(w, loc, e.timestamp_ns, kind, e.payload, set_refs); });
+    const sink::EventRefs set_refs{&refs.comms};
+    const bool written = writers_.each([&](sink::TraceSink& w) {
+      return w.write_event(loc, e.timestamp_ns, set->second.name, e.kind - set->first, e.payload, set_refs);
+    });
+    ++(written ? result_->traced_events : result_->events_skipped);
   }
 
   void write_archive_properties(const std::vector<ArchiveEntry>& entries) {
@@ -362,7 +370,7 @@ class Finalizer {
     const std::string period = first.frequency ? std::to_string(first.period) + " Hz"
                                : first.mechanism == "perf_event" ? std::to_string(first.period) + " events"
                                                                  : std::to_string(first.period) + " ns";
-    writers_.each([&](ArchiveWriter& w) {
+    writers_.each([&](sink::TraceSink& w) {
       w.set_property(otf2::property::kProgram, first.command);
       w.set_property(otf2::property::kEvent, first.event);
       w.set_property(otf2::property::kMechanism, first.mechanism);

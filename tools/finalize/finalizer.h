@@ -13,6 +13,7 @@
 #include "finalize/process_definitions.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
+#include "sink/trace_sink.h"
 
 namespace hybridprof::finalize {
 
@@ -24,6 +25,9 @@ struct Options {
   std::map<uint64_t, std::string> exit_statuses;
   // Said in the archive (property HYBRIDPROF::WRITTEN_BY).
   std::string written_by = "hybridprof, from the raw data after the program";
+  // Where the run goes instead of the OTF2 archive (not owned; a test's
+  // sink::RecordingSink). Empty: the archive.
+  std::vector<sink::TraceSink*> sinks;
 };
 
 struct Result {

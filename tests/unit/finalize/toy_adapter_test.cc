@@ -1,0 +1,202 @@
+// A new event source, written here and nowhere else: a test-only adapter
+// with one region and an event set of its own, producing through the
+// spine's contract (region ids, event sets, the thread's ring through
+// Drain::write_or_flush), finalized into a recording sink. Nothing in the
+// drain, the raw stream, the finalizer or the sinks knows it: what it
+// wrote comes out as its regions and its events, payloads intact.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "finalize/finalizer.h"
+#include "sink/recording_sink.h"
+#include "trace/drain.h"
+#include "trace/event_sets.h"
+#include "trace/event_source.h"
+#include "trace/module_table.h"
+#include "trace/region_ids.h"
+#include "trace/thread_state.h"
+
+namespace hybridprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The adapter: a "toy_step" region whose enter carries a "tick" (a counter
+// in word 0) and whose leave carries a "tock" (a byte count in wide 0),
+// and a "stray" event between steps. Its kinds are indices in its set.
+class ToyAdapter final : public EventSource {
+ public:
+  enum Kind : uint32_t { kTick, kTock, kStray, kKinds };
+  static constexpr const char* kSet = "toy";
+
+  const char* name() const override { return "toy"; }
+  void process_started(Drain& drain) override {
+    if (region_ == 0) region_ = reserve_region_ids(1);
+    base_ = register_event_set(kSet, kKinds);
+    drain.append(raw::RegionDef{region_, "toy_step", static_cast<uint32_t>(otf2::Paradigm::kUser)});
+  }
+
+  // Each time is read just before its record is written, as a producer
+  // must (a full ring's wait then comes after the record that found it full).
+  bool step(Drain& drain, ThreadState& t, uint32_t counter, uint64_t bytes, uint64_t* enter_ns, uint64_t* leave_ns) {
+    EventPayload tick, tock;
+    tick.word[0] = counter;
+    tock.wide[0] = bytes;
+    const RegionBody enter{region_, carrying(kTick), tick}, leave{region_, carrying(kTock), tock};
+    *enter_ns = monotonic_ns();
+    if (!drain.write_or_flush(t, [&] { return t.traced_calls.enter(t.ring, *enter_ns, enter, {}, nullptr, 0); }))
+      return false;
+    *leave_ns = monotonic_ns();
+    return drain.write_or_flush(t, [&] { return t.traced_calls.leave(t.ring, *leave_ns, leave, {}); });
+  }
+  bool stray(Drain& drain, ThreadState& t, uint64_t ns, uint32_t value) {
+    return drain.write_or_flush(t, [&] {
+      auto* r = reinterpret_cast<EventRecord*>(t.ring.reserve_exclusive(
+          sizeof(EventRecord), static_cast<uint16_t>(RecordType::kEvent), static_cast<uint16_t>(base_ + kStray)));
+      if (r == nullptr) return false;
+      r->timestamp = ns;
+      r->payload = EventPayload{};
+      r->payload.word[3] = value;
+      t.ring.commit_exclusive();
+      return true;
+    });
+  }
+
+ private:
+  uint32_t carrying(Kind k) const { return kRegionCarriesEvent | (base_ + k) << kCarriedEventKindShift; }
+  uint32_t region_ = 0, base_ = kNoEventSet;
+};
+ToyAdapter g_toy;
+
+class ToyAdapterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static const bool registered = register_event_source(&g_toy);  // once per process, as a source does
+    ASSERT_TRUE(registered);
+    dir_ = fs::temp_directory_path() / ("hybridprof-toy-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "raw");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A process whose one thread makes `steps` toy steps, each followed by a stray event.
+  void run(int steps) {
+    ModuleTable modules;
+    Drain drain{modules};
+    Drain::Options options;
+    options.raw_path = (dir_ / "raw/host.7.1.hpr").string();
+    options.ring_bytes = 4096;  // small: the steps fill it and are written out on the way
+    options.flush_interval_ms = 3600 * 1000;
+    raw::ProcessBegin begin;
+    begin.pid = 7;
+    begin.hostname = "host";
+    begin.event = "cpu-clock";
+    begin.mechanism = "posix-timer";
+    std::string error;
+    ASSERT_TRUE(drain.start(options, begin, &error)) << error;
+    // What the runtime does at a process's start: every source defines its own.
+    for_each_event_source([&](EventSource& s) { s.process_started(drain); });
+    ThreadState* t = drain.add_thread(7, 1000);
+    ASSERT_NE(t, nullptr);
+    for (int i = 0; i < steps; ++i) {
+      Step s{};
+      ASSERT_TRUE(g_toy.step(drain, *t, uint32_t(i), 1000 + uint64_t(i), &s.enter_ns, &s.leave_ns));
+      ASSERT_TRUE(g_toy.stray(drain, *t, monotonic_ns(), uint32_t(i)));
+      steps_.push_back(s);
+    }
+    drain.finish_thread(t, monotonic_ns());
+    drain.stop(raw::ProcessEnd{monotonic_ns(), raw::EndReason::kExit, 0, 0});
+  }
+
+  finalize::Result finalize_into(sink::RecordingSink& sink) {
+    finalize::Options options;
+    options.directory = dir_.string();
+    options.sinks = {&sink};
+    finalize::Result result;
+    std::string error;
+    EXPECT_TRUE(finalize::finalize(options, &result, &error)) << error;
+    return result;
+  }
+
+  struct Step {
+    uint64_t enter_ns, leave_ns;
+  };
+  fs::path dir_;
+  std::vector<Step> steps_;
+};
+
+TEST_F(ToyAdapterTest, ItsRegionsAndEventsReachTheSinkAsItWroteThem) {
+  constexpr int kSteps = 300;  // ~40 bytes a record through a 4 KiB ring: it fills many times
+  run(kSteps);
+  sink::RecordingSink sink;
+  const finalize::Result result = finalize_into(sink);
+  EXPECT_EQ(result.traced_events, 3u * kSteps);
+  EXPECT_EQ(result.events_skipped, 0u);
+  EXPECT_TRUE(sink.closed);
+  ASSERT_EQ(sink.threads.size(), 1u);
+  EXPECT_TRUE(sink.threads[0].ended);
+
+  // Per step: enter, tick, tock, leave, stray; in time order. (The ring's
+  // flushes add leaf regions of their own, "hybridprof: ring flush".)
+  std::vector<const sink::RecordingSink::Record*> toy;
+  uint64_t last = 0, flushes = 0;
+  for (const auto& r : sink.records) {
+    EXPECT_GE(r.timestamp, last);
+    last = r.timestamp;
+    const bool flush = r.type != sink::RecordingSink::Record::Type::kEvent &&
+                       sink.region_of(r.context) == "hybridprof: ring flush";
+    flushes += flush && r.type == sink::RecordingSink::Record::Type::kEnter;
+    if (!flush) toy.push_back(&r);
+  }
+  EXPECT_GT(flushes, 0u) << "the small ring was written out by the producer";
+  ASSERT_EQ(toy.size(), 5u * kSteps);
+  using Type = sink::RecordingSink::Record::Type;
+  for (int i = 0; i < kSteps; ++i) {
+    const auto* const* s = &toy[5 * size_t(i)];
+    const Step& at = steps_[size_t(i)];
+    ASSERT_EQ(s[0]->type, Type::kEnter) << i;
+    EXPECT_EQ(sink.region_of(s[0]->context), "toy_step");
+    EXPECT_EQ(s[0]->timestamp, at.enter_ns);
+    ASSERT_EQ(s[1]->type, Type::kEvent) << i;
+    EXPECT_EQ(s[1]->set, "toy");
+    EXPECT_EQ(s[1]->kind, ToyAdapter::kTick);
+    EXPECT_EQ(s[1]->payload.word[0], uint32_t(i));
+    EXPECT_EQ(s[1]->timestamp, at.enter_ns);
+    ASSERT_EQ(s[2]->type, Type::kEvent) << i;
+    EXPECT_EQ(s[2]->kind, ToyAdapter::kTock);
+    EXPECT_EQ(s[2]->payload.wide[0], 1000u + uint64_t(i));
+    EXPECT_EQ(s[2]->timestamp, at.leave_ns);
+    ASSERT_EQ(s[3]->type, Type::kLeave) << i;
+    EXPECT_EQ(s[3]->context, s[0]->context);
+    ASSERT_EQ(s[4]->type, Type::kEvent) << i;
+    EXPECT_EQ(s[4]->kind, ToyAdapter::kStray);
+    EXPECT_EQ(s[4]->payload.word[3], uint32_t(i));
+    if (HasFailure()) return;
+  }
+  bool user_region = false;
+  for (const auto& r : sink.regions) user_region |= r.name == "toy_step" && r.paradigm == otf2::Paradigm::kUser;
+  EXPECT_TRUE(user_region);
+}
+
+TEST_F(ToyAdapterTest, EventsASinkCannotWriteAreCountedAndSaid) {
+  run(10);
+  sink::RecordingSink sink;
+  sink.refused_sets = {"toy"};
+  const finalize::Result result = finalize_into(sink);
+  EXPECT_EQ(result.traced_events, 0u);
+  EXPECT_EQ(result.events_skipped, 30u);
+  bool warned = false;
+  for (const auto& w : result.warnings) warned |= w.find("30 traced events not written") != std::string::npos;
+  EXPECT_TRUE(warned);
+  size_t enters = 0;
+  for (const auto& r : sink.records) enters += r.type == sink::RecordingSink::Record::Type::kEnter;
+  EXPECT_GE(enters, 10u) << "the regions are still written";
+}
+
+}  // namespace
+}  // namespace hybridprof
