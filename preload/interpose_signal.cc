@@ -15,6 +15,7 @@
 
 #include "preload/real_functions.h"
 #include "preload/runtime.h"
+#include "sigsafe/reentrancy_guard.h"
 
 namespace hybridprof::preload {
 namespace {
@@ -38,11 +39,8 @@ sigset_t without_sample_signal(const sigset_t* set) {
 }
 
 // Masks set by the profiler's own code (libunwind blocks all signals around
-// its caches, and it runs only under the busy guard) must hold as asked.
-bool called_by_profiler() {
-  const ThreadContext* ctx = this_thread();
-  return ctx && ctx->state->busy.load(std::memory_order_relaxed) != 0;
-}
+// its caches, and it runs only in the runtime's section) must hold as asked.
+bool called_by_profiler() { return sigsafe::inside(sigsafe::Section::kRuntime); }
 
 // SIGNAL PATH.
 int mask_unchanged_in_handler(sigset_t* old) {

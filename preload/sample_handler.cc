@@ -15,14 +15,12 @@
 #include "common/runtime_config.h"
 #include "preload/runtime.h"
 #include "sigsafe/fault_tolerant_copy.h"
+#include "sigsafe/reentrancy_guard.h"
 #include "trace/records.h"
 #include "unwind/native_unwinder.h"
 
 namespace hybridprof::preload {
 namespace {
-
-// Set while record_sample runs on this thread (see recording_sample()).
-__thread int tls_recording_sample __attribute__((tls_model("initial-exec"))) = 0;
 
 // Does this look like a profiler signal even though no thread state claims
 // it (thread starting or ending)?
@@ -97,7 +95,7 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
   // many periods this one sample covers.
   const uint32_t weight = sampling::ThreadSampler::sample_weight(info);
-  if (t.busy.load(std::memory_order_relaxed) != 0) {
+  if (sigsafe::inside(sigsafe::Section::kRuntime)) {
     // The runtime's own section (an MPI wrapper's bookkeeping, say): its end
     // records this sample (record_deferred_samples).
     t.deferred_weight.store(t.deferred_weight.load(std::memory_order_relaxed) + weight, std::memory_order_relaxed);
@@ -117,10 +115,6 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   write_sample(rt, t, now, depth, python_depth, flags, weight, snapshot_stale);
 }
 
-// Set while record_deferred_samples runs on this thread: the busy section
-// it opens must not call it again when it ends.
-__thread int tls_recording_deferred __attribute__((tls_model("initial-exec"))) = 0;
-
 }  // namespace
 
 // Not a signal handler: the thread itself, where its outermost busy section
@@ -133,8 +127,9 @@ __thread int tls_recording_deferred __attribute__((tls_model("initial-exec"))) =
 // when it interrupted the end of another): the section it interrupted
 // records them once the handler has returned.
 void record_deferred_samples(ThreadState& t) {
-  if (tls_recording_deferred || recording_sample()) return;
-  ++tls_recording_deferred;
+  // The runtime section it opens must not call it again when it ends.
+  if (sigsafe::inside(sigsafe::Section::kDeferredSamples) || recording_sample()) return;
+  const sigsafe::SectionScope recording(sigsafe::Section::kDeferredSamples);
   Runtime* rt = runtime();
   for (int round = 0; round < 4 && t.deferred_weight.load(std::memory_order_relaxed) != 0; ++round) {
     BusyScope busy(&t);
@@ -148,7 +143,6 @@ void record_deferred_samples(ThreadState& t) {
     const uint32_t python_depth = read_python_frames(*rt, t, &flags);
     write_sample(*rt, t, monotonic_ns(), depth, python_depth, flags, weight, false);
   }
-  --tls_recording_deferred;
 }
 
 // SIGNAL PATH entry: see the rules at the top of this file.
@@ -160,9 +154,8 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
     // Its record in the event's ring is consumed whatever becomes of the sample.
     const bool in_kernel = ctx->sampler.sample_was_in_kernel();
     if (sampling_enabled()) {
-      ++tls_recording_sample;
+      const sigsafe::SectionScope recording(sigsafe::Section::kSampleHandler);
       record_sample(*rt, *ctx->state, info, ucontext, in_kernel);
-      --tls_recording_sample;
     }
   } else if (rt && looks_like_sample(info) && !program_handles(signal)) {
     // A sample for a thread that is starting or ending, or one still queued
@@ -181,7 +174,7 @@ sigset_t sample_handler_mask() {
   return mask;
 }
 
-bool recording_sample() { return tls_recording_sample != 0; }
+bool recording_sample() { return sigsafe::inside(sigsafe::Section::kSampleHandler); }
 
 // SIGNAL PATH entry for SIGTERM/SIGINT/SIGHUP while the program keeps the
 // default action: hand the final flush to the drain thread, which then

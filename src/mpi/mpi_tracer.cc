@@ -26,9 +26,6 @@
 namespace hybridprof::mpi {
 namespace {
 
-// Nonzero while this thread is inside an intercepted call.
-__thread int tls_mpi_depth __attribute__((tls_model("initial-exec"))) = 0;
-
 std::atomic<bool> g_regions_defined{false};
 std::mutex g_regions_mutex;
 
@@ -116,7 +113,7 @@ const char* mpi_function_name(MpiFunction f) {
 
 MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   TracingHost* host = tracing_host();
-  if (tls_mpi_depth++ != 0 || host == nullptr || !host->tracing()) return;
+  if (!traced_call_.outermost() || host == nullptr || !host->tracing()) return;
   ThreadState* t = host->current_thread();
   if (t == nullptr) return;
   define_regions(*host);
@@ -175,7 +172,6 @@ void MpiCall::write_enter(const HeldEvent* carried) {
 }
 
 MpiCall::~MpiCall() {
-  --tls_mpi_depth;
   if (thread_ == nullptr) return;
   begin();  // a call whose hooks never reached it
   const uint64_t now = end_ns();

@@ -14,6 +14,7 @@
 
 #include "mpi/mpi_events.h"
 #include "mpi/mpi_functions.h"
+#include "sigsafe/reentrancy_guard.h"
 #include "trace/drain.h"
 #include "trace/raw_format.h"
 #include "trace/records.h"
@@ -76,6 +77,8 @@ class MpiCall {
   void write_event(const HeldEvent& e);
   void write_held_event();
 
+  // MPI calling itself (an intercepted call inside another): one region is enough.
+  const sigsafe::SectionScope traced_call_{sigsafe::Section::kTracedCall};
   ThreadState* thread_ = nullptr;
   Drain* drain_ = nullptr;  // set with thread_
   bool begun_ = false;    // begin() ran

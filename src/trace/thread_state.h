@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "sigsafe/reentrancy_guard.h"
 #include "sigsafe/thread_ring.h"
 #include "trace/raw_format.h"
 #include "trace/records.h"
@@ -60,12 +61,11 @@ struct ThreadState {
   // Written by traced-event producers (MPI wrappers) on this thread: events
   // lost because the ring was full.
   std::atomic<uint64_t> dropped_events{0};
-  // Reentrancy guard: nonzero while profiler code (or a loader call that the
-  // unwinder must not race) runs on this thread. A sample landing then is
-  // deferred: its weight (and kSampleInKernel) wait here, and the end of the
-  // outermost busy section records them with the stack it has then
-  // (record_deferred, set by the runtime; see BusyScope).
-  std::atomic<int> busy{0};
+  // Samples landing while profiler code runs on this thread (the
+  // reentrancy guard's kRuntime section, see BusyScope) are deferred: their
+  // weight (and kSampleInKernel) wait here, and the end of the outermost
+  // section records them with the stack it has then (record_deferred, set
+  // by the runtime).
   std::atomic<uint32_t> deferred_weight{0}, deferred_flags{0};
   void (*record_deferred)(ThreadState&) = nullptr;
 
@@ -143,32 +143,24 @@ struct ThreadState {
   }
 };
 
-// Marks profiler work on this thread for its lifetime; a sample arriving
-// meanwhile is dropped and counted instead of racing the work.
+// Marks profiler work on thread `t` (the calling thread) for its lifetime:
+// the reentrancy guard's kRuntime section. A sample arriving meanwhile is
+// deferred, and the outermost scope records it as it ends. Null: no guard.
 class BusyScope {
  public:
-  // Only this thread changes `busy`, and a handler that interrupts it
-  // leaves the value as it found it: a plain load and store suffice (no
-  // locked instruction on the traced-call path).
-  explicit BusyScope(ThreadState* t) : t_(t) {
-    if (t_) t_->busy.store(t_->busy.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  }
-  // The outermost one records the samples deferred while it was held.
+  explicit BusyScope(ThreadState* t) : t_(t), outermost_(t && sigsafe::enter_section(sigsafe::Section::kRuntime)) {}
   ~BusyScope() {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
     if (!t_) return;
-    const int left = t_->busy.load(std::memory_order_relaxed) - 1;
-    t_->busy.store(left, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (left == 0 && t_->deferred_weight.load(std::memory_order_relaxed) != 0 && t_->record_deferred)
+    sigsafe::leave_section(sigsafe::Section::kRuntime);
+    if (outermost_ && t_->deferred_weight.load(std::memory_order_relaxed) != 0 && t_->record_deferred)
       t_->record_deferred(*t_);
   }
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;
 
  private:
-  ThreadState* t_;
+  ThreadState* const t_;
+  const bool outermost_;
 };
 
 }  // namespace hybridprof

@@ -37,3 +37,52 @@ TEST(ThreadState, AsksForAnEarlyDrainAtAQuarterFullAtMostOnceAMillisecond) {
 
 }  // namespace
 }  // namespace hybridprof
+
+namespace hybridprof {
+namespace {
+int g_recorded = 0;
+uint32_t g_recorded_weight = 0;
+bool g_recorded_outside = false;
+void record(ThreadState& t) {
+  ++g_recorded;
+  g_recorded_weight += t.deferred_weight.exchange(0);
+  g_recorded_outside = !sigsafe::inside(sigsafe::Section::kRuntime);
+}
+}  // namespace
+
+// The one reentrancy guard: a sample deferred inside nested runtime
+// sections is recorded once, when the outermost ends, outside it.
+TEST(ThreadState, DeferredSamplesAreRecordedWhenTheOutermostRuntimeSectionEnds) {
+  std::vector<unsigned char> storage(ThreadState::storage_bytes(4096));
+  ThreadState t(storage.data(), 4096);
+  t.record_deferred = record;
+  g_recorded = 0;
+  EXPECT_FALSE(sigsafe::inside(sigsafe::Section::kRuntime));
+  {
+    BusyScope outer(&t);
+    EXPECT_TRUE(sigsafe::inside(sigsafe::Section::kRuntime));
+    {
+      BusyScope inner(&t);
+      t.deferred_weight.store(3);  // what the sample handler does when it finds the section open
+    }
+    EXPECT_EQ(g_recorded, 0) << "an inner section's end records nothing";
+    EXPECT_TRUE(sigsafe::inside(sigsafe::Section::kRuntime));
+    {
+      BusyScope none(nullptr);  // no thread state: no section
+    }
+  }
+  EXPECT_EQ(g_recorded, 1);
+  EXPECT_EQ(g_recorded_weight, 3u);
+  EXPECT_TRUE(g_recorded_outside);
+  EXPECT_FALSE(sigsafe::inside(sigsafe::Section::kRuntime));
+  { BusyScope quiet(&t); }
+  EXPECT_EQ(g_recorded, 1) << "nothing deferred, nothing recorded";
+  // Sections are independent of each other.
+  const sigsafe::SectionScope call(sigsafe::Section::kTracedCall);
+  EXPECT_TRUE(call.outermost());
+  const sigsafe::SectionScope nested(sigsafe::Section::kTracedCall);
+  EXPECT_FALSE(nested.outermost());
+  EXPECT_FALSE(sigsafe::inside(sigsafe::Section::kRuntime));
+}
+
+}  // namespace hybridprof
