@@ -113,8 +113,8 @@ const char* mpi_function_name(MpiFunction f) {
 
 MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   TracingHost* host = tracing_host();
-  if (!traced_call_.outermost() || host == nullptr || !host->tracing()) return;
-  ThreadState* t = host->current_thread();
+  if (!traced_call_.outermost() || host == nullptr) return;
+  ThreadState* t = host->current_thread();  // null too once the process is past its end
   if (t == nullptr) return;
   define_regions(*host);
   thread_ = t;
