@@ -14,8 +14,8 @@
 
 #include "common/clock.h"
 #include "common/trace_clock.h"
-#include "otf2/types.h"
 #include "mpi/pmpi.h"
+#include "otf2/types.h"
 #include "trace/event_source.h"
 #include "trace/event_sets.h"
 #include "trace/records.h"
@@ -96,9 +96,9 @@ inline void define_regions(TracingHost& host) {
 }  // namespace
 
 uint32_t g_mpi_region_base = 0;
+uint32_t g_mpi_event_base = 0;
 
 void set_wrapper_entries(const void* const* entries) { g_wrapper_entries = entries; }
-uint32_t g_mpi_event_base = 0;
 
 const char* mpi_function_name(MpiFunction f) {
   static const char* const names[] = {
