@@ -36,16 +36,16 @@ inline bool inside(Section s) { return tls_sections.depth[static_cast<uint32_t>(
 // SIGNAL-SAFE. Enters `s` on this thread; true when it was not entered
 // already (the outermost section). Each enter_section has its leave_section.
 inline bool enter_section(Section s) {
-  uint32_t& depth = tls_sections.depth[static_cast<uint32_t>(s)];
-  const bool outermost = depth == 0;
-  depth = depth + 1;
+  const uint32_t i = static_cast<uint32_t>(s);
+  const bool outermost = tls_sections.depth[i] == 0;
+  tls_sections.depth[i] = tls_sections.depth[i] + 1;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   return outermost;
 }
 inline void leave_section(Section s) {
+  const uint32_t i = static_cast<uint32_t>(s);
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  uint32_t& depth = tls_sections.depth[static_cast<uint32_t>(s)];
-  depth = depth - 1;
+  tls_sections.depth[i] = tls_sections.depth[i] - 1;
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
