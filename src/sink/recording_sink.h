@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sink/trace_sink.h"
@@ -49,6 +50,7 @@ class RecordingSink final : public TraceSink {
   std::vector<Thread> threads;
   std::vector<Region> regions;
   std::vector<Context> contexts;
+  std::vector<std::pair<std::string, uint32_t>> source_locations;  // file, line
   std::vector<Record> records;
   std::vector<std::vector<uint32_t>> comms;
   std::vector<uint64_t> world;
@@ -78,7 +80,9 @@ class RecordingSink final : public TraceSink {
                          const std::string& module) override {
     return add(regions, {name, file, module, begin_line, paradigm});
   }
-  uint32_t define_source_location(const std::string&, uint32_t line) override { return line; }
+  uint32_t define_source_location(const std::string& file, uint32_t line) override {
+    return add(source_locations, {file, line});
+  }
   uint32_t define_calling_context(uint32_t region, uint32_t source_location, uint32_t parent) override {
     return add(contexts, {region, source_location, parent});
   }
