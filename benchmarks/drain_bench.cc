@@ -53,9 +53,9 @@ class MpiRecordWriter {
     const RegionBody plain{region, 0, {}};
     uint64_t ips[12];
     caller_frames(ips, depth);
-    if (!t_.traced_calls.enter(t_.ring, enter_ns, at_enter ? carrying : plain, stack, ips, depth)) return false;
+    if (!t_.traced.calls.enter(t_.ring, enter_ns, at_enter ? carrying : plain, stack, ips, depth)) return false;
     seen_[slot] = true;
-    return t_.traced_calls.leave(t_.ring, leave_ns, at_enter ? plain : carrying, stack);
+    return t_.traced.calls.leave(t_.ring, leave_ns, at_enter ? plain : carrying, stack);
   }
 
  private:

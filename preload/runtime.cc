@@ -305,10 +305,10 @@ void thread_begin() {
   if (!state) return;
   auto* ctx = new ThreadContext();
   ctx->state = state;
-  state->record_deferred = record_deferred_samples;
+  state->sampled.record_deferred = record_deferred_samples;
   if (rt->python.enabled()) {
-    state->python_window = std::make_unique<python::PythonReadWindow>();
-    state->python_seen_codes = std::make_unique<python::SeenCodes>();
+    state->sampled.python_window = std::make_unique<python::PythonReadWindow>();
+    state->sampled.python_seen_codes = std::make_unique<python::SeenCodes>();
   }
   {
     BusyScope busy(state);

@@ -31,21 +31,21 @@ bool looks_like_sample(const siginfo_t* info) {
 
 // SIGNAL PATH (and the deferred path). This thread's Python frames, if the
 // program is CPython and the thread runs Python (read from the
-// interpreter's memory, see python_stack.h), into t.python_scratch.
+// interpreter's memory, see python_stack.h), into t.sampled.python_scratch.
 uint32_t read_python_frames(Runtime& rt, ThreadState& t, uint32_t* flags) {
-  if (!rt.python.enabled() || !t.python_window) return 0;
+  if (!rt.python.enabled() || !t.sampled.python_window) return 0;
   bool complete = true;
   // pthread_self() reads the thread pointer: safe here; CPython keys its
   // thread states by the same value.
-  const uint32_t n = rt.python.read(uint64_t(pthread_self()), &t.python_thread_state, t.python_window.get(),
-                                    t.python_scratch, kPythonScratchFrames, &complete);
+  const uint32_t n = rt.python.read(uint64_t(pthread_self()), &t.sampled.python_thread_state, t.sampled.python_window.get(),
+                                    t.sampled.python_scratch, kPythonScratchFrames, &complete);
   if (!complete) *flags |= kSamplePythonIncomplete;
   return n;
 }
 
 // SIGNAL PATH (and the deferred path), under the busy guard. Writes a
 // sample of `weight` periods: the native stack in t.unwind_scratch[0..depth)
-// and the Python frames in t.python_scratch[0..python_depth).
+// and the Python frames in t.sampled.python_scratch[0..python_depth).
 void write_sample(Runtime& rt, ThreadState& t, uint64_t now, uint32_t depth, uint32_t python_depth, uint32_t flags,
                   uint32_t weight, bool snapshot_stale) {
   const uint64_t* const ips = t.unwind_scratch;
@@ -55,7 +55,7 @@ void write_sample(Runtime& rt, ThreadState& t, uint64_t now, uint32_t depth, uin
                           : t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),
                                            static_cast<uint16_t>(depth));
   if (h == nullptr) {
-    t.dropped.fetch_add(weight, std::memory_order_relaxed);
+    t.sampled.dropped.fetch_add(weight, std::memory_order_relaxed);
     return;
   }
   // Both records start with the same fields (static_asserts in records.h).
@@ -70,7 +70,7 @@ void write_sample(Runtime& rt, ThreadState& t, uint64_t now, uint32_t depth, uin
     m->python_depth = python_depth;
     m->reserved = 0;
     auto* frames = reinterpret_cast<python::PythonFrame*>(m->python_frames());
-    for (uint32_t i = 0; i < python_depth; ++i) frames[i] = t.python_scratch[i];
+    for (uint32_t i = 0; i < python_depth; ++i) frames[i] = t.sampled.python_scratch[i];
   }
   t.ring.commit();
   // Wake the drain before its interval when this thread needs it sooner:
@@ -80,14 +80,14 @@ void write_sample(Runtime& rt, ThreadState& t, uint64_t now, uint32_t depth, uin
   // one until the drain's pass rebuilds the snapshot; a filling ring (deep
   // mixed stacks are a few KiB a sample) would soon drop samples.
   bool urgent = snapshot_stale;
-  if (mixed && t.python_seen_codes) {
-    for (uint32_t i = 0; i < python_depth; ++i) urgent |= t.python_seen_codes->insert(t.python_scratch[i]);
+  if (mixed && t.sampled.python_seen_codes) {
+    for (uint32_t i = 0; i < python_depth; ++i) urgent |= t.sampled.python_seen_codes->insert(t.sampled.python_scratch[i]);
   }
   if (t.wants_early_drain(now, urgent)) rt.drain.wake();  // write(2) on an eventfd
-  t.samples.fetch_add(weight, std::memory_order_relaxed);
-  if (flags & kSampleTruncated) t.truncated.fetch_add(1, std::memory_order_relaxed);
-  if (flags & kSampleUnwindFailed) t.unwind_failed.fetch_add(1, std::memory_order_relaxed);
-  if (flags & kSampleUnwindRecovered) t.unwind_recovered.fetch_add(1, std::memory_order_relaxed);
+  t.sampled.samples.fetch_add(weight, std::memory_order_relaxed);
+  if (flags & kSampleTruncated) t.sampled.truncated.fetch_add(1, std::memory_order_relaxed);
+  if (flags & kSampleUnwindFailed) t.sampled.unwind_failed.fetch_add(1, std::memory_order_relaxed);
+  if (flags & kSampleUnwindRecovered) t.sampled.unwind_recovered.fetch_add(1, std::memory_order_relaxed);
 }
 
 void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* ucontext, bool in_kernel) {
@@ -98,8 +98,8 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   if (sigsafe::inside(sigsafe::Section::kRuntime)) {
     // The runtime's own section (an MPI wrapper's bookkeeping, say): its end
     // records this sample (record_deferred_samples).
-    t.deferred_weight.store(t.deferred_weight.load(std::memory_order_relaxed) + weight, std::memory_order_relaxed);
-    if (in_kernel) t.deferred_flags.store(kSampleInKernel, std::memory_order_relaxed);
+    t.sampled.deferred_weight.store(t.sampled.deferred_weight.load(std::memory_order_relaxed) + weight, std::memory_order_relaxed);
+    if (in_kernel) t.sampled.deferred_flags.store(kSampleInKernel, std::memory_order_relaxed);
     return;
   }
   BusyScope busy(&t);
@@ -131,12 +131,12 @@ void record_deferred_samples(ThreadState& t) {
   if (sigsafe::inside(sigsafe::Section::kDeferredSamples) || recording_sample()) return;
   const sigsafe::SectionScope recording(sigsafe::Section::kDeferredSamples);
   Runtime* rt = runtime();
-  for (int round = 0; round < 4 && t.deferred_weight.load(std::memory_order_relaxed) != 0; ++round) {
+  for (int round = 0; round < 4 && t.sampled.deferred_weight.load(std::memory_order_relaxed) != 0; ++round) {
     BusyScope busy(&t);
-    const uint32_t weight = t.deferred_weight.exchange(0, std::memory_order_relaxed);
-    uint32_t flags = t.deferred_flags.exchange(0, std::memory_order_relaxed);
+    const uint32_t weight = t.sampled.deferred_weight.exchange(0, std::memory_order_relaxed);
+    uint32_t flags = t.sampled.deferred_flags.exchange(0, std::memory_order_relaxed);
     if (rt == nullptr || !sampling_enabled()) {
-      t.dropped.fetch_add(weight, std::memory_order_relaxed);
+      t.sampled.dropped.fetch_add(weight, std::memory_order_relaxed);
       continue;
     }
     const uint32_t depth = unwind_from_caller(t.unwind_scratch, nullptr, rt->config.max_depth, &flags);

@@ -120,9 +120,9 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   thread_ = t;
   drain_ = &host->drain();
   BusyScope busy(t);
-  if (!t->caller_stacks) t->caller_stacks = std::make_unique<CallerStackCache>(host->config().max_depth);
+  if (!t->traced.caller_stacks) t->traced.caller_stacks = std::make_unique<CallerStackCache>(host->config().max_depth);
   uint32_t flags = 0;
-  stack_depth_ = t->caller_stacks->capture(t->unwind_scratch, &flags, &stack_, /*copy_remembered=*/false);
+  stack_depth_ = t->traced.caller_stacks->capture(t->unwind_scratch, &flags, &stack_, /*copy_remembered=*/false);
   // A stack the drain has already seen goes by its reference alone.
   if (stack_.generation != 0 && !stack_.stored) stack_depth_ = 0;
   // A blocking collective's begin is at the enter's time: the enter carries it.
@@ -159,13 +159,13 @@ void MpiCall::write_enter(const HeldEvent* carried) {
   // is written out, not a lost event. (The writes inline: they are the
   // wrappers' common path.)
   if (!drain_->write_or_flush(t, [&]() __attribute__((always_inline)) {
-        return t.traced_calls.enter(t.ring, enter_ns_, body(enter_flags_, carried), stack_, t.unwind_scratch,
+        return t.traced.calls.enter(t.ring, enter_ns_, body(enter_flags_, carried), stack_, t.unwind_scratch,
                                     stack_depth_);
       })) {
     // A record larger than the ring: the hooks still run (some talk to the
     // other ranks, which expect it); only this call's region (and the event
     // it carried) is lost.
-    t.dropped_events.fetch_add(carried ? 2 : 1, std::memory_order_relaxed);
+    t.traced.dropped_events.fetch_add(carried ? 2 : 1, std::memory_order_relaxed);
     return;
   }
   entered_ = true;
@@ -189,10 +189,10 @@ MpiCall::~MpiCall() {
   ThreadState& t = *thread_;
   const RegionBody leave = body(0, carries ? &held_event_ : nullptr);
   if (!drain_->write_or_flush(
-          t, [&]() __attribute__((always_inline)) { return t.traced_calls.leave(t.ring, now, leave, stack_); })) {
+          t, [&]() __attribute__((always_inline)) { return t.traced.calls.leave(t.ring, now, leave, stack_); })) {
     // The enter is in the stream: a lost leave would leave the region open
     // to the thread's end. The drain closes it there; count it.
-    thread_->dropped_events.fetch_add(carries ? 2 : 1, std::memory_order_relaxed);
+    thread_->traced.dropped_events.fetch_add(carries ? 2 : 1, std::memory_order_relaxed);
   }
 }
 
@@ -244,7 +244,7 @@ void MpiCall::write_event(const HeldEvent& e) {
     ring.commit_exclusive();
     return true;
   });
-  if (!written) thread_->dropped_events.fetch_add(1, std::memory_order_relaxed);
+  if (!written) thread_->traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
 }
 
 // --- Sizes ----------------------------------------------------------------------

@@ -306,11 +306,11 @@ uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags)
 
 uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
   const uint32_t depth = r.header.aux;
-  const bool remembered = r.stack_generation != 0 && r.stack_slot < t.remembered_stacks.size();
+  const bool remembered = r.stack_generation != 0 && r.stack_slot < t.drained.remembered_stacks.size();
   if (remembered && depth == 0) {
     // A stack seen before. Its return addresses were live on the thread's
     // stack at this enter, so their code is still what it was then.
-    const ThreadState::RememberedStack& known = t.remembered_stacks[r.stack_slot];
+    const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot];
     if (known.generation == r.stack_generation) return known.node;
     // The enter that carried it was lost to a full ring.
     return cct_.child(raw::kRootUnwindFailed, raw::kTracedRegionModule, r.region, &new_nodes_);
@@ -320,7 +320,7 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint
   // The enter's own frame is the region's (its wrapper is traced code);
   // when the unwind did not show it, the region still ends the path.
   if (innermost != r.region) node = cct_.child(node, raw::kTracedRegionModule, r.region, &new_nodes_);
-  if (remembered) t.remembered_stacks[r.stack_slot] = {r.stack_generation, node};
+  if (remembered) t.drained.remembered_stacks[r.stack_slot] = {r.stack_generation, node};
   return node;
 }
 
@@ -365,13 +365,13 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       write_unwritten_call_locked(t);
       const auto& f = reinterpret_cast<const RingFlushRecord&>(h);
       const uint64_t begin = clock_.to_ns(f.begin), end = std::max(begin, clock_.to_ns(f.end));
-      const uint32_t parent = t.open_regions.empty() ? raw::kRootComplete : t.open_regions.back();
+      const uint32_t parent = t.drained.open_regions.empty() ? raw::kRootComplete : t.drained.open_regions.back();
       const uint32_t node = cct_.child(parent, raw::kTracedRegionModule, ring_flush_region(), &new_nodes_);
       for (const auto& n : new_nodes_) writer_.append(n);
       writer_.append(raw::Enter{{t.index, begin, ring_flush_region(), node}});
       writer_.append(raw::Leave{{t.index, end, ring_flush_region(), node}});
-      t.ring_flushes += 1;
-      t.ring_flush_ns += end - begin;
+      t.drained.ring_flushes += 1;
+      t.drained.ring_flush_ns += end - begin;
       break;
     }
     default:
@@ -399,9 +399,9 @@ static_assert(sizeof(RebuiltRecord) == sizeof(RegionRecord) + sizeof(EventPayloa
 // The unwritten call's shape; a repeated enter's is copied from its site
 // only now (a loop's call needs none: it is written as a repeat).
 raw::CallShape& shape_of(ThreadState& t) {
-  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   if (call.shape_at_site) {
-    call.shape = t.call_sites[call.site].enter_shape;
+    call.shape = t.drained.call_sites[call.site].enter_shape;
     call.event_ns.fill(call.enter_ns);
     call.shape_at_site = false;
   }
@@ -412,23 +412,23 @@ raw::CallShape& shape_of(ThreadState& t) {
 void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   write_unwritten_call_locked(t);  // a call inside a call
   const uint64_t ns = clock_.to_ns(r.timestamp);
-  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint32_t node = enter_context_locked(t, r, ns);
   for (const auto& n : new_nodes_) writer_.append(n);
   call.shape = raw::CallShape{};
   call.shape.region = r.region;
   call.shape.node = node;
   call.enter_ns = ns;
-  call.site = ThreadState::kNoSite;
+  call.site = DrainedThread::kNoSite;
   call.shape_at_site = false;
-  t.call_unwritten = true;
+  t.drained.call_unwritten = true;
   convert_carried_events_locked(t, r, ns);
-  if (r.stack_generation != 0 && r.stack_slot < ThreadState::kNoSite) {
+  if (r.stack_generation != 0 && r.stack_slot < DrainedThread::kNoSite) {
     // The stack's site starts afresh, as at the producer (TracedCallWriter).
     // The enter's own events always fit the call, so its shape is whole.
     static_assert(raw::Call::kMaxEvents >= 2, "an enter's empty and carried events");
-    ThreadState::CallSite& site = t.call_sites[r.stack_slot];
-    site = ThreadState::CallSite{};
+    DrainedThread::CallSite& site = t.drained.call_sites[r.stack_slot];
+    site = DrainedThread::CallSite{};
     site.generation = r.stack_generation;
     site.enter = body_of(r);
     site.enter_shape = call.shape;
@@ -437,15 +437,15 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
 }
 
 void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
-  if (slot >= ThreadState::kNoSite || t.call_sites[slot].generation == 0) return;  // no producer writes that
+  if (slot >= DrainedThread::kNoSite || t.drained.call_sites[slot].generation == 0) return;  // no producer writes that
   write_unwritten_call_locked(t);  // a call inside a call
   // The loop case: the same call from the same place as last time.
   const uint64_t ns = clock_.to_ns(timestamp);
-  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   call.enter_ns = ns;
   call.site = slot;
   call.shape_at_site = true;
-  t.call_unwritten = true;
+  t.drained.call_unwritten = true;
 }
 
 void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
@@ -456,8 +456,8 @@ void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r,
 }
 
 void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload) {
-  ThreadState::UnwrittenCall& call = t.unwritten_call;
-  if (t.call_unwritten && shape_of(t).event_count < raw::Call::kMaxEvents && timestamp_ns >= call.enter_ns) {
+  DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
+  if (t.drained.call_unwritten && shape_of(t).event_count < raw::Call::kMaxEvents && timestamp_ns >= call.enter_ns) {
     uint32_t& n = call.shape.event_count;
     call.shape.events[n] = raw::CallShape::Event{kind, 0, payload};
     call.event_ns[n++] = timestamp_ns;
@@ -469,18 +469,18 @@ void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timesta
 
 void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
   const uint64_t ns = clock_.to_ns(r.timestamp);
-  ThreadState::UnwrittenCall& call = t.unwritten_call;
+  DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   // The last full leave of a call from its stack, as at the producer.
-  ThreadState::CallSite* site = nullptr;
-  if (r.stack_generation != 0 && r.stack_slot < ThreadState::kNoSite &&
-      t.call_sites[r.stack_slot].generation == r.stack_generation) {
-    site = &t.call_sites[r.stack_slot];
+  DrainedThread::CallSite* site = nullptr;
+  if (r.stack_generation != 0 && r.stack_slot < DrainedThread::kNoSite &&
+      t.drained.call_sites[r.stack_slot].generation == r.stack_generation) {
+    site = &t.drained.call_sites[r.stack_slot];
     site->leave_known = true;
     site->leave = body_of(r);
     site->written = {};
   }
   convert_carried_events_locked(t, r, ns);
-  if (t.call_unwritten && shape_of(t).region == r.region && ns >= call.enter_ns) {
+  if (t.drained.call_unwritten && shape_of(t).region == r.region && ns >= call.enter_ns) {
     // A Call stamps each event with the enter's or the leave's time.
     bool stamped_at_ends = true;
     for (uint32_t i = 0; i < call.shape.event_count; ++i) {
@@ -488,7 +488,7 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
       stamped_at_ends &= call.event_ns[i] == call.enter_ns || call.event_ns[i] == ns;
     }
     if (stamped_at_ends) {
-      t.call_unwritten = false;
+      t.drained.call_unwritten = false;
       const raw::RecentCalls::Handle kept = writer_.append_call(t.index, call.enter_ns, ns, call.shape);
       // A call of the site's enter (any other was written out when that
       // enter came) and its leave, nothing in between: the next such call
@@ -502,23 +502,23 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
   }
   write_unwritten_call_locked(t);
   uint32_t node = raw::kRootComplete;
-  if (!t.open_regions.empty()) {
-    node = t.open_regions.back();
-    t.open_regions.pop_back();
+  if (!t.drained.open_regions.empty()) {
+    node = t.drained.open_regions.back();
+    t.drained.open_regions.pop_back();
   }
   writer_.append(raw::Leave{{t.index, ns, r.region, node}});
 }
 
 void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
-  if (slot >= ThreadState::kNoSite || !t.call_sites[slot].leave_known) return;  // no producer writes that
-  const ThreadState::CallSite& site = t.call_sites[slot];
-  const ThreadState::UnwrittenCall& call = t.unwritten_call;
+  if (slot >= DrainedThread::kNoSite || !t.drained.call_sites[slot].leave_known) return;  // no producer writes that
+  const DrainedThread::CallSite& site = t.drained.call_sites[slot];
+  const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint64_t ns = clock_.to_ns(timestamp);
   // Enter and leave as last time from here, nothing in between: the call's
   // shape is the one the writer kept then (if it still does).
-  if (t.call_unwritten && call.shape_at_site && call.site == slot && ns >= call.enter_ns &&
+  if (t.drained.call_unwritten && call.shape_at_site && call.site == slot && ns >= call.enter_ns &&
       writer_.append_repeat(t.index, site.written, call.enter_ns, ns)) {
-    t.call_unwritten = false;
+    t.drained.call_unwritten = false;
     return;
   }
   const RebuiltRecord rebuilt(RecordType::kRegionLeave, timestamp, site.leave, slot, site.generation);
@@ -526,11 +526,11 @@ void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
 }
 
 void Drain::write_unwritten_call_locked(ThreadState& t) {
-  if (!t.call_unwritten) return;
-  t.call_unwritten = false;
-  const ThreadState::UnwrittenCall& call = t.unwritten_call;
+  if (!t.drained.call_unwritten) return;
+  t.drained.call_unwritten = false;
+  const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   shape_of(t);
-  t.open_regions.push_back(call.shape.node);
+  t.drained.open_regions.push_back(call.shape.node);
   writer_.append(raw::Enter{{t.index, call.enter_ns, call.shape.region, call.shape.node}});
   for (uint32_t i = 0; i < call.shape.event_count; ++i) writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
 }

@@ -65,11 +65,11 @@ class DrainTest : public ::testing::Test {
   // a record that says what the last one from there said is a repeat): a
   // send to `peer` travels in the enter, a receive from `peer` in the leave.
   void enter_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
-    ASSERT_TRUE(t_->traced_calls.enter(t_->ring, ns, body(region, kSend, peer, 8, 0),
+    ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, body(region, kSend, peer, 8, 0),
                                        CallerStackCache::Ref{slot, generation, false}, nullptr, 0));
   }
   void leave_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
-    ASSERT_TRUE(t_->traced_calls.leave(t_->ring, ns, body(region, kRecv, peer, 0, 8),
+    ASSERT_TRUE(t_->traced.calls.leave(t_->ring, ns, body(region, kRecv, peer, 0, 8),
                                        CallerStackCache::Ref{slot, generation, false}));
   }
   static RegionBody body(uint32_t region, Kind kind, int peer, uint64_t sent, uint64_t received) {
@@ -162,7 +162,7 @@ TEST_F(DrainTest, AnAdaptersOwnEventsReachTheStreamWithTheirSet) {
   t_->ring.commit_exclusive();
   EventPayload start;
   start.word[3] = 7;
-  ASSERT_TRUE(t_->traced_calls.enter(t_->ring, 100, RegionBody{3, kRegionCarriesEvent | base << kCarriedEventKindShift, start},
+  ASSERT_TRUE(t_->traced.calls.enter(t_->ring, 100, RegionBody{3, kRegionCarriesEvent | base << kCarriedEventKindShift, start},
                                      CallerStackCache::Ref{}, nullptr, 0));
   leave(150, 3);
   drain_.flush_now();

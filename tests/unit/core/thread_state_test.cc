@@ -45,7 +45,7 @@ uint32_t g_recorded_weight = 0;
 bool g_recorded_outside = false;
 void record(ThreadState& t) {
   ++g_recorded;
-  g_recorded_weight += t.deferred_weight.exchange(0);
+  g_recorded_weight += t.sampled.deferred_weight.exchange(0);
   g_recorded_outside = !sigsafe::inside(sigsafe::Section::kRuntime);
 }
 }  // namespace
@@ -55,7 +55,7 @@ void record(ThreadState& t) {
 TEST(ThreadState, DeferredSamplesAreRecordedWhenTheOutermostRuntimeSectionEnds) {
   std::vector<unsigned char> storage(ThreadState::storage_bytes(4096));
   ThreadState t(storage.data(), 4096);
-  t.record_deferred = record;
+  t.sampled.record_deferred = record;
   g_recorded = 0;
   EXPECT_FALSE(sigsafe::inside(sigsafe::Section::kRuntime));
   {
@@ -63,7 +63,7 @@ TEST(ThreadState, DeferredSamplesAreRecordedWhenTheOutermostRuntimeSectionEnds) 
     EXPECT_TRUE(sigsafe::inside(sigsafe::Section::kRuntime));
     {
       BusyScope inner(&t);
-      t.deferred_weight.store(3);  // what the sample handler does when it finds the section open
+      t.sampled.deferred_weight.store(3);  // what the sample handler does when it finds the section open
     }
     EXPECT_EQ(g_recorded, 0) << "an inner section's end records nothing";
     EXPECT_TRUE(sigsafe::inside(sigsafe::Section::kRuntime));

@@ -49,10 +49,10 @@ class ToyAdapter final : public EventSource {
     tock.wide[0] = bytes;
     const RegionBody enter{region_, carrying(kTick), tick}, leave{region_, carrying(kTock), tock};
     *enter_ns = monotonic_ns();
-    if (!drain.write_or_flush(t, [&] { return t.traced_calls.enter(t.ring, *enter_ns, enter, {}, nullptr, 0); }))
+    if (!drain.write_or_flush(t, [&] { return t.traced.calls.enter(t.ring, *enter_ns, enter, {}, nullptr, 0); }))
       return false;
     *leave_ns = monotonic_ns();
-    return drain.write_or_flush(t, [&] { return t.traced_calls.leave(t.ring, *leave_ns, leave, {}); });
+    return drain.write_or_flush(t, [&] { return t.traced.calls.leave(t.ring, *leave_ns, leave, {}); });
   }
   bool stray(Drain& drain, ThreadState& t, uint64_t ns, uint32_t value) {
     return drain.write_or_flush(t, [&] {

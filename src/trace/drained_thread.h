@@ -1,0 +1,60 @@
+// DrainedThread: what the drain keeps per thread while it converts the
+// thread's ring into the raw stream. Touched only by the drain, under its
+// lock; no producer reads or writes it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "trace/raw_format.h"
+#include "trace/recent_calls.h"
+#include "trace/traced_call_writer.h"
+#include "unwind/caller_stack_cache.h"
+
+namespace hybridprof {
+
+struct DrainedThread {
+  // RingFlushRecords seen, and the time they span.
+  uint64_t ring_flushes = 0, ring_flush_ns = 0;
+  // CCT nodes of the traced regions this thread is inside, so a leave names
+  // the context its enter had.
+  std::vector<uint32_t> open_regions;
+  // A traced call whose enter was read and not yet written. If its leave is
+  // the next record but for its events, the drain writes the whole call as
+  // one raw::Call; anything else writes the enter first.
+  struct UnwrittenCall {
+    raw::CallShape shape;
+    uint64_t enter_ns = 0;
+    std::array<uint64_t, raw::Call::kMaxEvents> event_ns{};
+    uint32_t site = kNoSite;     // its caller stack's entry in call_sites
+    // Its enter repeated the site's, and nothing has come since: its shape
+    // is the site's enter_shape (events at enter_ns), not copied yet.
+    bool shape_at_site = false;
+  };
+  UnwrittenCall unwritten_call;
+  bool call_unwritten = false;
+  // Per remembered caller stack (CallerStackCache entry), the last enter and
+  // leave records written in full from it, kept by the producer's rule
+  // (TracedCallWriter) so that a RepeatRecord stands for them; the call's
+  // shape so far after that enter; and where the stream writer keeps the
+  // shape of a whole call from there, so a loop's next call is written as a
+  // repeat without being converted again.
+  struct CallSite {
+    uint32_t generation = 0;  // the stack's; 0: none
+    bool leave_known = false;
+    RegionBody enter, leave;
+    raw::CallShape enter_shape;
+    raw::RecentCalls::Handle written;  // of enter and leave together
+  };
+  static constexpr uint32_t kNoSite = CallerStackCache::kEntries;
+  std::array<CallSite, CallerStackCache::kEntries> call_sites;
+  // The context node of each stack the thread's CallerStackCache remembers
+  // (RegionRecord's stack_slot / stack_generation).
+  struct RememberedStack {
+    uint32_t generation = 0, node = 0;
+  };
+  std::array<RememberedStack, CallerStackCache::kEntries> remembered_stacks;
+};
+
+}  // namespace hybridprof
