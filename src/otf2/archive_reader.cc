@@ -54,7 +54,8 @@ struct RawDefinitions {
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> source_locations;  // file, line
   struct Node { uint32_t name, class_name, parent; };
   std::map<uint32_t, Node> system_tree_nodes;
-  std::map<uint32_t, std::pair<uint32_t, uint32_t>> processes;  // name, system tree node
+  struct LocationGroup { uint32_t name, node, creator; bool device; };
+  std::map<uint32_t, LocationGroup> processes;  // location groups: processes and devices
   struct Location { uint32_t name, process; uint64_t events; };
   std::map<uint64_t, Location> threads;
   struct Property { uint64_t owner; uint32_t name; OTF2_Type type; OTF2_AttributeValue value; };
@@ -114,8 +115,11 @@ OTF2_CallbackCode on_system_tree_node(void* u, OTF2_SystemTreeNodeRef self, OTF2
   return guarded([&] { raw(u).system_tree_nodes[self] = {name, class_name, parent}; });
 }
 OTF2_CallbackCode on_location_group(void* u, OTF2_LocationGroupRef self, OTF2_StringRef name,
-                                    OTF2_LocationGroupType, OTF2_SystemTreeNodeRef node, OTF2_LocationGroupRef) {
-  return guarded([&] { raw(u).processes[self] = {name, node}; });
+                                    OTF2_LocationGroupType type, OTF2_SystemTreeNodeRef node,
+                                    OTF2_LocationGroupRef creator) {
+  return guarded([&] {
+    raw(u).processes[self] = {name, node, creator, type == OTF2_LOCATION_GROUP_TYPE_ACCELERATOR};
+  });
 }
 OTF2_CallbackCode on_location(void* u, OTF2_LocationRef self, OTF2_StringRef name, OTF2_LocationType,
                               uint64_t events, OTF2_LocationGroupRef group) {
@@ -179,11 +183,18 @@ void resolve(const RawDefinitions& r, Archive& a) {
   for (const auto& [ref, node] : r.system_tree_nodes) {
     a.system_tree_nodes[ref] = {r.text(node.name), r.text(node.class_name), node.parent};
   }
-  for (const auto& [ref, process] : r.processes) {
-    a.processes[ref] = {ref, r.text(process.first), {}, process.second};
+  for (const auto& [ref, group] : r.processes) {
+    if (group.device)
+      a.devices[ref] = {r.text(group.name), group.creator};
+    else
+      a.processes[ref] = {ref, r.text(group.name), {}, group.node};
   }
   for (const auto& [ref, thread] : r.threads) {
-    a.threads[ref] = {ref, r.text(thread.name), thread.process, {}, thread.events};
+    auto device = a.devices.find(thread.process);
+    if (device == a.devices.end())
+      a.threads[ref] = {ref, r.text(thread.name), thread.process, {}, thread.events};
+    else
+      a.threads[ref] = {ref, r.text(thread.name), device->second.process, {}, thread.events, thread.process};
   }
   for (const auto& p : r.process_properties) {
     auto it = a.processes.find(static_cast<uint32_t>(p.owner));

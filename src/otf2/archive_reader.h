@@ -29,12 +29,18 @@ struct SourceLocationInfo {
   std::string file;
   uint32_t line;
 };
+// A location: a CPU thread, or a stream of a device its process drives.
 struct ThreadInfo {
   uint64_t location;
   std::string name;
-  uint32_t process;
+  uint32_t process;  // the process (a stream's: the one driving its device)
   std::map<std::string, uint64_t> properties;  // integer LocationProperty values
   uint64_t events;                             // as counted by the writer
+  uint32_t device = kUndefined;                // a stream's device (Archive::devices); kUndefined: a thread
+};
+struct DeviceInfo {
+  std::string name;
+  uint32_t process;  // the process that drives it
 };
 struct ProcessInfo {
   uint32_t ref;
@@ -63,6 +69,7 @@ struct Archive {  // everything but events
   std::map<uint32_t, SourceLocationInfo> source_locations;
   std::map<uint64_t, ThreadInfo> threads;
   std::map<uint32_t, ProcessInfo> processes;
+  std::map<uint32_t, DeviceInfo> devices;  // location groups of streams, by their ref
   std::map<uint32_t, SystemTreeNodeInfo> system_tree_nodes;
   std::map<uint32_t, std::string> interrupt_generators;
   std::map<uint32_t, CommInfo> comms;

@@ -82,7 +82,8 @@ void prepare_directory(const ArchiveWriter::Options& options) {
 
 struct ArchiveWriter::Thread {
   uint32_t name;
-  uint32_t process;
+  uint32_t process;  // or the device, for a stream
+  bool stream = false;
   OTF2_EvtWriter* writer = nullptr;  // created at the first event
   bool ended = false;
   bool remote = false;  // collective mode: another writer's
@@ -250,9 +251,32 @@ uint32_t ArchiveWriter::define_process(const std::string& name, uint32_t system_
   return static_cast<uint32_t>(processes_.size() - 1);
 }
 
+uint32_t ArchiveWriter::define_device(uint32_t process, const std::string& name) {
+  check_ref(process, processes_.size(), "process");
+  if (processes_[process].creator != kUndefined) throw std::invalid_argument("ArchiveWriter: a device of a device");
+  const uint32_t name_ref = define_string(name);
+  for (uint32_t ref = 0; ref < processes_.size(); ++ref)
+    if (processes_[ref].creator == process && processes_[ref].name == name_ref) return ref;
+  processes_.push_back({name_ref, processes_[process].system_tree_node, process});
+  return static_cast<uint32_t>(processes_.size() - 1);
+}
+
+uint64_t ArchiveWriter::define_stream(uint32_t device, const std::string& name) {
+  require_open("define_stream");
+  check_ref(device, processes_.size(), "device");
+  if (processes_[device].creator == kUndefined) throw std::invalid_argument("ArchiveWriter: a stream of a process");
+  Thread stream;
+  stream.name = define_string(name);
+  stream.process = device;
+  stream.stream = true;
+  threads_.push_back(std::move(stream));
+  return threads_.size() - 1;
+}
+
 uint64_t ArchiveWriter::define_thread(uint32_t process, const std::string& name) {
   require_open("define_thread");
   check_ref(process, processes_.size(), "process");
+  if (processes_[process].creator != kUndefined) throw std::invalid_argument("ArchiveWriter: a thread of a device");
   Thread thread;
   thread.name = define_string(name);
   thread.process = process;
@@ -601,13 +625,17 @@ void ArchiveWriter::write_global_definitions(const ClockInfo& clock_in) {
   }
   for (uint32_t ref = 0; ref < processes_.size(); ++ref) {
     const Process& p = processes_[ref];
-    check(OTF2_GlobalDefWriter_WriteLocationGroup(w, ref, p.name, OTF2_LOCATION_GROUP_TYPE_PROCESS,
-                                                  p.system_tree_node, OTF2_UNDEFINED_LOCATION_GROUP),
+    const bool device = p.creator != kUndefined;
+    check(OTF2_GlobalDefWriter_WriteLocationGroup(
+              w, ref, p.name, device ? OTF2_LOCATION_GROUP_TYPE_ACCELERATOR : OTF2_LOCATION_GROUP_TYPE_PROCESS,
+              p.system_tree_node, device ? p.creator : OTF2_UNDEFINED_LOCATION_GROUP),
           what);
   }
   for (uint64_t ref = 0; ref < threads_.size(); ++ref) {
     const Thread& t = threads_[ref];
-    check(OTF2_GlobalDefWriter_WriteLocation(w, ref, t.name, OTF2_LOCATION_TYPE_CPU_THREAD, t.events, t.process),
+    check(OTF2_GlobalDefWriter_WriteLocation(
+              w, ref, t.name, t.stream ? OTF2_LOCATION_TYPE_ACCELERATOR_STREAM : OTF2_LOCATION_TYPE_CPU_THREAD,
+              t.events, t.process),
           what);
   }
   for (uint32_t ref = 0; ref < regions_.size(); ++ref) {

@@ -130,6 +130,8 @@ class ArchiveWriter final : public sink::TraceSink {
   uint32_t define_system_tree_node(const std::string& name, const std::string& class_name, uint32_t parent /*or kUndefined*/) override;
   uint32_t define_process(const std::string& name, uint32_t system_tree_node) override;  // OTF2 location group (PROCESS)
   uint64_t define_thread(uint32_t process, const std::string& name) override;             // OTF2 location (CPU_THREAD)
+  uint32_t define_device(uint32_t process, const std::string& name) override;  // location group (ACCELERATOR), deduplicated by name
+  uint64_t define_stream(uint32_t device, const std::string& name) override;    // OTF2 location (ACCELERATOR_STREAM)
   // Collective mode: another writer writes this location's events and local
   // definitions (events for it here are a std::logic_error).
   void set_thread_remote(uint64_t location) override;
@@ -225,7 +227,11 @@ class ArchiveWriter final : public sink::TraceSink {
   struct SourceLocation { uint32_t file, line; };
   struct InterruptGenerator { uint32_t name; bool time_based; uint64_t period; };
   struct SystemTreeNode { uint32_t name, class_name, parent; };
-  struct Process { uint32_t name, system_tree_node; };
+  // A location group: a process, or a device it drives (`creator`).
+  struct Process {
+    uint32_t name, system_tree_node;
+    uint32_t creator = kUndefined;  // a device's process; kUndefined: a process
+  };
   struct Thread;   // per location state (archive_writer.cc)
   struct Archive;  // the OTF2 handles and their callback state
 

@@ -15,16 +15,21 @@ namespace hybridprof::sink {
 
 class RecordingSink final : public TraceSink {
  public:
+  // A process, or a device a process drives (`device_of`).
   struct Process {
     std::string name;
     uint32_t node = 0;
     std::map<std::string, std::string> properties;
+    static constexpr uint32_t kNotADevice = 0xffffffffu;
+    uint32_t device_of = kNotADevice;
   };
+  // A thread, or a stream of a device (`stream`).
   struct Thread {
     uint32_t process = 0;
     std::string name;
     std::map<std::string, uint64_t> properties;
     bool ended = false;
+    bool stream = false;
   };
   struct Region {
     std::string name, file, module;
@@ -66,7 +71,15 @@ class RecordingSink final : public TraceSink {
   }
   uint32_t define_process(const std::string& name, uint32_t node) override { return add(processes, {name, node, {}}); }
   uint64_t define_thread(uint32_t process, const std::string& name) override {
-    return add(threads, {process, name, {}, false});
+    return add(threads, {process, name, {}, false, false});
+  }
+  uint32_t define_device(uint32_t process, const std::string& name) override {
+    for (uint32_t ref = 0; ref < processes.size(); ++ref)
+      if (processes[ref].device_of == process && processes[ref].name == name) return ref;
+    return add(processes, {name, processes.at(process).node, {}, process});
+  }
+  uint64_t define_stream(uint32_t device, const std::string& name) override {
+    return add(threads, {device, name, {}, false, true});
   }
   void set_thread_remote(uint64_t) override {}
   void set_process_property(uint32_t process, const std::string& name, const std::string& value) override {

@@ -42,6 +42,10 @@ class TraceSink {
   virtual uint32_t define_process(const std::string& name, uint32_t system_tree_node) = 0;
   // A location of `process`: its events come in time order.
   virtual uint64_t define_thread(uint32_t process, const std::string& name) = 0;
+  // A device `process` drives (a GPU), once per name, and a stream of work
+  // on it: a location whose events (kernels, copies) the device timed.
+  virtual uint32_t define_device(uint32_t process, const std::string& name) = 0;
+  virtual uint64_t define_stream(uint32_t device, const std::string& name) = 0;
   // Another writer of a collective archive writes this location's events.
   virtual void set_thread_remote(uint64_t location) = 0;
   virtual void set_process_property(uint32_t process, const std::string& name, const std::string& value) = 0;

@@ -126,10 +126,36 @@ ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns, size_t ring_bytes) {
   t->tid = tid;
   t->begin_ns = now_ns;
   std::lock_guard lock(mutex_);
-  t->index = next_thread_index_++;
+  t->index = next_location_++;
   threads_.push_back(t);
-  if (!finished_) writer_.append(raw::ThreadBegin{t->index, static_cast<uint64_t>(tid), now_ns, {}});
+  if (!finished_) writer_.append(raw::thread_begin(t->index, static_cast<uint64_t>(tid), now_ns));
   return t;
+}
+
+uint32_t Drain::add_location(raw::LocationKind kind, uint64_t id, const std::string& name, const std::string& device,
+                             uint64_t now_ns) {
+  std::lock_guard lock(mutex_);
+  const uint32_t location = next_location_++;
+  appended_locations_.push_back(location);
+  if (!finished_) writer_.append(raw::LocationBegin{location, id, now_ns, name, kind, device});
+  return location;
+}
+
+void Drain::end_location(uint32_t location, uint64_t now_ns) {
+  std::lock_guard lock(mutex_);
+  auto open = std::find(appended_locations_.begin(), appended_locations_.end(), location);
+  if (open == appended_locations_.end()) return;  // ended already, or never added
+  appended_locations_.erase(open);
+  if (!finished_) writer_.append(raw::LocationEnd{location, now_ns, {}, {}});
+}
+
+uint32_t Drain::region_context(uint32_t region) {
+  std::lock_guard lock(mutex_);
+  new_nodes_.clear();
+  const uint32_t node = cct_.child(raw::kRootComplete, raw::kTracedRegionModule, region, &new_nodes_);
+  if (!finished_)
+    for (const auto& n : new_nodes_) writer_.append(n);
+  return node;
 }
 
 void Drain::finish_thread(ThreadState* t, uint64_t now_ns) {
@@ -536,7 +562,7 @@ void Drain::write_unwritten_call_locked(ThreadState& t) {
 }
 
 void Drain::end_thread_locked(ThreadState* t) {
-  writer_.append(raw::ThreadEnd{t->index, t->end_ns ? t->end_ns : monotonic_ns(), t->counters(), thread_name(*t)});
+  writer_.append(raw::LocationEnd{t->index, t->end_ns ? t->end_ns : monotonic_ns(), t->counters(), thread_name(*t)});
   threads_.erase(std::remove(threads_.begin(), threads_.end(), t), threads_.end());
   void* storage = t->ring_storage;
   const size_t bytes = t->ring_bytes;
@@ -550,8 +576,10 @@ void Drain::finish_locked(const raw::ProcessEnd& end) {
   // Threads still running (exit from another thread, a signal): end them
   // now but keep their state: they may still be inside a handler.
   for (ThreadState* t : threads_) {
-    writer_.append(raw::ThreadEnd{t->index, end.timestamp_ns, t->counters(), thread_name(*t)});
+    writer_.append(raw::LocationEnd{t->index, end.timestamp_ns, t->counters(), thread_name(*t)});
   }
+  for (uint32_t location : appended_locations_) writer_.append(raw::LocationEnd{location, end.timestamp_ns, {}, {}});
+  appended_locations_.clear();
   writer_.append(end);
   writer_.close();
   finished_ = true;
@@ -594,8 +622,9 @@ void Drain::after_fork_in_child() {
   // chunk is the parent's data) and leak the states (the parent frees its own).
   writer_.abandon();
   threads_.clear();
+  appended_locations_.clear();
   cct_.clear();
-  next_thread_index_ = 0;
+  next_location_ = 0;
   event_sets_defined_ = 0;
   finished_ = false;
   thread_started_ = false;

@@ -70,6 +70,19 @@ class Drain {
   // The thread will write no more; the drain ends it after its last records.
   void finish_thread(ThreadState* t, uint64_t now_ns);
 
+  // A location that is not a thread and has no ring (a device stream): its
+  // adapter appends its records (append(), naming the index returned) as
+  // it learns of them, each location's in time order, and ends it with
+  // end_location. The process's end ends those still open. Thread-safe.
+  uint32_t add_location(raw::LocationKind kind, uint64_t id, const std::string& name, const std::string& device,
+                        uint64_t now_ns);
+  void end_location(uint32_t location, uint64_t now_ns);
+  // The context node of traced region `region` entered with nothing below
+  // it (a kernel on a device stream): what such a location's raw::Enter and
+  // raw::Leave name. Its nodes are in the stream before it returns.
+  // Thread-safe.
+  uint32_t region_context(uint32_t region);
+
   // Records from outside the signal path (module changes, notices, region
   // definitions). Thread-safe.
   void append(const raw::Record& record);
@@ -196,7 +209,8 @@ class Drain {
   std::unique_ptr<PythonCodeTable> python_codes_;  // with options_.python
   std::vector<raw::PythonCode> new_codes_;
   std::vector<MergedFrame> merged_;
-  uint32_t next_thread_index_ = 0;
+  std::vector<uint32_t> appended_locations_;  // add_location's, not yet ended
+  uint32_t next_location_ = 0;  // threads' and appended locations' indices
   size_t event_sets_defined_ = 0;  // registered_event_sets()[0, n) are in the stream
   bool finished_ = false;
 

@@ -14,7 +14,7 @@
 //        payload = records. A record is a varint tag then its fields:
 //        integers as LEB128 varints, signed deltas zigzag-encoded, strings as
 //        varint length + bytes. Sample and region timestamps are deltas
-//        against the previous timestamp of the same thread. Deltas, and the
+//        against the previous timestamp of the same location. Deltas, and the
 //        call shapes a CallRepeat refers to, start over in every chunk.
 #pragma once
 
@@ -30,7 +30,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'A'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'B'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -40,8 +40,8 @@ enum class Tag : uint32_t {
   kProcessBegin = 1,
   kModuleLoad = 2,
   kModuleUnload = 3,
-  kThreadBegin = 4,
-  kThreadEnd = 5,
+  kLocationBegin = 4,
+  kLocationEnd = 5,
   kCctNode = 6,
   kSample = 7,
   kRegionDef = 8,
@@ -105,7 +105,26 @@ struct ModuleLoad {
   std::string path;
 };
 struct ModuleUnload { uint32_t id = 0; uint64_t timestamp_ns = 0; };
-struct ThreadBegin { uint32_t thread = 0; uint64_t tid = 0; uint64_t timestamp_ns = 0; std::string name; };
+// What a location (a timeline of events, OTF2's) is. A thread's records
+// come from its ring; a device stream's (a GPU's queue of kernels and
+// copies) are appended by the adapter that learns of its work
+// (Drain::add_location), in time order.
+enum class LocationKind : uint32_t { kThread = 0, kDeviceStream = 1 };
+inline constexpr uint32_t kLastLocationKind = 1;
+// `id`: a thread's tid; a device stream's id as its adapter numbers it.
+// `device`: the device a stream runs on ("GPU 0"), a location group of its
+// own in the archive, created by the process; empty for a thread.
+struct LocationBegin {
+  uint32_t location = 0;
+  uint64_t id = 0;
+  uint64_t timestamp_ns = 0;
+  std::string name;
+  LocationKind kind = LocationKind::kThread;
+  std::string device;
+};
+inline LocationBegin thread_begin(uint32_t location, uint64_t tid, uint64_t timestamp_ns) {
+  return {location, tid, timestamp_ns, {}, LocationKind::kThread, {}};
+}
 struct ThreadCounters {
   uint64_t samples = 0;         // samples recorded into the ring
   uint64_t dropped = 0;         // samples lost to a full ring (busy ones are deferred)
@@ -116,22 +135,22 @@ struct ThreadCounters {
   uint64_t ring_flushes = 0;    // times a traced-event producer found the ring full and wrote it out
   uint64_t ring_flush_ns = 0;   // ... and the time the thread waited for that
 };
-struct ThreadEnd {
-  uint32_t thread = 0;
+struct LocationEnd {
+  uint32_t location = 0;
   uint64_t timestamp_ns = 0;
   ThreadCounters counters;
-  std::string name;  // the thread's name when it ended (pthread_setname_np)
+  std::string name;  // a thread's name when it ended (pthread_setname_np); empty: as it began
 };
 struct CctNode { uint32_t id = 0, parent = 0, module = 0; uint64_t offset = 0; };
 struct Sample {
-  uint32_t thread = 0;
+  uint32_t location = 0;
   uint64_t timestamp_ns = 0;
   uint32_t node = 0;
   uint32_t flags = 0;
   uint32_t weight = 1;  // sampling periods it stands for
 };
 struct RegionDef { uint32_t id = 0; std::string name; uint32_t paradigm = 0; };
-struct RegionEvent { uint32_t thread = 0; uint64_t timestamp_ns = 0; uint32_t region = 0; uint32_t node = 0; };
+struct RegionEvent { uint32_t location = 0; uint64_t timestamp_ns = 0; uint32_t region = 0; uint32_t node = 0; };
 struct Enter : RegionEvent {};
 struct Leave : RegionEvent {};
 enum class EndReason : uint32_t { kExit = 0, kSignal = 1, kExec = 2 };
@@ -149,7 +168,7 @@ struct Notice { std::string text; };
 struct EventSetDef { uint32_t base = 0, kinds = 0; std::string name; };
 // A traced event: what happened is its kind's set's business.
 struct Event {
-  uint32_t thread = 0;
+  uint32_t location = 0;
   uint64_t timestamp_ns = 0;
   uint32_t kind = 0;
   EventPayload payload;
@@ -162,7 +181,7 @@ struct Event {
 // events and the Leave it stands for, in that order.
 struct Call {
   static constexpr uint32_t kMaxEvents = 2;
-  uint32_t thread = 0;
+  uint32_t location = 0;
   uint64_t enter_ns = 0, leave_ns = 0;
   uint32_t region = 0, node = 0;
   uint32_t event_count = 0;
@@ -198,7 +217,7 @@ struct PythonCode {
   std::string linetable;
 };
 
-using Record = std::variant<ProcessBegin, ModuleLoad, ModuleUnload, ThreadBegin, ThreadEnd,
+using Record = std::variant<ProcessBegin, ModuleLoad, ModuleUnload, LocationBegin, LocationEnd,
                             CctNode, Sample, RegionDef, Enter, Leave, ProcessEnd, Notice,
                             Event, EventSetDef, CommDef, MpiWorld, ClockOffset, PythonCode>;
 

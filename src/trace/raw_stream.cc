@@ -142,15 +142,19 @@ class Decoder {
         out = r;
         break;
       }
-      case Tag::kThreadBegin: {
-        ThreadBegin r;
-        r.thread = u32(); r.tid = varint(); r.timestamp_ns = timestamp(r.thread); r.name = string();
+      case Tag::kLocationBegin: {
+        LocationBegin r;
+        r.location = u32(); r.id = varint(); r.timestamp_ns = timestamp(r.location); r.name = string();
+        const uint32_t kind = u32();
+        if (kind > kLastLocationKind) fail();
+        r.kind = static_cast<LocationKind>(kind);
+        r.device = string();
         out = std::move(r);
         break;
       }
-      case Tag::kThreadEnd: {
-        ThreadEnd r;
-        r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
+      case Tag::kLocationEnd: {
+        LocationEnd r;
+        r.location = u32(); r.timestamp_ns = timestamp(r.location);
         r.counters.samples = varint(); r.counters.dropped = varint();
         r.counters.unwind_failed = varint(); r.counters.truncated = varint();
         r.counters.dropped_events = varint(); r.counters.unwind_recovered = varint();
@@ -167,7 +171,7 @@ class Decoder {
       }
       case Tag::kSample: {
         Sample r;
-        r.thread = u32(); r.timestamp_ns = timestamp(r.thread); r.node = u32(); r.flags = u32(); r.weight = u32();
+        r.location = u32(); r.timestamp_ns = timestamp(r.location); r.node = u32(); r.flags = u32(); r.weight = u32();
         if (r.weight == 0 || r.weight > kMaxSampleWeight) return fail() != 0;
         out = r;
         break;
@@ -181,7 +185,7 @@ class Decoder {
       case Tag::kEnter:
       case Tag::kLeave: {
         RegionEvent r;
-        r.thread = u32(); r.timestamp_ns = timestamp(r.thread); r.region = u32(); r.node = u32();
+        r.location = u32(); r.timestamp_ns = timestamp(r.location); r.region = u32(); r.node = u32();
         if (tag == Tag::kEnter) out = Enter{r}; else out = Leave{r};
         break;
       }
@@ -197,7 +201,7 @@ class Decoder {
         break;
       case Tag::kEvent: {
         Event r;
-        r.thread = u32(); r.timestamp_ns = timestamp(r.thread);
+        r.location = u32(); r.timestamp_ns = timestamp(r.location);
         r.kind = u32();
         payload(r.payload);
         out = r;
@@ -211,7 +215,7 @@ class Decoder {
       }
       case Tag::kCall: {
         Call c;
-        c.thread = u32(); c.enter_ns = timestamp(c.thread);
+        c.location = u32(); c.enter_ns = timestamp(c.location);
         c.leave_ns = c.enter_ns + varint();
         c.region = u32(); c.node = u32();
         const uint64_t events = varint();
@@ -219,14 +223,14 @@ class Decoder {
         c.event_count = static_cast<uint32_t>(events);
         for (uint32_t i = 0; i < c.event_count; ++i) {
           Event& e = c.events[i];
-          e.thread = c.thread;
+          e.location = c.location;
           const uint64_t kind_and_time = varint();
           e.timestamp_ns = (kind_and_time & 1) ? c.leave_ns : c.enter_ns;
           e.kind = static_cast<uint32_t>(kind_and_time >> 1);
           payload(e.payload);
         }
         if (!ok_) return false;
-        recent_calls_.remember(c.thread, CallShape::of(c));
+        recent_calls_.remember(c.location, CallShape::of(c));
         expand(c, out);
         break;
       }
@@ -285,10 +289,10 @@ class Decoder {
   }
   // A Call comes out as its Enter, then (queued) its events and Leave.
   void expand(const Call& c, Record& out) {
-    last_ts_[c.thread] = c.leave_ns;  // the thread's next delta counts from the leave
+    last_ts_[c.location] = c.leave_ns;  // the thread's next delta counts from the leave
     for (uint32_t i = 0; i < c.event_count; ++i) queued_.push_back(c.events[i]);
-    queued_.push_back(Leave{{c.thread, c.leave_ns, c.region, c.node}});
-    out = Enter{{c.thread, c.enter_ns, c.region, c.node}};
+    queued_.push_back(Leave{{c.location, c.leave_ns, c.region, c.node}});
+    out = Enter{{c.location, c.enter_ns, c.region, c.node}};
   }
   void payload(EventPayload& p) {
     for (uint32_t& w : p.word) w = u32();
@@ -372,13 +376,13 @@ void StreamWriter::put(const T& r) {
     } else if constexpr (std::is_same_v<T, ModuleUnload>) {
       tag(Tag::kModuleUnload);
       put_varint(r.id); put_varint(r.timestamp_ns);
-    } else if constexpr (std::is_same_v<T, ThreadBegin>) {
-      tag(Tag::kThreadBegin);
-      put_varint(r.thread); put_varint(r.tid); put_varint(delta(r.thread, r.timestamp_ns));
-      put_string(r.name);
-    } else if constexpr (std::is_same_v<T, ThreadEnd>) {
-      tag(Tag::kThreadEnd);
-      put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+    } else if constexpr (std::is_same_v<T, LocationBegin>) {
+      tag(Tag::kLocationBegin);
+      put_varint(r.location); put_varint(r.id); put_varint(delta(r.location, r.timestamp_ns));
+      put_string(r.name); put_varint(static_cast<uint32_t>(r.kind)); put_string(r.device);
+    } else if constexpr (std::is_same_v<T, LocationEnd>) {
+      tag(Tag::kLocationEnd);
+      put_varint(r.location); put_varint(delta(r.location, r.timestamp_ns));
       put_varint(r.counters.samples); put_varint(r.counters.dropped);
       put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
       put_varint(r.counters.dropped_events); put_varint(r.counters.unwind_recovered);
@@ -389,14 +393,14 @@ void StreamWriter::put(const T& r) {
       put_varint(r.id); put_varint(r.parent); put_varint(r.module); put_varint(r.offset);
     } else if constexpr (std::is_same_v<T, Sample>) {
       tag(Tag::kSample);
-      put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+      put_varint(r.location); put_varint(delta(r.location, r.timestamp_ns));
       put_varint(r.node); put_varint(r.flags); put_varint(r.weight);
     } else if constexpr (std::is_same_v<T, RegionDef>) {
       tag(Tag::kRegionDef);
       put_varint(r.id); put_string(r.name); put_varint(r.paradigm);
     } else if constexpr (std::is_same_v<T, Enter> || std::is_same_v<T, Leave>) {
       tag(std::is_same_v<T, Enter> ? Tag::kEnter : Tag::kLeave);
-      put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+      put_varint(r.location); put_varint(delta(r.location, r.timestamp_ns));
       put_varint(r.region); put_varint(r.node);
     } else if constexpr (std::is_same_v<T, ProcessEnd>) {
       tag(Tag::kProcessEnd);
@@ -407,7 +411,7 @@ void StreamWriter::put(const T& r) {
       put_string(r.text);
     } else if constexpr (std::is_same_v<T, Event>) {
       tag(Tag::kEvent);
-      put_varint(r.thread); put_varint(delta(r.thread, r.timestamp_ns));
+      put_varint(r.location); put_varint(delta(r.location, r.timestamp_ns));
       put_varint(r.kind);
       put_payload(r.payload);
     } else if constexpr (std::is_same_v<T, EventSetDef>) {
@@ -442,7 +446,7 @@ void StreamWriter::append(const Enter& r) { put(r); }
 void StreamWriter::append(const Leave& r) { put(r); }
 void StreamWriter::append(const Event& r) { put(r); }
 void StreamWriter::append(const CctNode& r) { put(r); }
-void StreamWriter::append(const Call& r) { append_call(r.thread, r.enter_ns, r.leave_ns, CallShape::of(r)); }
+void StreamWriter::append(const Call& r) { append_call(r.location, r.enter_ns, r.leave_ns, CallShape::of(r)); }
 
 RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns,
                                               const CallShape& shape) {

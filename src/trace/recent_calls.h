@@ -47,7 +47,7 @@ struct CallShape {
   }
   Call at(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns) const {
     Call c;
-    c.thread = thread;
+    c.location = thread;
     c.enter_ns = enter_ns;
     c.leave_ns = leave_ns;
     c.region = region;

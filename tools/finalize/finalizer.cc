@@ -173,10 +173,14 @@ class Finalizer {
     });
     refs.contexts = define_contexts(p);
     for (const ThreadDefinition& t : p.threads) {
-      const uint64_t loc = writers_.each([&](sink::TraceSink& w) { return w.define_thread(group, t.name); });
+      const bool thread = t.kind == raw::LocationKind::kThread;
+      const uint64_t loc = writers_.each([&](sink::TraceSink& w) {
+        return thread ? w.define_thread(group, t.name) : w.define_stream(w.define_device(group, t.device), t.name);
+      });
       if (!local) writers_.each([&](sink::TraceSink& w) { w.set_thread_remote(loc); });
       refs.locations[t.index] = loc;
-      set_thread_properties(p, t, loc);
+      if (thread) set_thread_properties(p, t, loc);
+      else ++result_->streams;
       for (const auto& c : p.clock_offsets)
         writers_.each([&](sink::TraceSink& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
     }
@@ -312,7 +316,7 @@ class Finalizer {
     auto on_record = [&](const raw::Record& record) {
       if (const auto* s = std::get_if<raw::Sample>(&record)) {
         const uint32_t ctx = s->node < contexts.size() ? contexts[s->node] : kUndefined;
-        if (ctx == kUndefined || !location_of(s->thread, &loc)) return;
+        if (ctx == kUndefined || !location_of(s->location, &loc)) return;
         // OTF2 samples carry no weight: a sample standing for several
         // periods (POSIX timer overruns) is written that many times.
         writers_.each([&](sink::TraceSink& w) {
@@ -320,17 +324,17 @@ class Finalizer {
         });
       } else if (const auto* e = std::get_if<raw::Enter>(&record)) {
         const uint32_t ctx = e->node < contexts.size() ? contexts[e->node] : kUndefined;
-        if (ctx != kUndefined && location_of(e->thread, &loc))
+        if (ctx != kUndefined && location_of(e->location, &loc))
           writers_.each([&](sink::TraceSink& w) { w.write_context_enter(loc, e->timestamp_ns, ctx, depth[e->node]); });
       } else if (const auto* l = std::get_if<raw::Leave>(&record)) {
         const uint32_t ctx = l->node < contexts.size() ? contexts[l->node] : kUndefined;
-        if (ctx != kUndefined && location_of(l->thread, &loc))
+        if (ctx != kUndefined && location_of(l->location, &loc))
           writers_.each([&](sink::TraceSink& w) { w.write_context_leave(loc, l->timestamp_ns, ctx); });
       } else if (const auto* ev = std::get_if<raw::Event>(&record)) {
-        if (location_of(ev->thread, &loc)) write_event(*ev, loc, p, refs);
-      } else if (const auto* t = std::get_if<raw::ThreadEnd>(&record)) {
-        if (location_of(t->thread, &loc)) {
-          ended.insert(t->thread);
+        if (location_of(ev->location, &loc)) write_event(*ev, loc, p, refs);
+      } else if (const auto* t = std::get_if<raw::LocationEnd>(&record)) {
+        if (location_of(t->location, &loc)) {
+          ended.insert(t->location);
           writers_.each([&](sink::TraceSink& w) { w.end_thread(loc, t->timestamp_ns); });
         }
       }

@@ -34,6 +34,7 @@ struct Result {
   std::string anchor;                 // path of traces.otf2
   std::string enter_leave_anchor;     // when requested
   uint64_t processes = 0, threads = 0, samples = 0;
+  uint64_t streams = 0;  // device streams (locations that are not threads)
   uint64_t dropped = 0, unwind_failed = 0, truncated = 0, unwind_recovered = 0;
   uint64_t python_incomplete = 0;  // samples with an incomplete Python stack
   uint64_t traced_events = 0;

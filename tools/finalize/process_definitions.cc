@@ -128,6 +128,13 @@ ThreadDefinition describe_thread(const RawProcess& p, const RawThread& t) {
   ThreadDefinition d;
   d.index = t.index;
   d.tid = t.tid;
+  d.kind = t.kind;
+  d.device = t.device;
+  if (t.kind != raw::LocationKind::kThread) {
+    d.name = t.name.empty() ? "stream " + std::to_string(t.tid) : t.name;
+    d.last_ns = t.last_ns;
+    return d;
+  }
   d.name = t.index == 0 ? "main thread" : "thread " + std::to_string(t.index);
   // Name threads the program named (pthread_setname_np) after it.
   if (t.end && !t.end->name.empty() && t.end->name != basename_of(p.begin->executable).substr(0, 15))
@@ -208,7 +215,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
 // spelled once, in visit(), for writing and for reading.
 namespace {
 
-constexpr uint64_t kMagic = 0x3166656470796268ull;  // "hbypdef1"
+constexpr uint64_t kMagic = 0x3266656470796268ull;  // "hbypdef2"
 
 struct Writer {
   std::string out;
@@ -308,7 +315,10 @@ template <typename IO> void visit(IO& io, raw::ThreadCounters& c) {
          c.ring_flush_ns);
 }
 template <typename IO> void visit(IO& io, ThreadDefinition& t) {
-  fields(io, t.index, t.tid, t.name, t.counters, t.python_incomplete, t.last_ns);
+  fields(io, t.index, t.tid, t.name, t.kind, t.device, t.counters, t.python_incomplete, t.last_ns);
+  if constexpr (std::is_same_v<IO, Reader>) {
+    if (static_cast<uint32_t>(t.kind) > raw::kLastLocationKind) io.ok = false;
+  }
 }
 template <typename IO> void visit(IO& io, raw::ClockOffset& c) { fields(io, c.timestamp_ns, c.offset_ns, c.stddev_ns); }
 template <typename IO> void visit(IO& io, raw::CommDef& c) { fields(io, c.id, c.key, c.parent, c.name, c.members); }

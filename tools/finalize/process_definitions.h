@@ -37,13 +37,16 @@ struct ContextNode {
   std::vector<ContextFrame> frames;
 };
 
+// A location of the process: a thread, or a device stream (kind).
 struct ThreadDefinition {
   uint32_t index = 0;
-  uint64_t tid = 0;
+  uint64_t tid = 0;  // a device stream's id as its adapter numbers it
   std::string name;
   raw::ThreadCounters counters;  // samples: those in the stream; losses added to dropped
   uint64_t python_incomplete = 0;
   uint64_t last_ns = 0;
+  raw::LocationKind kind = raw::LocationKind::kThread;
+  std::string device;  // a device stream's device
 };
 
 struct ProcessDefinitions {

@@ -30,24 +30,27 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
             p->nodes[r.id] = r;
           } else if constexpr (std::is_same_v<T, raw::RegionDef>) {
             p->regions[r.id] = r;
-          } else if constexpr (std::is_same_v<T, raw::ThreadBegin>) {
-            RawThread& t = thread(r.thread);
-            t.tid = r.tid;
+          } else if constexpr (std::is_same_v<T, raw::LocationBegin>) {
+            RawThread& t = thread(r.location);
+            t.tid = r.id;
+            t.kind = r.kind;
+            t.name = r.name;
+            t.device = r.device;
             t.begin_ns = r.timestamp_ns;
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
-          } else if constexpr (std::is_same_v<T, raw::ThreadEnd>) {
-            RawThread& t = thread(r.thread);
+          } else if constexpr (std::is_same_v<T, raw::LocationEnd>) {
+            RawThread& t = thread(r.location);
             t.end = r;
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::Sample>) {
-            RawThread& t = thread(r.thread);
+            RawThread& t = thread(r.location);
             t.samples_seen += r.weight;
             if (r.flags & kSamplePythonIncomplete) t.python_incomplete += r.weight;
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
             p->last_ns = std::max(p->last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::Enter> || std::is_same_v<T, raw::Leave> ||
                                std::is_same_v<T, raw::Event>) {
-            RawThread& t = thread(r.thread);
+            RawThread& t = thread(r.location);
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::CommDef>) {
             p->comms[r.id] = r;  // an id is reused after MPI_Comm_free: the stream order decides

@@ -13,11 +13,14 @@
 
 namespace hybridprof::finalize {
 
+// A location of the stream: a thread, or a device stream an adapter wrote.
 struct RawThread {
   uint32_t index = 0;
-  uint64_t tid = 0;
+  uint64_t tid = 0;  // a device stream's id
+  raw::LocationKind kind = raw::LocationKind::kThread;
+  std::string name, device;  // as the location began (a thread's is empty)
   uint64_t begin_ns = 0;
-  std::optional<raw::ThreadEnd> end;
+  std::optional<raw::LocationEnd> end;
   uint64_t samples_seen = 0;  // samples in the stream (the counters may say more)
   uint64_t python_incomplete = 0;  // of those, with kSamplePythonIncomplete
   uint64_t last_ns = 0;

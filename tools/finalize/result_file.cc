@@ -13,7 +13,7 @@ namespace {
 template <typename Fn>
 void for_each_counter(Result& r, Fn&& fn) {
   const std::pair<const char*, uint64_t*> counters[] = {
-      {"processes", &r.processes}, {"threads", &r.threads}, {"samples", &r.samples},
+      {"processes", &r.processes}, {"threads", &r.threads}, {"streams", &r.streams}, {"samples", &r.samples},
       {"dropped", &r.dropped}, {"unwind_failed", &r.unwind_failed}, {"truncated", &r.truncated},
       {"unwind_recovered", &r.unwind_recovered},
       {"python_incomplete", &r.python_incomplete}, {"traced_events", &r.traced_events},

@@ -124,7 +124,10 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
   table.add_row({"Mechanism", archive_property(archive, property::kMechanism)});
   table.add_row({"Kernel time", archive_property(archive, property::kKernelTime)});
   table.add_row({"Processes", std::to_string(archive.processes.size())});
-  table.add_row({"Threads", std::to_string(archive.threads.size())});
+  const size_t streams = static_cast<size_t>(std::count_if(archive.threads.begin(), archive.threads.end(),
+                                                          [](const auto& t) { return t.second.device != otf2::kUndefined; }));
+  table.add_row({"Threads", std::to_string(archive.threads.size() - streams)});
+  if (streams) table.add_row({"Device streams", std::to_string(streams)});
   table.add_row({"Samples", samples});
   table.add_row({"Dropped samples", or_dash(sum_thread_property(archive, property::kDropped))});
   table.add_row({"Unwind failures", or_dash(sum_thread_property(archive, property::kUnwindFailures))});
@@ -210,6 +213,7 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
                    {"Without thread", Align::kRight}});
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_process;  // threads, samples
   for (const auto& [location, thread] : archive.threads) {
+    if (thread.device != otf2::kUndefined) continue;  // a device's stream: not a thread of the process
     auto& [threads, samples] = per_process[thread.process];
     ++threads;
     auto it = counts.by_thread.find(location);
@@ -229,6 +233,7 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
   heading(out, "Threads (by samples)");
   std::vector<std::pair<uint64_t, uint64_t>> order;  // samples, location
   for (const auto& [location, thread] : archive.threads) {
+    if (thread.device != otf2::kUndefined) continue;
     auto it = counts.by_thread.find(location);
     order.emplace_back(it == counts.by_thread.end() ? 0 : it->second, location);
   }

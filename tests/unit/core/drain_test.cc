@@ -364,7 +364,7 @@ TEST_F(DrainTest, AFullRingIsWrittenOutNotLost) {
       [&](const raw::Record& r) {
         if (const auto* d = std::get_if<raw::RegionDef>(&r))
           flush_defined |= d->id == ring_flush_region() && d->name == "hybridprof: ring flush";
-        if (const auto* e = std::get_if<raw::ThreadEnd>(&r)) counters = e->counters;
+        if (const auto* e = std::get_if<raw::LocationEnd>(&r)) counters = e->counters;
         const raw::RegionEvent* ev = nullptr;
         if (const auto* e = std::get_if<raw::Enter>(&r)) {
           ev = e;

@@ -34,7 +34,7 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   begin.python = "3.12";
   w.append(begin);
   w.append(ModuleLoad{1, 0, 0x400000, 0x400000, 0x500000, "/bin/app"});
-  w.append(ThreadBegin{0, 4242, 1000, ""});
+  w.append(thread_begin(0, 4242, 1000));
   w.append(CctNode{3, kRootComplete, 1, 0x1234});
   w.append(Sample{0, 2000, 3, 0});
   w.append(Sample{0, 1500, 3, 1, 5});  // time may step back: deltas are signed
@@ -44,7 +44,7 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   Event event{0, 3000000000ull, 14, payload(7, 0xffffffffu, ~0ull, 1)};
   event.payload.word[3] = 9, event.payload.wide[2] = 1ull << 40;
   w.append(event);
-  w.append(ThreadEnd{0, 3000000001ull, {3, 1, 0, 0}, "worker"});
+  w.append(LocationEnd{0, 3000000001ull, {3, 1, 0, 0}, "worker"});
   w.append(ProcessEnd{3000000002ull, EndReason::kSignal, 15, 2});
   w.close();
 
@@ -71,8 +71,8 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   EXPECT_EQ(std::get<Event>(records[8]).kind, 14u);
   EXPECT_EQ(std::get<Event>(records[8]).timestamp_ns, 3000000000ull);
   EXPECT_EQ(std::get<Event>(records[8]).payload, event.payload);
-  EXPECT_EQ(std::get<ThreadEnd>(records[9]).name, "worker");
-  EXPECT_EQ(std::get<ThreadEnd>(records[9]).counters.dropped, 1u);
+  EXPECT_EQ(std::get<LocationEnd>(records[9]).name, "worker");
+  EXPECT_EQ(std::get<LocationEnd>(records[9]).counters.dropped, 1u);
   EXPECT_EQ(std::get<ProcessEnd>(records[10]).status, 15);
   std::remove(path.c_str());
 }
@@ -118,7 +118,7 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   StreamWriter w;
   ASSERT_TRUE(w.open(path));
   Call barrier;
-  barrier.thread = 1;
+  barrier.location = 1;
   barrier.enter_ns = 5000;
   barrier.leave_ns = 5750;
   barrier.region = 4;
@@ -130,7 +130,7 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   barrier.events[1] = Event{1, 5750, 9, payload(3, 0xffffffffu, 0)};
   w.append(barrier);
   Call send;
-  send.thread = 1;
+  send.location = 1;
   send.enter_ns = send.leave_ns = 6000;  // as short as the clock can tell
   send.region = 5;
   send.node = 13;
@@ -148,7 +148,7 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   ASSERT_EQ(r.size(), 8u);
   EXPECT_TRUE(summary.problem.empty()) << summary.problem;
   const auto& enter = std::get<Enter>(r[0]);
-  EXPECT_EQ(enter.thread, 1u);
+  EXPECT_EQ(enter.location, 1u);
   EXPECT_EQ(enter.timestamp_ns, 5000u);
   EXPECT_EQ(enter.region, 4u);
   EXPECT_EQ(enter.node, 12u);
@@ -158,7 +158,7 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   const auto& end = std::get<Event>(r[2]);
   EXPECT_EQ(end.kind, 9u);
   EXPECT_EQ(end.timestamp_ns, 5750u);
-  EXPECT_EQ(end.thread, 1u);
+  EXPECT_EQ(end.location, 1u);
   EXPECT_EQ(end.payload, barrier.events[1].payload);
   const auto& leave = std::get<Leave>(r[3]);
   EXPECT_EQ(leave.timestamp_ns, 5750u);
@@ -184,7 +184,7 @@ TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
   ASSERT_TRUE(w.open(path));
   auto call = [](uint32_t thread, uint64_t enter, uint32_t region, uint32_t peer) {
     Call c;
-    c.thread = thread;
+    c.location = thread;
     c.enter_ns = enter;
     c.leave_ns = enter + 300;
     c.region = region;
@@ -223,10 +223,10 @@ TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
     const auto* enter = std::get_if<Enter>(&r[3 * i]);
     const auto* event = std::get_if<Event>(&r[3 * i + 1]);
     const auto* leave = std::get_if<Leave>(&r[3 * i + 2]);
-    const bool ok = enter && event && leave && enter->thread == c.thread && enter->timestamp_ns == c.enter_ns &&
+    const bool ok = enter && event && leave && enter->location == c.location && enter->timestamp_ns == c.enter_ns &&
                     enter->region == c.region && enter->node == c.node && leave->timestamp_ns == c.leave_ns &&
                     event->timestamp_ns == c.events[0].timestamp_ns && event->kind == c.events[0].kind &&
-                    event->payload == c.events[0].payload && event->thread == c.thread;
+                    event->payload == c.events[0].payload && event->location == c.location;
     bad += !ok;
     if (!ok && bad < 5) ADD_FAILURE() << "call " << i << (i >= first_chunk ? " (second chunk)" : "") << " differs";
   }

@@ -78,8 +78,8 @@ class Finalizer : public ::testing::Test {
     w.append(b);
     const std::string exe = fs::read_symlink("/proc/self/exe").string();
     w.append(raw::ModuleLoad{1, 0, load_bias(), 0, UINT64_MAX, exe});
-    w.append(raw::ThreadBegin{0, 42, 1000, ""});
-    w.append(raw::ThreadBegin{1, 43, 1000, ""});
+    w.append(raw::thread_begin(0, 42, 1000));
+    w.append(raw::thread_begin(1, 43, 1000));
     for (const auto& c : clock_offsets) w.append(c);
     // caller -> leaf, complete; and a truncated stack ending in leaf.
     w.append(raw::CctNode{3, raw::kRootComplete, 1, offset_of(finalizer_test_caller)});
@@ -89,7 +89,7 @@ class Finalizer : public ::testing::Test {
     w.append(raw::Sample{0, 3000, 4, 0, 3});  // a timer sample standing for 3 periods
     w.append(raw::Sample{1, 2500, 5, 1, 1});
     w.append(raw::Sample{1, 2600, 99, 0, 1});  // its node was lost: skipped, not fatal
-    w.append(raw::ThreadEnd{0, 4000, {4, 1, 0, 0}, "worker"});
+    w.append(raw::LocationEnd{0, 4000, {4, 1, 0, 0}, "worker"});
     if (with_process_end) w.append(raw::ProcessEnd{5000, raw::EndReason::kExit, 0, 0});
     w.close();
   }
@@ -190,8 +190,8 @@ TEST_F(Finalizer, CountsIncompletePythonStacksOfPythonProcesses) {
     b.args = {"python3", "app.py"};
     b.python = python;
     w.append(b);
-    w.append(raw::ThreadBegin{0, pid, 1000, ""});
-    w.append(raw::ThreadBegin{1, pid + 1, 1000, ""});
+    w.append(raw::thread_begin(0, pid, 1000));
+    w.append(raw::thread_begin(1, pid + 1, 1000));
     w.append(raw::PythonCode{1, "main", "/src/app.py", 1, 2, ""});
     w.append(raw::CctNode{3, raw::kRootComplete, raw::kPythonModule, (uint64_t{1} << 32) | 1});
     w.append(raw::Sample{0, 2000, 3, 0, 1});
@@ -238,7 +238,7 @@ TEST_F(Finalizer, EventsGoToTheirSetsWriterAndTheUnwritableAreCounted) {
     raw::StreamWriter w;
     ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
     w.append(process_begin(42, "/proc/self/exe"));
-    w.append(raw::ThreadBegin{0, 42, 1000, ""});
+    w.append(raw::thread_begin(0, 42, 1000));
     w.append(raw::EventSetDef{0, 12, "mpi"});
     w.append(raw::EventSetDef{12, 2, "toy"});
     EventPayload request;

@@ -87,7 +87,7 @@ class JitNaming : public ::testing::Test {
     b.monotonic_ns = 1000;
     b.realtime_ns = started_realtime_ns;
     w.append(b);
-    w.append(raw::ThreadBegin{0, b.pid, 1000, ""});
+    w.append(raw::thread_begin(0, b.pid, 1000));
     w.append(raw::CctNode{3, raw::kRootComplete, raw::kUnknownModule, kTrampoline + 0x10});
     w.append(raw::CctNode{4, 3, raw::kUnknownModule, kKernel + 0x10});
     w.append(raw::CctNode{5, 3, raw::kUnknownModule, kKernel + 0xff});
@@ -95,7 +95,7 @@ class JitNaming : public ::testing::Test {
     w.append(raw::Sample{0, 2000, 4, 0, 1});
     w.append(raw::Sample{0, 2100, 5, 0, 1});
     w.append(raw::Sample{0, 2200, 6, 0, 1});
-    w.append(raw::ThreadEnd{0, 3000, {3, 0, 0, 0}, ""});
+    w.append(raw::LocationEnd{0, 3000, {3, 0, 0, 0}, ""});
     w.append(raw::ProcessEnd{4000, raw::EndReason::kExit, 0, 0});
     w.close();
   }

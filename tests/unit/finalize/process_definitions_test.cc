@@ -26,8 +26,9 @@ ProcessDefinitions sample_process(uint64_t pid) {
   p.begin_monotonic_ns = 1000;
   p.begin_realtime_ns = 1700000000000000000ull;
   p.last_ns = 9000;
-  p.threads = {{0, 4242, "main thread", {10, 2, 1, 0, 5}, 3, 8000},
-               {1, 4243, "thread 1 (worker)", {7, 0, 0, 1, 0}, 0, 8500}};
+  p.threads = {{0, 4242, "main thread", {10, 2, 1, 0, 5}, 3, 8000, raw::LocationKind::kThread, ""},
+               {1, 4243, "thread 1 (worker)", {7, 0, 0, 1, 0}, 0, 8500, raw::LocationKind::kThread, ""},
+               {2, 7, "stream 7", {}, 0, 8600, raw::LocationKind::kDeviceStream, "GPU 0"}};
   p.clock_offsets = {{1100, -25, 3}, {8900, -31, 4}};
   ContextNode root{true, raw::kRootComplete, {{"main", "solver.cc", "/opt/app/bin/solver", 0, 12, otf2::Paradigm::kSampling}}};
   ContextNode inlined{true, 3, {{"step", "solver.cc", "/opt/app/bin/solver", 0, 40, otf2::Paradigm::kSampling},
@@ -63,7 +64,11 @@ TEST(ProcessDefinitions, EveryFieldArrives) {
   EXPECT_EQ(p.begin_monotonic_ns, 1000u);
   EXPECT_EQ(p.begin_realtime_ns, 1700000000000000000ull);
   EXPECT_EQ(p.last_ns, 9000u);
-  ASSERT_EQ(p.threads.size(), 2u);
+  ASSERT_EQ(p.threads.size(), 3u);
+  EXPECT_EQ(p.threads[0].kind, raw::LocationKind::kThread);
+  EXPECT_EQ(p.threads[2].kind, raw::LocationKind::kDeviceStream);
+  EXPECT_EQ(p.threads[2].device, "GPU 0");
+  EXPECT_EQ(p.threads[2].tid, 7u);
   EXPECT_EQ(p.threads[1].index, 1u);
   EXPECT_EQ(p.threads[1].tid, 4243u);
   EXPECT_EQ(p.threads[1].name, "thread 1 (worker)");
@@ -139,7 +144,7 @@ TEST(ResultFile, WhatTheRanksWroteIsWhatTheLauncherReads) {
   Result r;
   r.anchor = "/jobs/run 1/traces.otf2";
   r.enter_leave_anchor = "/jobs/run 1/enter-leave/traces.otf2";
-  r.processes = 4, r.threads = 12, r.samples = 9000, r.dropped = 7, r.unwind_failed = 3, r.truncated = 2;
+  r.processes = 4, r.threads = 12, r.streams = 3, r.samples = 9000, r.dropped = 7, r.unwind_failed = 3, r.truncated = 2;
   r.python_incomplete = 1, r.traced_events = 640, r.events_skipped = 5, r.missing_ranks = 1;
   r.warnings = {"rank 3 of 4: no data", "process 77: torn chunk, 12 bytes of raw data lost"};
   ASSERT_TRUE(save_result(path, r));
@@ -149,6 +154,7 @@ TEST(ResultFile, WhatTheRanksWroteIsWhatTheLauncherReads) {
   EXPECT_EQ(back.enter_leave_anchor, r.enter_leave_anchor);
   EXPECT_EQ(back.processes, 4u);
   EXPECT_EQ(back.threads, 12u);
+  EXPECT_EQ(back.streams, 3u);
   EXPECT_EQ(back.samples, 9000u);
   EXPECT_EQ(back.dropped, 7u);
   EXPECT_EQ(back.unwind_failed, 3u);

@@ -3,12 +3,15 @@
 // spine's contract (region ids, event sets, the thread's ring through
 // Drain::write_or_flush), finalized into a recording sink. Nothing in the
 // drain, the raw stream, the finalizer or the sinks knows it: what it
-// wrote comes out as its regions and its events, payloads intact.
+// wrote comes out as its regions and its events, payloads intact. Its
+// device's stream, a location that is not a thread, comes out as a stream
+// of that device.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/clock.h"
@@ -36,9 +39,29 @@ class ToyAdapter final : public EventSource {
 
   const char* name() const override { return "toy"; }
   void process_started(Drain& drain) override {
-    if (region_ == 0) region_ = reserve_region_ids(1);
+    if (region_ == 0) region_ = reserve_region_ids(2);
     base_ = register_event_set(kSet, kKinds);
     drain.append(raw::RegionDef{region_, "toy_step", static_cast<uint32_t>(otf2::Paradigm::kUser)});
+    drain.append(raw::RegionDef{kernel_region(), "toy_kernel", static_cast<uint32_t>(otf2::Paradigm::kUser)});
+  }
+
+  // What a device adapter does with the work its device reports (in
+  // batches, on a thread of its own): a stream of the device is a location
+  // with no ring; its kernels are appended, each a toy_kernel region from
+  // `start_ns + 100 * i` to 50 ns later with a stray event (word 3 = i)
+  // inside, in time order.
+  void device_work(Drain& drain, int kernels, uint64_t start_ns) {
+    const uint32_t stream = drain.add_location(raw::LocationKind::kDeviceStream, 7, "toy stream 7", "toy device 0",
+                                               start_ns);
+    const uint32_t node = drain.region_context(kernel_region());
+    for (int i = 0; i < kernels; ++i) {
+      const uint64_t at = start_ns + 100 * uint64_t(i);
+      raw::Event inside{stream, at + 10, base_ + kStray, {}};
+      inside.payload.word[3] = uint32_t(i);
+      drain.append({raw::Enter{{stream, at, kernel_region(), node}}, inside,
+                    raw::Leave{{stream, at + 50, kernel_region(), node}}});
+    }
+    drain.end_location(stream, start_ns + 100 * uint64_t(kernels));
   }
 
   // Each time is read just before its record is written, as a producer
@@ -69,6 +92,7 @@ class ToyAdapter final : public EventSource {
 
  private:
   uint32_t carrying(Kind k) const { return kRegionCarriesEvent | (base_ + k) << kCarriedEventKindShift; }
+  uint32_t kernel_region() const { return region_ + 1; }
   uint32_t region_ = 0, base_ = kNoEventSet;
 };
 ToyAdapter g_toy;
@@ -84,8 +108,9 @@ class ToyAdapterTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // A process whose one thread makes `steps` toy steps, each followed by a stray event.
-  void run(int steps) {
+  // A process whose one thread makes `steps` toy steps, each followed by a
+  // stray event, while another reports `kernels` of the toy device's.
+  void run(int steps, int kernels = 0) {
     ModuleTable modules;
     Drain drain{modules};
     Drain::Options options;
@@ -103,12 +128,16 @@ class ToyAdapterTest : public ::testing::Test {
     for_each_event_source([&](EventSource& s) { s.process_started(drain); });
     ThreadState* t = drain.add_thread(7, 1000);
     ASSERT_NE(t, nullptr);
+    std::thread device([&] {
+      if (kernels > 0) g_toy.device_work(drain, kernels, 5000);
+    });
     for (int i = 0; i < steps; ++i) {
       Step s{};
       ASSERT_TRUE(g_toy.step(drain, *t, uint32_t(i), 1000 + uint64_t(i), &s.enter_ns, &s.leave_ns));
       ASSERT_TRUE(g_toy.stray(drain, *t, monotonic_ns(), uint32_t(i)));
       steps_.push_back(s);
     }
+    device.join();
     drain.finish_thread(t, monotonic_ns());
     drain.stop(raw::ProcessEnd{monotonic_ns(), raw::EndReason::kExit, 0, 0});
   }
@@ -140,6 +169,7 @@ TEST_F(ToyAdapterTest, ItsRegionsAndEventsReachTheSinkAsItWroteThem) {
   EXPECT_TRUE(sink.closed);
   ASSERT_EQ(sink.threads.size(), 1u);
   EXPECT_TRUE(sink.threads[0].ended);
+  EXPECT_EQ(result.streams, 0u);
 
   // Per step: enter, tick, tock, leave, stray; in time order. (The ring's
   // flushes add leaf regions of their own, "hybridprof: ring flush".)
@@ -196,6 +226,53 @@ TEST_F(ToyAdapterTest, EventsASinkCannotWriteAreCountedAndSaid) {
   size_t enters = 0;
   for (const auto& r : sink.records) enters += r.type == sink::RecordingSink::Record::Type::kEnter;
   EXPECT_GE(enters, 10u) << "the regions are still written";
+}
+
+TEST_F(ToyAdapterTest, ItsDeviceStreamIsALocationOfItsDevice) {
+  constexpr int kSteps = 20, kKernels = 500;
+  run(kSteps, kKernels);
+  sink::RecordingSink sink;
+  const finalize::Result result = finalize_into(sink);
+  EXPECT_EQ(result.threads, 1u);
+  EXPECT_EQ(result.streams, 1u);
+  EXPECT_EQ(result.traced_events, 3u * kSteps + kKernels);
+  EXPECT_EQ(result.events_skipped, 0u);
+
+  // The stream: a location of the device, which the process drives.
+  ASSERT_EQ(sink.threads.size(), 2u);
+  const auto stream = sink.threads[0].stream ? 0u : 1u;
+  const auto& s = sink.threads[stream];
+  EXPECT_TRUE(s.stream);
+  EXPECT_FALSE(sink.threads[1 - stream].stream);
+  EXPECT_EQ(s.name, "toy stream 7");
+  EXPECT_TRUE(s.ended);
+  const auto& device = sink.processes.at(s.process);
+  EXPECT_EQ(device.name, "toy device 0");
+  ASSERT_NE(device.device_of, sink::RecordingSink::Process::kNotADevice);
+  EXPECT_EQ(device.device_of, sink.threads[1 - stream].process) << "driven by the thread's process";
+
+  // Its kernels as the adapter reported them: enter, the event, leave, at its times.
+  using Type = sink::RecordingSink::Record::Type;
+  std::vector<const sink::RecordingSink::Record*> on_stream;
+  for (const auto& r : sink.records)
+    if (r.location == stream) on_stream.push_back(&r);
+  ASSERT_EQ(on_stream.size(), 3u * kKernels);
+  for (int i = 0; i < kKernels; ++i) {
+    const auto* const* k = &on_stream[3 * size_t(i)];
+    const uint64_t at = 5000 + 100 * uint64_t(i);
+    ASSERT_EQ(k[0]->type, Type::kEnter) << i;
+    EXPECT_EQ(sink.region_of(k[0]->context), "toy_kernel");
+    EXPECT_EQ(sink.contexts.at(k[0]->context).parent, otf2::kUndefined) << "a kernel has no stack below it";
+    EXPECT_EQ(k[0]->timestamp, at);
+    ASSERT_EQ(k[1]->type, Type::kEvent) << i;
+    EXPECT_EQ(k[1]->kind, ToyAdapter::kStray);
+    EXPECT_EQ(k[1]->payload.word[3], uint32_t(i));
+    EXPECT_EQ(k[1]->timestamp, at + 10);
+    ASSERT_EQ(k[2]->type, Type::kLeave) << i;
+    EXPECT_EQ(k[2]->context, k[0]->context);
+    EXPECT_EQ(k[2]->timestamp, at + 50);
+    if (HasFailure()) return;
+  }
 }
 
 }  // namespace

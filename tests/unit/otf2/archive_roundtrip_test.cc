@@ -145,6 +145,60 @@ TEST(ClockDefaults, OffsetAndLengthComeFromTheEventsWhenLeftAtZero) {
   EXPECT_EQ(reader.archive().clock.realtime_ns_at_offset, 0u);
 }
 
+TEST(DeviceStreams, AreLocationsOfADeviceTheirProcessDrives) {
+  TempDir dir;
+  uint32_t process = 0, other = 0;
+  uint64_t host_thread = 0, stream = 0, stream2 = 0;
+  {
+    ArchiveWriter w({.directory = dir.path()});
+    const uint32_t node = w.define_system_tree_node("h", "node", kUndefined);
+    process = w.define_process("p", node);
+    other = w.define_process("q", node);
+    host_thread = w.define_thread(process, "main thread");
+    const uint32_t gpu = w.define_device(process, "GPU 0");
+    EXPECT_EQ(w.define_device(process, "GPU 0"), gpu) << "one device per name and process";
+    EXPECT_NE(w.define_device(other, "GPU 0"), gpu) << "another process's GPU 0 is another device";
+    EXPECT_THROW(w.define_thread(gpu, "t"), std::invalid_argument);
+    EXPECT_THROW(w.define_stream(process, "s"), std::invalid_argument);
+    EXPECT_THROW(w.define_device(gpu, "GPU 1"), std::invalid_argument);
+    stream = w.define_stream(gpu, "stream 7");
+    stream2 = w.define_stream(w.define_device(other, "GPU 0"), "stream 13");
+    const uint32_t kernel =
+        w.define_calling_context(w.define_region("k", "", 0, Paradigm::kUser), kUndefined, kUndefined);
+    w.write_context_enter(stream, 1'000, kernel, 1);
+    w.write_context_leave(stream, 1'500, kernel);
+    w.end_thread(stream, 1'500);
+    w.end_thread(stream2, 0);
+    w.end_thread(host_thread, 0);
+    w.close({});
+  }
+  ArchiveReader reader(dir.path());
+  const Archive& a = reader.archive();
+  EXPECT_EQ(a.processes.size(), 2u) << "a device is not a process";
+  ASSERT_EQ(a.devices.size(), 2u);
+  const ThreadInfo& s = a.threads.at(stream);
+  EXPECT_EQ(s.name, "stream 7");
+  EXPECT_EQ(s.process, process);
+  ASSERT_NE(s.device, kUndefined);
+  EXPECT_EQ(a.devices.at(s.device).name, "GPU 0");
+  EXPECT_EQ(a.devices.at(s.device).process, process);
+  EXPECT_EQ(s.events, 2u);
+  EXPECT_EQ(a.threads.at(stream2).process, other);
+  EXPECT_EQ(a.threads.at(host_thread).device, kUndefined);
+  std::vector<RegionEvent> on_stream;
+  reader.read_events([](const SampleEvent&) {}, [&](const RegionEvent& e) {
+    if (e.location == stream) on_stream.push_back(e);
+  });
+  ASSERT_EQ(on_stream.size(), 2u);
+  EXPECT_TRUE(on_stream[0].enter);
+  EXPECT_EQ(on_stream[1].timestamp - on_stream[0].timestamp, 500u);
+  if (testing::have_program("otf2-print")) {
+    auto definitions = testing::run_command("otf2-print -G " + dir / "traces.otf2");
+    ASSERT_EQ(definitions.exit_code, 0) << definitions.output;
+    EXPECT_NE(definitions.output.find("ACCELERATOR_STREAM"), std::string::npos) << definitions.output;
+  }
+}
+
 TEST(Definitions, AreDeduplicated) {
   TempDir dir;
   ArchiveWriter w({.directory = dir.path()});

@@ -21,10 +21,21 @@ using otf2::testing::TempDir;
 // main -> A (50 samples at two lines of A: 30 at a.cc:11 + 20 at a.cc:12,
 // a context's source location being the line in its own function), main -> B (30),
 // main -> C (20), and a recursion main -> R -> R -> R (10) when asked.
-void write_abc_archive(const std::string& dir, bool with_recursion = false, bool with_properties = true) {
+// With a device stream: the process also drives "GPU 0", whose one stream
+// ran a kernel.
+void write_abc_archive(const std::string& dir, bool with_recursion = false, bool with_properties = true,
+                       bool with_stream = false) {
   ArchiveWriter w({.directory = dir});
   if (with_properties) w.set_property(otf2::property::kProgram, "./abc");
-  const uint64_t t = w.define_thread(w.define_process("abc", w.define_system_tree_node("h", "node", kUndefined)), "main");
+  const uint32_t process = w.define_process("abc", w.define_system_tree_node("h", "node", kUndefined));
+  const uint64_t t = w.define_thread(process, "main");
+  if (with_stream) {
+    const uint64_t stream = w.define_stream(w.define_device(process, "GPU 0"), "stream 7");
+    const uint32_t kernel = w.define_calling_context(w.define_region("kernel", "", 0, Paradigm::kUser), kUndefined,
+                                                     kUndefined);
+    w.write_context_enter(stream, 2'000'000, kernel, 1);
+    w.write_context_leave(stream, 9'000'000, kernel);
+  }
   const uint32_t main = w.define_calling_context(w.define_region("main", "main.cc", 3, Paradigm::kSampling), kUndefined, kUndefined);
   const uint32_t a = w.define_region("A", "a.cc", 10, Paradigm::kSampling);
   const uint32_t a_site1 = w.define_calling_context(a, w.define_source_location("a.cc", 11), main);
@@ -290,6 +301,19 @@ TEST(TextReport, SectionsAndAlignedNumbers) {
   EXPECT_NE(text.find("   0.0%     0  100.0%   100  main      -       main.cc:3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("       50  50.0%  main → A\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("[-]"), std::string::npos) << text;  // no "[pid]" label when the PID is unknown
+}
+
+TEST(TextReport, DeviceStreamsAreNotThreads) {
+  TempDir dir;
+  write_abc_archive(dir.path(), false, true, /*with_stream=*/true);
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report({dir.path()}, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("  Processes               1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  Threads                 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  Device streams          1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("stream 7"), std::string::npos) << "not in the threads' table\n" << text;
+  EXPECT_NE(text.find("  Samples                 100 in archive\n"), std::string::npos) << text;
 }
 
 TEST(TextReport, TopLimitsRows) {
