@@ -77,6 +77,36 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   std::remove(path.c_str());
 }
 
+// A location that is not a thread keeps its kind, id and device; a kind
+// this build does not know makes the record undecodable, not a thread.
+TEST(RawStream, DeviceStreamLocationsKeepTheirKindAndDevice) {
+  const std::string path = temp_path("stream");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  w.append(thread_begin(0, 4242, 1000));
+  w.append(LocationBegin{1, 77, 1200, "stream 77", LocationKind::kDeviceStream, "GPU 0"});
+  w.append(Enter{{1, 1300, 5, 6}});
+  w.append(LocationBegin{2, 78, 1400, "stream 78", static_cast<LocationKind>(kLastLocationKind + 1), "GPU 9"});
+  w.close();
+  ReadSummary summary;
+  std::string error;
+  std::vector<Record> r;
+  ASSERT_TRUE(read_stream(path, [&](const Record& rec) { r.push_back(rec); }, &summary, &error)) << error;
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(std::get<LocationBegin>(r[0]).kind, LocationKind::kThread);
+  const auto& stream = std::get<LocationBegin>(r[1]);
+  EXPECT_EQ(stream.location, 1u);
+  EXPECT_EQ(stream.id, 77u);
+  EXPECT_EQ(stream.timestamp_ns, 1200u);
+  EXPECT_EQ(stream.name, "stream 77");
+  EXPECT_EQ(stream.kind, LocationKind::kDeviceStream);
+  EXPECT_EQ(stream.device, "GPU 0");
+  EXPECT_EQ(std::get<Enter>(r[2]).timestamp_ns, 1300u);
+  EXPECT_EQ(summary.problem, "undecodable record");
+  std::remove(path.c_str());
+}
+
 // A long drain pass is written in chunks of bounded size as it goes (a
 // chunk that grew to the whole pass would be copied over and over), and
 // reads back whole, deltas restarting at every chunk.
