@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "common/clock.h"
+#include "common/launcher_rank.h"
 #include "common/trace_clock.h"
 #include "preload/real_functions.h"
 #include "sigsafe/safe_read.h"
@@ -55,13 +56,6 @@ std::string executable() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, size_t(n)) : std::string();
-}
-
-int64_t mpi_rank_from_env() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name)) return std::atoll(v);
-  }
-  return -1;
 }
 
 bool make_directories(const std::string& path) {
@@ -152,18 +146,11 @@ void start_process(Runtime& rt) {
   begin.ppid = uint64_t(getppid());
   begin.monotonic_ns = start_ns;
   begin.realtime_ns = realtime_ns();
-  begin.mpi_rank = mpi_rank_from_env();
+  begin.mpi_rank = launcher_rank_from_env();
   begin.hostname = host;
   begin.executable = executable();
   begin.args = command_line();
-  begin.event = rt.plan.event.name;
-  begin.mechanism = rt.plan.mechanism == sampling::Mechanism::kPerfEvent ? "perf_event" : "posix-timer";
-  begin.kernel_time = sampling::kernel_time_text(rt.plan.kernel_time);
-  begin.period = rt.plan.mechanism == sampling::Mechanism::kPerfEvent ? rt.plan.value
-                                                                      : rt.plan.timer_interval_ns;
-  begin.frequency = rt.plan.mechanism == sampling::Mechanism::kPerfEvent && rt.plan.frequency;
-  begin.max_depth = rt.config.max_depth;
-  begin.signal = uint64_t(rt.sample_signal);
+  for_each_event_source([&](const EventSource& s) { s.describe(begin); });
 
   // One copy per process image (a fork child writes its own, named by its pid).
   rt.modules.save_vdso_image(rt.raw_dir + "/" + host + "." + std::to_string(rt.pid) + ".vdso.so");
@@ -299,7 +286,7 @@ void thread_begin() {
   const pid_t tid = static_cast<pid_t>(gettid());
   // An MPI rank's main thread (unless the user sized the rings) gets room
   // for its calls' records.
-  const bool mpi_main = tid == getpid() && mpi_rank_from_env() >= 0 && !rt->config.ring_kib_given;
+  const bool mpi_main = tid == getpid() && launcher_rank_from_env() >= 0 && !rt->config.ring_kib_given;
   ThreadState* state =
       rt->drain.add_thread(tid, monotonic_ns(), mpi_main ? size_t{kMpiMainThreadRingKiB} * 1024 : 0);
   if (!state) return;

@@ -14,6 +14,20 @@ class SamplingSource final : public EventSource {
  public:
   const char* name() const override { return "sampling"; }
 
+  // What is sampled, how, how often, and how deep.
+  void describe(raw::ProcessBegin& begin) const override {
+    const Runtime* rt = runtime();
+    if (!rt) return;
+    const bool perf_event = rt->plan.mechanism == sampling::Mechanism::kPerfEvent;
+    begin.event = rt->plan.event.name;
+    begin.mechanism = perf_event ? "perf_event" : "posix-timer";
+    begin.kernel_time = sampling::kernel_time_text(rt->plan.kernel_time);
+    begin.period = perf_event ? rt->plan.value : rt->plan.timer_interval_ns;
+    begin.frequency = perf_event && rt->plan.frequency;
+    begin.max_depth = rt->config.max_depth;
+    begin.signal = uint64_t(rt->sample_signal);
+  }
+
   void thread_started(ThreadState& t) override {
     Runtime* rt = runtime();
     ThreadContext* ctx = this_thread();

@@ -25,6 +25,9 @@ class EventSource {
   virtual ~EventSource() = default;
   // Short and fixed: "sampling", "mpi".
   virtual const char* name() const = 0;
+  // Before the process's raw stream begins: what the source says of the
+  // process in its first record (the sampler: what it samples and how).
+  virtual void describe(raw::ProcessBegin&) const {}
   // The process's raw stream has begun (at start, and in a fork child,
   // whose stream is new): what the source defines up front goes there.
   virtual void process_started(Drain&) {}

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/launcher_rank.h"
 #include "finalize/archive_claim.h"
 #include "hybridprof/output_directory.h"
 
@@ -39,7 +40,7 @@ int ended_ranks(const std::string& job_dir) {
 
 JobRank job_rank_from_env(const std::string& rank_dir) {
   JobRank job;
-  job.rank = mpi_rank_from_env();
+  job.rank = static_cast<int>(launcher_rank_from_env());
   if (job.rank < 0) return job;
   job.size = world_size_from_env();
   job.rank_dir = rank_dir;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/launcher_rank.h"
+
 namespace hybridprof::launcher {
 namespace {
 
@@ -53,16 +55,9 @@ std::string job_id_from_env() {
 
 }  // namespace
 
-int mpi_rank_from_env() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
-  }
-  return -1;
-}
-
 bool prepare_output_directory(const std::string& requested, const std::string& program, std::string* path,
                               std::string* error) {
-  const int rank = mpi_rank_from_env();
+  const int64_t rank = launcher_rank_from_env();
   const std::string name = program.substr(program.find_last_of('/') + 1);
   std::string base = requested;
   if (base.empty()) {

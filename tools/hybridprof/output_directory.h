@@ -11,7 +11,4 @@ namespace hybridprof::launcher {
 bool prepare_output_directory(const std::string& requested, const std::string& program, std::string* path,
                               std::string* error);
 
-// The rank under mpirun/srun, or -1.
-int mpi_rank_from_env();
-
 }  // namespace hybridprof::launcher
