@@ -35,6 +35,9 @@ inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'B'};
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
 inline constexpr uint32_t kChunkMagic = 0x43525048;  // "HPRC"
+// Location indices are dense per process (threads and device streams in
+// the order they began); a reader refuses one beyond this.
+inline constexpr uint32_t kMaxLocations = 1u << 22;
 
 enum class Tag : uint32_t {
   kProcessBegin = 1,

@@ -104,10 +104,13 @@ class Decoder {
     p_ += n;
     return s;
   }
-  uint64_t timestamp(uint32_t thread) {
-    if (thread >= last_ts_.size()) last_ts_.resize(thread + 1, 0);
-    last_ts_[thread] += static_cast<uint64_t>(signed_varint());
-    return last_ts_[thread];
+  uint64_t timestamp(uint32_t location) {
+    // A location index past any process's (a corrupt or hostile stream)
+    // must not size the table.
+    if (location >= kMaxLocations) return fail();
+    if (location >= last_ts_.size()) last_ts_.resize(location + 1, 0);
+    last_ts_[location] += static_cast<uint64_t>(signed_varint());
+    return last_ts_[location];
   }
 
   bool decode(Record& out) {

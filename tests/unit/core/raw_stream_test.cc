@@ -89,9 +89,9 @@ TEST(RawStream, DeviceStreamLocationsKeepTheirKindAndDevice) {
   w.append(Enter{{1, 1300, 5, 6}});
   w.append(LocationBegin{2, 78, 1400, "stream 78", static_cast<LocationKind>(kLastLocationKind + 1), "GPU 9"});
   w.close();
+  std::vector<Record> r;
   ReadSummary summary;
   std::string error;
-  std::vector<Record> r;
   ASSERT_TRUE(read_stream(path, [&](const Record& rec) { r.push_back(rec); }, &summary, &error)) << error;
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(std::get<LocationBegin>(r[0]).kind, LocationKind::kThread);
@@ -103,6 +103,25 @@ TEST(RawStream, DeviceStreamLocationsKeepTheirKindAndDevice) {
   EXPECT_EQ(stream.kind, LocationKind::kDeviceStream);
   EXPECT_EQ(stream.device, "GPU 0");
   EXPECT_EQ(std::get<Enter>(r[2]).timestamp_ns, 1300u);
+  EXPECT_EQ(summary.problem, "undecodable record");
+  std::remove(path.c_str());
+}
+
+// A location index no process has (a corrupt stream) is refused, not made
+// room for.
+TEST(RawStream, ALocationIndexBeyondAnyProcessIsUndecodable) {
+  const std::string path = temp_path("far-location");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  w.append(Enter{{0, 1000, 5, 6}});
+  w.append(Enter{{kMaxLocations, 1300, 5, 6}});  // the writer trusts its drain; a reader may not
+  w.close();
+  ReadSummary summary;
+  std::string error;
+  std::vector<Record> r;
+  ASSERT_TRUE(read_stream(path, [&](const Record& rec) { r.push_back(rec); }, &summary, &error)) << error;
+  ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(summary.problem, "undecodable record");
   std::remove(path.c_str());
 }
