@@ -21,6 +21,15 @@ std::string temp_path(const char* name) {
   return std::string(::testing::TempDir()) + "/" + name + std::to_string(getpid()) + ".hpr";
 }
 
+// Every record of the stream at `path`, and what the reading found in
+// *summary; the test fails when the file cannot be read at all.
+std::vector<Record> read_all(const std::string& path, ReadSummary* summary) {
+  std::vector<Record> records;
+  std::string error;
+  EXPECT_TRUE(read_stream(path, [&](const Record& r) { records.push_back(r); }, summary, &error)) << error;
+  return records;
+}
+
 TEST(RawStream, RoundTripsEveryRecordKind) {
   const std::string path = temp_path("roundtrip");
   std::remove(path.c_str());
@@ -48,10 +57,8 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   w.append(ProcessEnd{3000000002ull, EndReason::kSignal, 15, 2});
   w.close();
 
-  std::vector<Record> records;
   ReadSummary summary;
-  std::string error;
-  ASSERT_TRUE(read_stream(path, [&](const Record& r) { records.push_back(r); }, &summary, &error)) << error;
+  const std::vector<Record> records = read_all(path, &summary);
   ASSERT_EQ(records.size(), 11u);
   EXPECT_EQ(summary.chunks, 2u);
   EXPECT_TRUE(summary.problem.empty());
@@ -89,10 +96,8 @@ TEST(RawStream, DeviceStreamLocationsKeepTheirKindAndDevice) {
   w.append(Enter{{1, 1300, 5, 6}});
   w.append(LocationBegin{2, 78, 1400, "stream 78", static_cast<LocationKind>(kLastLocationKind + 1), "GPU 9"});
   w.close();
-  std::vector<Record> r;
   ReadSummary summary;
-  std::string error;
-  ASSERT_TRUE(read_stream(path, [&](const Record& rec) { r.push_back(rec); }, &summary, &error)) << error;
+  const std::vector<Record> r = read_all(path, &summary);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(std::get<LocationBegin>(r[0]).kind, LocationKind::kThread);
   const auto& stream = std::get<LocationBegin>(r[1]);
@@ -118,9 +123,7 @@ TEST(RawStream, ALocationIndexBeyondAnyProcessIsUndecodable) {
   w.append(Enter{{kMaxLocations, 1300, 5, 6}});  // the writer trusts its drain; a reader may not
   w.close();
   ReadSummary summary;
-  std::string error;
-  std::vector<Record> r;
-  ASSERT_TRUE(read_stream(path, [&](const Record& rec) { r.push_back(rec); }, &summary, &error)) << error;
+  const std::vector<Record> r = read_all(path, &summary);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(summary.problem, "undecodable record");
   std::remove(path.c_str());
@@ -190,10 +193,8 @@ TEST(RawStream, CallReadsBackAsItsEnterEventsAndLeave) {
   w.append(Sample{1, 6100, 13, 0});
   w.close();
 
-  std::vector<Record> r;
   ReadSummary summary;
-  std::string error;
-  ASSERT_TRUE(read_stream(path, [&](const Record& x) { r.push_back(x); }, &summary, &error)) << error;
+  const std::vector<Record> r = read_all(path, &summary);
   ASSERT_EQ(r.size(), 8u);
   EXPECT_TRUE(summary.problem.empty()) << summary.problem;
   const auto& enter = std::get<Enter>(r[0]);
@@ -259,10 +260,8 @@ TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
   // Thread 0's 2000 calls repeat two shapes; thread 1's cycle through six.
   EXPECT_LT(bytes_one_chunk, 2000 * 8 + 1000 * 30) << "repeats must be short";
 
-  std::vector<Record> r;
   ReadSummary summary;
-  std::string error;
-  ASSERT_TRUE(read_stream(path, [&](const Record& x) { r.push_back(x); }, &summary, &error)) << error;
+  const std::vector<Record> r = read_all(path, &summary);
   EXPECT_TRUE(summary.problem.empty()) << summary.problem;
   EXPECT_EQ(summary.chunks, 2u);
   ASSERT_EQ(r.size(), 3 * written.size());
@@ -298,10 +297,8 @@ TEST(RawStream, TornLastChunkKeepsEarlierChunks) {
   std::ifstream in(path, std::ios::binary);
   std::string data((std::istreambuf_iterator<char>(in)), {});
   ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(data.size() - 5)), 0);
-  std::vector<Record> records;
   ReadSummary summary;
-  std::string error;
-  ASSERT_TRUE(read_stream(path, [&](const Record& r) { records.push_back(r); }, &summary, &error));
+  const std::vector<Record> records = read_all(path, &summary);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(std::get<Notice>(records[0]).text, "first");
   EXPECT_FALSE(summary.problem.empty());
