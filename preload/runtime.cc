@@ -146,7 +146,7 @@ void start_process(Runtime& rt) {
   begin.ppid = uint64_t(getppid());
   begin.monotonic_ns = start_ns;
   begin.realtime_ns = realtime_ns();
-  begin.mpi_rank = launcher_rank_from_env();
+  begin.launcher_rank = launcher_rank_from_env();
   begin.hostname = host;
   begin.executable = executable();
   begin.args = command_line();

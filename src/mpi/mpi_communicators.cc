@@ -66,7 +66,7 @@ uint64_t local_key(Communicators& c) {
 uint32_t add_locked(Communicators& c, MPI_Comm comm, uint64_t key, uint32_t parent, std::string name) {
   const uint32_t id = c.next_id++;
   c.ids[comm] = id;
-  append(raw::CommDef{id, key, parent, std::move(name), world_ranks_of(comm)});
+  append(definition_of(CommDefinition{id, key, parent, std::move(name), world_ranks_of(comm)}));
   return id;
 }
 
@@ -128,14 +128,14 @@ uint32_t comm_id(MPI_Comm comm) {
   if (auto it = c.ids.find(comm); it != c.ids.end()) return it->second;
   // Made where we did not look (before the runtime, or by a function not
   // intercepted): known from now on, but only to this process.
-  return add_locked(c, comm, local_key(c), raw::kNoParentComm, "communicator");
+  return add_locked(c, comm, local_key(c), kNoParentComm, "communicator");
 }
 
 void register_comm(MPI_Comm newcomm, MPI_Comm parent, const char* how) {
   const Pmpi& p = pmpi();
   if (newcomm == p.comm_null) return;
   Communicators& c = comms();
-  const uint32_t parent_id = parent == p.comm_null ? raw::kNoParentComm : comm_id(parent);
+  const uint32_t parent_id = parent == p.comm_null ? kNoParentComm : comm_id(parent);
   int inter = 0;
   p.Comm_test_inter(newcomm, &inter);
   uint64_t key = 0;
@@ -162,10 +162,10 @@ void on_mpi_initialized() {
   Communicators& c = comms();
   c.world_rank = comm_rank(p.comm_world);
   c.world_size = comm_size(p.comm_world);
-  append(raw::MpiWorld{uint32_t(c.world_rank), uint32_t(c.world_size)});
+  append(raw::JobRank{uint32_t(c.world_rank), uint32_t(c.world_size)});
   // World: members implied (all ranks in order). Self: this rank.
-  append(raw::CommDef{kWorldId, raw::kCommWorldKey, raw::kNoParentComm, "MPI_COMM_WORLD", {}});
-  append(raw::CommDef{kSelfId, raw::kCommSelfKey, raw::kNoParentComm, "MPI_COMM_SELF", {uint32_t(c.world_rank)}});
+  append(definition_of(CommDefinition{kWorldId, kCommWorldKey, kNoParentComm, "MPI_COMM_WORLD", {}}));
+  append(definition_of(CommDefinition{kSelfId, kCommSelfKey, kNoParentComm, "MPI_COMM_SELF", {uint32_t(c.world_rank)}}));
   if (p.Comm_dup(p.comm_world, &c.private_world) != MPI_SUCCESS) c.private_world = nullptr;
   measure_clock_offsets(c);
 }

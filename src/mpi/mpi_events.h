@@ -1,21 +1,26 @@
 // MPI's event set ("mpi", trace/event_sets.h): the kinds of MPI events the
-// wrappers record (OTF2's MPI records), and where their fields sit in an
-// EventPayload. The wrappers (preload/mpi) write them; the finalizer's MPI
-// event writer (mpi_otf2_events.h) turns them into OTF2 records. Nothing
-// between them knows these.
+// wrappers record (OTF2's MPI records) and where their fields sit in an
+// EventPayload, and the communicators they name (raw::Definitions of the
+// set). The translation (mpi_tracer.h) writes them; the finalizer's MPI
+// writers (mpi_otf2_events.h) turn them into OTF2 definitions and records.
+// Nothing between them knows these.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "otf2/types.h"
 #include "trace/event_payload.h"
+#include "trace/raw_format.h"
 
 namespace hybridprof::mpi {
 
 inline constexpr std::string_view kEventSetName = "mpi";
 
-// Index in the set. `comm` is a raw::CommDef id of the process.
+// Index in the set. `comm` is the id of a CommDefinition of the process.
 enum class EventKind : uint32_t {
   kSend, kRecv,                       // blocking: peer, comm, tag, bytes (sent / received)
   kIsend, kIsendComplete,             // + request
@@ -50,6 +55,41 @@ inline EventFields fields_of(const EventPayload& p) {
 inline bool names_comm(EventKind k) {
   return k == EventKind::kSend || k == EventKind::kRecv || k == EventKind::kIsend || k == EventKind::kIrecv ||
          k == EventKind::kCollectiveEnd || k == EventKind::kNonBlockingCollectiveComplete;
+}
+
+// A communicator as this process knows it (a raw::Definition of the set).
+// `key` names it across the job (all members record the same key for the
+// same communicator); `members` are its ranks in MPI_COMM_WORLD, in
+// communicator rank order (the world's are implied: all, in order).
+struct CommDefinition {
+  uint32_t id = 0;
+  uint64_t key = 0;
+  uint32_t parent = 0;  // a CommDefinition id, or kNoParentComm
+  std::string name;
+  std::vector<uint32_t> members;
+  bool operator==(const CommDefinition&) const = default;
+};
+inline constexpr uint32_t kNoParentComm = 0xffffffffu;
+// Keys of the predefined communicators (created keys have a rank in the
+// upper half, so they never collide with these).
+inline constexpr uint64_t kCommWorldKey = 1, kCommSelfKey = 2;
+
+// values: key, parent, then the members.
+inline raw::Definition definition_of(const CommDefinition& c) {
+  raw::Definition d{std::string(kEventSetName), c.id, c.name, {c.key, c.parent}};
+  d.values.insert(d.values.end(), c.members.begin(), c.members.end());
+  return d;
+}
+
+// nullopt for a definition of another set, or one no build wrote.
+inline std::optional<CommDefinition> comm_of(const raw::Definition& d) {
+  if (d.set != kEventSetName || d.values.size() < 2 || d.values[1] > UINT32_MAX) return std::nullopt;
+  CommDefinition c{d.id, d.values[0], uint32_t(d.values[1]), d.name, {}};
+  for (size_t i = 2; i < d.values.size(); ++i) {
+    if (d.values[i] > UINT32_MAX) return std::nullopt;
+    c.members.push_back(uint32_t(d.values[i]));
+  }
+  return c;
 }
 
 }  // namespace hybridprof::mpi

@@ -35,7 +35,7 @@ class MpiEventWriter final : public otf2::EventSetWriter {
 
   bool writable(uint32_t kind, const EventPayload& payload, const Refs& refs) const override {
     if (kind >= static_cast<uint32_t>(EventKind::kCount)) return false;
-    return !names_comm(EventKind(kind)) || refs.comms->count(fields_of(payload).comm) != 0;
+    return !names_comm(EventKind(kind)) || refs.definitions->count(fields_of(payload).comm) != 0;
   }
 
   void write(otf2::ArchiveWriter& w, uint64_t loc, uint64_t t, uint32_t kind, const EventPayload& payload,
@@ -43,7 +43,7 @@ class MpiEventWriter final : public otf2::EventSetWriter {
     const EventFields f = fields_of(payload);
     const EventKind k = EventKind(kind);
     uint32_t comm = otf2::kUndefined;
-    if (names_comm(k)) w.check_comm(comm = refs.comms->at(f.comm));
+    if (names_comm(k)) w.check_comm(comm = refs.definitions->at(f.comm));
     const auto op = static_cast<OTF2_CollectiveOp>(f.op);
     // One OTF2 call per kind (those of a request alone from the table
     // above); `record` gets the location's event writer and the time as

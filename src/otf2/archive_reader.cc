@@ -160,15 +160,18 @@ OTF2_CallbackCode on_comm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_
 }
 
 void resolve(const RawDefinitions& r, Archive& a) {
+  // A paradigm's first COMM_LOCATIONS group is its locations (a viewer
+  // form writes communicators as more of them).
   for (const auto& [ref, g] : r.groups)
-    if (g.type == OTF2_GROUP_TYPE_COMM_LOCATIONS && g.paradigm == OTF2_PARADIGM_MPI) a.mpi_world_locations = g.members;
+    if (g.type == OTF2_GROUP_TYPE_COMM_LOCATIONS) a.comm_locations.emplace(from_otf2_paradigm(g.paradigm, {}), g.members);
   for (const auto& [ref, c] : r.comms) {
     CommInfo& info = a.comms[ref];
     info.name = r.text(c.name);
     info.parent = c.parent;
     if (auto g = r.groups.find(c.group); g != r.groups.end()) {
+      info.paradigm = from_otf2_paradigm(g->second.paradigm, {});
       info.self = g->second.type == OTF2_GROUP_TYPE_COMM_SELF;
-      for (uint64_t m : g->second.members) info.world_ranks.push_back(uint32_t(m));
+      for (uint64_t m : g->second.members) info.members.push_back(uint32_t(m));
     }
   }
   a.clock = r.clock;

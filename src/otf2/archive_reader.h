@@ -55,9 +55,13 @@ struct SystemTreeNodeInfo {
 
 struct CommInfo {
   std::string name;
-  std::vector<uint32_t> world_ranks;  // members in communicator rank order (empty for MPI_COMM_SELF)
+  Paradigm paradigm = Paradigm::kUnknown;
+  // Members in communicator rank order, as indices in the paradigm's comm
+  // locations (Archive::comm_locations: MPI world ranks); empty for a self
+  // communicator.
+  std::vector<uint32_t> members;
   uint32_t parent = kUndefined;
-  bool self = false;                  // MPI_COMM_SELF: each rank alone
+  bool self = false;                  // MPI_COMM_SELF: each location alone
 };
 
 struct Archive {  // everything but events
@@ -73,7 +77,9 @@ struct Archive {  // everything but events
   std::map<uint32_t, SystemTreeNodeInfo> system_tree_nodes;
   std::map<uint32_t, std::string> interrupt_generators;
   std::map<uint32_t, CommInfo> comms;
-  std::vector<uint64_t> mpi_world_locations;  // the location of each MPI world rank
+  // Each paradigm's communicating locations (MPI: the location of each
+  // world rank, in rank order).
+  std::map<Paradigm, std::vector<uint64_t>> comm_locations;
 
   // Root-first list of contexts ending with `context`. Stops at an unknown
   // parent or a cycle (a corrupt archive), so it always terminates.

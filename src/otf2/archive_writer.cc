@@ -405,42 +405,48 @@ bool ArchiveWriter::write_event(uint64_t location, uint64_t timestamp, std::stri
 
 void ArchiveWriter::check_comm(uint32_t comm) const { check_ref(comm, comms_.size(), "communicator"); }
 
-void ArchiveWriter::define_mpi_world(const std::vector<uint64_t>& rank_locations) {
-  require_open("define_mpi_world");
-  if (have_world_) throw std::logic_error("ArchiveWriter: define_mpi_world called twice");
-  for (uint64_t location : rank_locations) check_ref(location, threads_.size(), "location");
-  groups_.push_back({GroupType::kWorldLocations, rank_locations});
-  world_size_ = rank_locations.size();
-  have_world_ = true;
+const ArchiveWriter::Group& ArchiveWriter::comm_locations_of(Paradigm paradigm, const char* what) const {
+  // OTF2 readers resolve COMM_GROUP and COMM_SELF groups through their
+  // paradigm's COMM_LOCATIONS group, defined before them (otf2-print:
+  // "undefined Group(COMM_LOCATIONS) for paradigm MPI").
+  auto it = comm_locations_.find(paradigm);
+  if (it == comm_locations_.end())
+    throw std::logic_error(std::string("ArchiveWriter: ") + what + " before define_comm_locations of its paradigm");
+  return groups_[it->second];
 }
 
-uint32_t ArchiveWriter::define_comm(const std::string& name, const std::vector<uint32_t>& world_ranks,
+void ArchiveWriter::define_comm_locations(Paradigm paradigm, const std::vector<uint64_t>& locations) {
+  require_open("define_comm_locations");
+  if (comm_locations_.count(paradigm))
+    throw std::logic_error("ArchiveWriter: define_comm_locations called twice for a paradigm");
+  for (uint64_t location : locations) check_ref(location, threads_.size(), "location");
+  comm_locations_[paradigm] = uint32_t(groups_.size());
+  groups_.push_back({GroupType::kCommLocations, paradigm, locations});
+}
+
+uint32_t ArchiveWriter::define_comm(Paradigm paradigm, const std::string& name, const std::vector<uint32_t>& members,
                                     uint32_t parent) {
   require_open("define_comm");
-  if (!have_world_) throw std::logic_error("ArchiveWriter: define_comm before define_mpi_world");
+  const size_t size = comm_locations_of(paradigm, "define_comm").members.size();
   check_optional_ref(parent, comms_.size(), "communicator");
-  std::vector<uint64_t> members;
-  for (uint32_t rank : world_ranks) {
-    check_ref(rank, world_size_, "world rank");
-    members.push_back(rank);
+  std::vector<uint64_t> indices;
+  for (uint32_t member : members) {
+    check_ref(member, size, "communicator member");
+    indices.push_back(member);
   }
-  auto [it, added] = member_group_refs_.emplace(members, uint32_t(groups_.size()));
-  if (added) groups_.push_back({GroupType::kCommMembers, std::move(members)});
+  auto [it, added] = member_group_refs_.emplace(std::make_pair(paradigm, indices), uint32_t(groups_.size()));
+  if (added) groups_.push_back({GroupType::kCommMembers, paradigm, std::move(indices)});
   comms_.push_back({define_string(name), it->second, parent});
   return uint32_t(comms_.size() - 1);
 }
 
-uint32_t ArchiveWriter::define_comm_self() {
+uint32_t ArchiveWriter::define_comm_self(Paradigm paradigm, const std::string& name) {
   require_open("define_comm_self");
-  if (comm_self_ != kUndefined) return comm_self_;
-  // OTF2 readers resolve COMM_SELF (and COMM_GROUP) groups through the
-  // paradigm's COMM_LOCATIONS group, defined before them (otf2-print: "undefined
-  // Group(COMM_LOCATIONS) for paradigm MPI"). With the world first it is group 0.
-  if (!have_world_) throw std::logic_error("ArchiveWriter: define_comm_self before define_mpi_world");
-  groups_.push_back({GroupType::kSelf, {}});
-  comms_.push_back({define_string("MPI_COMM_SELF"), uint32_t(groups_.size() - 1), kUndefined});
-  comm_self_ = uint32_t(comms_.size() - 1);
-  return comm_self_;
+  if (auto known = comm_self_.find(paradigm); known != comm_self_.end()) return known->second;
+  comm_locations_of(paradigm, "define_comm_self");
+  groups_.push_back({GroupType::kSelf, paradigm, {}});
+  comms_.push_back({define_string(name), uint32_t(groups_.size() - 1), kUndefined});
+  return comm_self_[paradigm] = uint32_t(comms_.size() - 1);
 }
 
 void ArchiveWriter::add_clock_offset(uint64_t location, uint64_t time, int64_t offset, double stddev) {
@@ -663,24 +669,29 @@ void ArchiveWriter::write_global_definitions(const ClockInfo& clock_in) {
               OTF2_BASE_DECIMAL, g.time_based ? -9 : 0, g.period),
           what);
   }
-  // Viewer form (below): a communicator with every world rank in order is
-  // the world's COMM_LOCATIONS group itself, not a duplicate of it.
-  auto is_world_copy = [&](uint32_t ref) {
-    const Group& g = groups_[ref];
-    if (!options_.enter_leave || g.type != GroupType::kCommMembers || g.members.size() != world_size_) return false;
-    for (uint64_t rank = 0; rank < g.members.size(); ++rank)
-      if (g.members[rank] != rank) return false;
+  // Viewer form (below): a communicator of all its paradigm's locations in
+  // order is that paradigm's COMM_LOCATIONS group itself, not a copy of it.
+  auto locations_of = [&](const Group& g) -> const Group& { return groups_[comm_locations_.at(g.paradigm)]; };
+  auto is_locations_copy = [&](const Group& g) {
+    if (!options_.enter_leave || g.type != GroupType::kCommMembers || g.members.size() != locations_of(g).members.size())
+      return false;
+    for (uint64_t i = 0; i < g.members.size(); ++i)
+      if (g.members[i] != i) return false;
     return true;
   };
-  // Refs as written: dense, without the world copies (readers expect no gaps).
+  // Refs as written: dense, without the copies (readers expect no gaps). A
+  // paradigm's locations group comes before its other groups.
   std::vector<uint32_t> written_group(groups_.size(), 0);
-  for (uint32_t ref = 0, next = 0; ref < groups_.size(); ++ref) written_group[ref] = is_world_copy(ref) ? 0 : next++;
-  for (uint32_t ref = 0; ref < groups_.size(); ++ref) {
-    if (is_world_copy(ref)) continue;
+  for (uint32_t ref = 0, next = 0; ref < groups_.size(); ++ref) {
     const Group& g = groups_[ref];
-    OTF2_GroupType type = g.type == GroupType::kWorldLocations ? OTF2_GROUP_TYPE_COMM_LOCATIONS
-                          : g.type == GroupType::kCommMembers  ? OTF2_GROUP_TYPE_COMM_GROUP
-                                                               : OTF2_GROUP_TYPE_COMM_SELF;
+    written_group[ref] = is_locations_copy(g) ? written_group[comm_locations_.at(g.paradigm)] : next++;
+  }
+  for (uint32_t ref = 0; ref < groups_.size(); ++ref) {
+    const Group& g = groups_[ref];
+    if (is_locations_copy(g)) continue;
+    OTF2_GroupType type = g.type == GroupType::kCommLocations ? OTF2_GROUP_TYPE_COMM_LOCATIONS
+                          : g.type == GroupType::kCommMembers ? OTF2_GROUP_TYPE_COMM_GROUP
+                                                              : OTF2_GROUP_TYPE_COMM_SELF;
     std::vector<uint64_t> members = g.members;
     // For viewers: ViTE 1.2 finds a message's peer only through a
     // COMM_LOCATIONS group (COMM_GROUP is "not yet implemented" there, and
@@ -688,10 +699,10 @@ void ArchiveWriter::write_global_definitions(const ClockInfo& clock_in) {
     // as their locations, in rank order. The main archive keeps OTF2's form.
     if (options_.enter_leave && g.type == GroupType::kCommMembers) {
       type = OTF2_GROUP_TYPE_COMM_LOCATIONS;
-      for (uint64_t& m : members) m = groups_[0].members.at(m);  // group 0: the world's locations
+      for (uint64_t& m : members) m = locations_of(g).members.at(m);
     }
-    check(OTF2_GlobalDefWriter_WriteGroup(w, written_group[ref], empty_name, type, OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
-                                          uint32_t(members.size()), members.data()),
+    check(OTF2_GlobalDefWriter_WriteGroup(w, written_group[ref], empty_name, type, to_otf2_paradigm(g.paradigm),
+                                          OTF2_GROUP_FLAG_NONE, uint32_t(members.size()), members.data()),
           what);
   }
   for (uint32_t ref = 0; ref < comms_.size(); ++ref) {

@@ -88,7 +88,7 @@ class ArchiveWriter final : public sink::TraceSink {
     // Rule 6; not owned, must outlive the writer. Null: this writer alone.
     Collective* collective = nullptr;
     // The writers of the adapters' event sets, by set name (the finalizer's
-    // registry, tools/finalize/event_set_writers.h): write_event hands each
+    // registry, tools/finalize/adapter_writers.h): write_event hands each
     // event to its set's. Null: no set is known, every event is refused.
     const EventSetWriter* (*event_set_writer)(std::string_view set) = nullptr;
   };
@@ -176,18 +176,19 @@ class ArchiveWriter final : public sink::TraceSink {
   // otherwise).
   void check_comm(uint32_t comm) const;
 
-  // The MPI world: the location of each world rank (index = rank), an OTF2
-  // COMM_LOCATIONS group. Once (again: std::logic_error), before define_comm
-  // and define_comm_self.
-  void define_mpi_world(const std::vector<uint64_t>& rank_locations) override;
-  // A new communicator whose members are world ranks in communicator rank
-  // order (a COMM_GROUP group, shared by communicators with equal member
-  // lists, and a Comm). Never deduplicated: two with the same members are two.
-  // parent is an earlier comm or kUndefined. Returns the comm ref.
-  uint32_t define_comm(const std::string& name, const std::vector<uint32_t>& world_ranks, uint32_t parent /*or kUndefined*/) override;
-  // MPI_COMM_SELF, one comm for all ranks (a COMM_SELF group of no members);
-  // idempotent. After define_mpi_world (std::logic_error otherwise).
-  uint32_t define_comm_self() override;
+  // A paradigm's communicating locations (an OTF2 COMM_LOCATIONS group):
+  // once per paradigm (again: std::logic_error), before its communicators.
+  void define_comm_locations(Paradigm, const std::vector<uint64_t>& locations) override;
+  // A new communicator whose members are indices in its paradigm's comm
+  // locations, in communicator rank order (a COMM_GROUP group, shared by
+  // communicators with equal member lists, and a Comm). Never deduplicated:
+  // two with the same members are two. parent is an earlier comm or
+  // kUndefined. Returns the comm ref.
+  uint32_t define_comm(Paradigm, const std::string& name, const std::vector<uint32_t>& members,
+                       uint32_t parent /*or kUndefined*/) override;
+  // The paradigm's self communicator, one comm for all locations (a
+  // COMM_SELF group of no members); idempotent.
+  uint32_t define_comm_self(Paradigm, const std::string& name) override;
   // A clock offset of a location (OTF2 ClockOffset, in its local definitions):
   // at local time `time`, global time = local time + `offset`. Times must
   // increase strictly per location (std::invalid_argument otherwise); they
@@ -283,18 +284,20 @@ class ArchiveWriter final : public sink::TraceSink {
   uint64_t first_timestamp_ = UINT64_MAX;  // over all events, for the default ClockInfo
   uint64_t last_timestamp_ = 0;
   std::vector<uint32_t> path_scratch_;     // enter_leave mode: a sample's region path
-  // MPI groups: the world's locations (COMM_LOCATIONS), communicator
-  // members as world ranks (COMM_GROUP, shared by equal member lists), and
-  // the self group (COMM_SELF).
-  enum class GroupType : uint8_t { kWorldLocations, kCommMembers, kSelf };
-  struct Group { GroupType type; std::vector<uint64_t> members; };
+  // Communicator groups of each paradigm: its locations (COMM_LOCATIONS),
+  // communicator members as indices in those (COMM_GROUP, shared by equal
+  // member lists), and the self group (COMM_SELF).
+  enum class GroupType : uint8_t { kCommLocations, kCommMembers, kSelf };
+  struct Group { GroupType type; Paradigm paradigm; std::vector<uint64_t> members; };
   struct Comm { uint32_t name, group, parent; };
   std::vector<Group> groups_;
-  std::map<std::vector<uint64_t>, uint32_t> member_group_refs_;
+  std::map<Paradigm, uint32_t> comm_locations_;  // each paradigm's COMM_LOCATIONS group
+  std::map<std::pair<Paradigm, std::vector<uint64_t>>, uint32_t> member_group_refs_;
+  std::map<Paradigm, uint32_t> comm_self_;       // each paradigm's self comm
   std::vector<Comm> comms_;
-  uint32_t comm_self_ = kUndefined;
-  bool have_world_ = false;
-  uint64_t world_size_ = 0;
+  // The paradigm's COMM_LOCATIONS group (std::logic_error when `what`
+  // comes before it).
+  const Group& comm_locations_of(Paradigm, const char* what) const;
   struct ClockOffset { uint64_t time; int64_t offset; double stddev; };
   std::map<uint64_t, std::vector<ClockOffset>> clock_offsets_;  // location -> offsets, in time order
   static uint64_t corrected_time(const std::vector<ClockOffset>&, uint64_t time);

@@ -1,6 +1,6 @@
 // The OTF2 side of an adapter's event set (trace/event_sets.h): the
 // archive writer hands each event of a set to the writer registered for
-// that set's name (tools/finalize/event_set_writers.cc, given to it as
+// that set's name (tools/finalize/adapter_writers.cc, given to it as
 // ArchiveWriter::Options::event_set_writer), with the kind's index in the
 // set. The writer knows what the payload means and which OTF2 record it
 // is; the finalizer and the archive writer know neither.

@@ -47,6 +47,7 @@ class RecordingSink final : public TraceSink {
     std::string set;       // events
     uint32_t kind = 0;
     EventPayload payload;
+    std::map<uint32_t, uint32_t> definitions;  // events: the refs they were given (EventRefs)
   };
 
   std::map<std::string, std::string> properties;
@@ -57,8 +58,15 @@ class RecordingSink final : public TraceSink {
   std::vector<Context> contexts;
   std::vector<std::pair<std::string, uint32_t>> source_locations;  // file, line
   std::vector<Record> records;
-  std::vector<std::vector<uint32_t>> comms;
-  std::vector<uint64_t> world;
+  struct Comm {
+    Paradigm paradigm = Paradigm::kUnknown;
+    std::string name;
+    std::vector<uint32_t> members;  // indices in the paradigm's comm locations
+    uint32_t parent = otf2::kUndefined;
+    bool self = false;
+  };
+  std::vector<Comm> comms;
+  std::map<Paradigm, std::vector<uint64_t>> comm_locations;
   std::set<std::string> refused_sets;  // write_event says no to these
   bool closed = false, abandoned = false;
 
@@ -100,24 +108,32 @@ class RecordingSink final : public TraceSink {
     return add(contexts, {region, source_location, parent});
   }
   uint32_t define_interrupt_generator(const std::string&, bool, uint64_t) override { return 0; }
-  void define_mpi_world(const std::vector<uint64_t>& rank_locations) override { world = rank_locations; }
-  uint32_t define_comm(const std::string&, const std::vector<uint32_t>& world_ranks, uint32_t) override {
-    return add(comms, world_ranks);
+  void define_comm_locations(Paradigm paradigm, const std::vector<uint64_t>& locations) override {
+    comm_locations[paradigm] = locations;
   }
-  uint32_t define_comm_self() override { return add(comms, {}); }
+  uint32_t define_comm(Paradigm paradigm, const std::string& name, const std::vector<uint32_t>& members,
+                       uint32_t parent) override {
+    return add(comms, {paradigm, name, members, parent, false});
+  }
+  uint32_t define_comm_self(Paradigm paradigm, const std::string& name) override {
+    for (uint32_t ref = 0; ref < comms.size(); ++ref)
+      if (comms[ref].self && comms[ref].paradigm == paradigm) return ref;
+    return add(comms, {paradigm, name, {}, otf2::kUndefined, true});
+  }
   void write_sample(uint64_t location, uint64_t timestamp, uint32_t context, uint32_t, uint32_t) override {
-    records.push_back({Record::Type::kSample, location, timestamp, context, {}, 0, {}});
+    records.push_back({Record::Type::kSample, location, timestamp, context, {}, 0, {}, {}});
   }
   void write_context_enter(uint64_t location, uint64_t timestamp, uint32_t context, uint32_t) override {
-    records.push_back({Record::Type::kEnter, location, timestamp, context, {}, 0, {}});
+    records.push_back({Record::Type::kEnter, location, timestamp, context, {}, 0, {}, {}});
   }
   void write_context_leave(uint64_t location, uint64_t timestamp, uint32_t context) override {
-    records.push_back({Record::Type::kLeave, location, timestamp, context, {}, 0, {}});
+    records.push_back({Record::Type::kLeave, location, timestamp, context, {}, 0, {}, {}});
   }
   bool write_event(uint64_t location, uint64_t timestamp, std::string_view set, uint32_t kind,
-                   const EventPayload& payload, const EventRefs&) override {
+                   const EventPayload& payload, const EventRefs& refs) override {
     if (refused_sets.count(std::string(set))) return false;
-    records.push_back({Record::Type::kEvent, location, timestamp, 0, std::string(set), kind, payload});
+    records.push_back({Record::Type::kEvent, location, timestamp, 0, std::string(set), kind, payload,
+                       refs.definitions ? *refs.definitions : std::map<uint32_t, uint32_t>{}});
     return true;
   }
   void end_thread(uint64_t location, uint64_t) override { threads.at(location).ended = true; }

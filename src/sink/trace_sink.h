@@ -23,13 +23,32 @@ namespace hybridprof::sink {
 using otf2::ClockInfo;
 using otf2::Paradigm;
 
-// What a process's definitions give its events: refs of the definitions
-// an event may name.
+// What a process's definitions give its events: the sink refs of the
+// definitions of the event's set (definition_set_writer.h), by the id the
+// process gave them.
 struct EventRefs {
-  const std::map<uint32_t, uint32_t>* comms = nullptr;  // sink comm refs by raw::CommDef id
+  const std::map<uint32_t, uint32_t>* definitions = nullptr;
 };
 
-class TraceSink {
+// Communicators of a paradigm, as OTF2 models them: what an adapter's
+// definition writer (definition_set_writer.h) may define.
+class CommSink {
+ public:
+  virtual ~CommSink() = default;
+  // The locations that take part in `paradigm`'s communication (MPI: each
+  // world rank's), once per paradigm and before its communicators, whose
+  // members are indices in this list.
+  virtual void define_comm_locations(Paradigm, const std::vector<uint64_t>& locations) = 0;
+  // A communicator of `paradigm`: members in communicator rank order.
+  // parent: an earlier communicator, or otf2::kUndefined.
+  virtual uint32_t define_comm(Paradigm, const std::string& name, const std::vector<uint32_t>& members,
+                               uint32_t parent) = 0;
+  // The paradigm's communicator of each location alone (MPI_COMM_SELF),
+  // one for all of them: defined once, the same ref after.
+  virtual uint32_t define_comm_self(Paradigm, const std::string& name) = 0;
+};
+
+class TraceSink : public CommSink {
  public:
   virtual ~TraceSink() = default;
 
@@ -60,13 +79,6 @@ class TraceSink {
   virtual uint32_t define_source_location(const std::string& file, uint32_t line) = 0;
   virtual uint32_t define_calling_context(uint32_t region, uint32_t source_location, uint32_t parent) = 0;
   virtual uint32_t define_interrupt_generator(const std::string& name, bool time_based, uint64_t period) = 0;
-
-  // MPI's world (the location of each world rank) and its communicators
-  // (members as world ranks); MPI_COMM_SELF is one for all ranks.
-  virtual void define_mpi_world(const std::vector<uint64_t>& rank_locations) = 0;
-  virtual uint32_t define_comm(const std::string& name, const std::vector<uint32_t>& world_ranks,
-                               uint32_t parent) = 0;
-  virtual uint32_t define_comm_self() = 0;
 
   // A sample whose stack is `calling_context`, `unwind_distance` frames deep.
   virtual void write_sample(uint64_t location, uint64_t timestamp, uint32_t calling_context,

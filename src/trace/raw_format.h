@@ -30,7 +30,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'B'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'C'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -53,8 +53,8 @@ enum class Tag : uint32_t {
   kProcessEnd = 11,
   kNotice = 12,
   kEvent = 13,
-  kCommDef = 14,
-  kMpiWorld = 15,
+  kDefinition = 14,
+  kJobRank = 15,
   kClockOffset = 16,
   kPythonCode = 17,
   kCall = 18,
@@ -88,7 +88,7 @@ inline constexpr uint32_t kUnknownModule = 0;
 struct ProcessBegin {
   uint64_t pid = 0, ppid = 0;
   uint64_t monotonic_ns = 0, realtime_ns = 0;
-  int64_t mpi_rank = -1;
+  int64_t launcher_rank = -1;  // the rank its launcher gave it (common/launcher_rank.h), or -1
   std::string hostname, executable;
   std::vector<std::string> args;
   std::string event;      // what is really sampled, e.g. "cpu-clock"
@@ -190,22 +190,22 @@ struct Call {
   uint32_t event_count = 0;
   std::array<Event, kMaxEvents> events;  // each at enter_ns or leave_ns
 };
-// A communicator as this process knows it. `key` names it across the job
-// (all members record the same key for the same communicator); `members`
-// are its ranks in MPI_COMM_WORLD, in communicator rank order.
-struct CommDef {
+// A definition an adapter's events name by `id` (an MPI communicator, an
+// OpenMP thread team): what `values` say is the business of the adapter
+// whose set is `set` (trace/event_sets.h), as an Event's payload is. The
+// finalizer hands every process's definitions of a set to that set's
+// definition writer (sink/definition_set_writer.h). A later definition of
+// the same set and id replaces an earlier one (a freed handle's id reused).
+struct Definition {
+  std::string set;
   uint32_t id = 0;
-  uint64_t key = 0;
-  uint32_t parent = 0;  // CommDef id, or kNoParentComm
   std::string name;
-  std::vector<uint32_t> members;
+  std::vector<uint64_t> values;
 };
-inline constexpr uint32_t kNoParentComm = 0xffffffffu;
-// Keys of the predefined communicators (created keys have a rank in the
-// upper half, so they never collide with these).
-inline constexpr uint64_t kCommWorldKey = 1, kCommSelfKey = 2;
-// This process is rank `rank` of an MPI_COMM_WORLD of `size` ranks.
-struct MpiWorld { uint32_t rank = 0, size = 0; };
+// This process is rank `rank` of a parallel job of `size` processes, as
+// the job's runtime (MPI) numbers them. The archive orders processes by
+// it and keeps a place for a rank whose data is missing.
+struct JobRank { uint32_t rank = 0, size = 0; };
 // At local CLOCK_MONOTONIC `timestamp_ns`, rank 0's clock read
 // `timestamp_ns + offset_ns` (measured at MPI init and finalize).
 struct ClockOffset { uint64_t timestamp_ns = 0; int64_t offset_ns = 0; uint64_t stddev_ns = 0; };
@@ -222,6 +222,6 @@ struct PythonCode {
 
 using Record = std::variant<ProcessBegin, ModuleLoad, ModuleUnload, LocationBegin, LocationEnd,
                             CctNode, Sample, RegionDef, Enter, Leave, ProcessEnd, Notice,
-                            Event, EventSetDef, CommDef, MpiWorld, ClockOffset, PythonCode>;
+                            Event, EventSetDef, Definition, JobRank, ClockOffset, PythonCode>;
 
 }  // namespace hybridprof::raw

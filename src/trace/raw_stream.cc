@@ -120,7 +120,7 @@ class Decoder {
         ProcessBegin r;
         r.pid = varint(); r.ppid = varint();
         r.monotonic_ns = varint(); r.realtime_ns = varint();
-        r.mpi_rank = signed_varint();
+        r.launcher_rank = signed_varint();
         r.hostname = string(); r.executable = string();
         const uint64_t argc = varint();
         for (uint64_t i = 0; i < argc && ok_; ++i) r.args.push_back(string());
@@ -247,19 +247,20 @@ class Decoder {
         expand(shape->at(thread, enter_ns, leave_ns), out);
         break;
       }
-      case Tag::kCommDef: {
-        CommDef r;
-        r.id = u32(); r.key = varint(); r.parent = u32(); r.name = string();
+      case Tag::kDefinition: {
+        Definition r;
+        r.set = string(); r.id = u32(); r.name = string();
         const uint64_t n = varint();
-        if (n > static_cast<uint64_t>(end_ - p_)) return fail() != 0;  // one byte per member at least
-        r.members.reserve(n);
-        for (uint64_t i = 0; i < n && ok_; ++i) r.members.push_back(u32());
+        if (n > static_cast<uint64_t>(end_ - p_)) return fail() != 0;  // one byte per value at least
+        r.values.reserve(n);
+        for (uint64_t i = 0; i < n && ok_; ++i) r.values.push_back(varint());
         out = std::move(r);
         break;
       }
-      case Tag::kMpiWorld: {
-        MpiWorld r;
+      case Tag::kJobRank: {
+        JobRank r;
         r.rank = u32(); r.size = u32();
+        if (r.rank >= r.size) return fail() != 0;
         out = r;
         break;
       }
@@ -363,7 +364,7 @@ void StreamWriter::put(const T& r) {
       tag(Tag::kProcessBegin);
       put_varint(r.pid); put_varint(r.ppid);
       put_varint(r.monotonic_ns); put_varint(r.realtime_ns);
-      put_signed(r.mpi_rank);
+      put_signed(r.launcher_rank);
       put_string(r.hostname); put_string(r.executable);
       put_varint(r.args.size());
       for (const auto& a : r.args) put_string(a);
@@ -420,13 +421,13 @@ void StreamWriter::put(const T& r) {
     } else if constexpr (std::is_same_v<T, EventSetDef>) {
       tag(Tag::kEventSetDef);
       put_varint(r.base); put_varint(r.kinds); put_string(r.name);
-    } else if constexpr (std::is_same_v<T, CommDef>) {
-      tag(Tag::kCommDef);
-      put_varint(r.id); put_varint(r.key); put_varint(r.parent); put_string(r.name);
-      put_varint(r.members.size());
-      for (uint32_t m : r.members) put_varint(m);
-    } else if constexpr (std::is_same_v<T, MpiWorld>) {
-      tag(Tag::kMpiWorld);
+    } else if constexpr (std::is_same_v<T, Definition>) {
+      tag(Tag::kDefinition);
+      put_string(r.set); put_varint(r.id); put_string(r.name);
+      put_varint(r.values.size());
+      for (uint64_t v : r.values) put_varint(v);
+    } else if constexpr (std::is_same_v<T, JobRank>) {
+      tag(Tag::kJobRank);
       put_varint(r.rank); put_varint(r.size);
     } else if constexpr (std::is_same_v<T, ClockOffset>) {
       tag(Tag::kClockOffset);

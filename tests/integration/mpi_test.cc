@@ -18,12 +18,19 @@ namespace {
 using otf2::MpiEvent;
 using otf2::MpiEventKind;
 
+// The location of each MPI world rank (none without an MPI world).
+const std::vector<uint64_t>& mpi_world_locations(const otf2::Archive& a) {
+  static const std::vector<uint64_t> kNone;
+  auto it = a.comm_locations.find(otf2::Paradigm::kMpi);
+  return it == a.comm_locations.end() ? kNone : it->second;
+}
+
 // The archive of an MPI job read back: events by rank.
 struct MpiTrace {
   explicit MpiTrace(const std::string& dir) : reader(dir) {
     const otf2::Archive& a = reader.archive();
-    for (size_t rank = 0; rank < a.mpi_world_locations.size(); ++rank)
-      rank_process[a.threads.at(a.mpi_world_locations[rank]).process] = int(rank);
+    const std::vector<uint64_t>& world = mpi_world_locations(a);
+    for (size_t rank = 0; rank < world.size(); ++rank) rank_process[a.threads.at(world[rank]).process] = int(rank);
     reader.read_events(
         [&](const otf2::SampleEvent& s) { samples[rank_of(s.location)].push_back(s); },
         [&](const otf2::RegionEvent& r) {
@@ -49,11 +56,11 @@ struct MpiTrace {
   }
   // World rank of `rank_in_comm` in communicator `comm`.
   uint32_t world_rank(uint32_t comm, uint32_t rank_in_comm) const {
-    return reader.archive().comms.at(comm).world_ranks.at(rank_in_comm);
+    return reader.archive().comms.at(comm).members.at(rank_in_comm);
   }
   // Rank of world rank `world` in `comm`.
   uint32_t comm_rank(uint32_t comm, int world) const {
-    const auto& m = reader.archive().comms.at(comm).world_ranks;
+    const auto& m = reader.archive().comms.at(comm).members;
     return uint32_t(std::find(m.begin(), m.end(), uint32_t(world)) - m.begin());
   }
 
@@ -110,7 +117,7 @@ class Mpi : public IntegrationTest {
 // every rank, all ranks in one archive, MPI_COMM_WORLD with every rank.
 void expect_ring(const MpiTrace& t, int ranks, int rounds) {
   const otf2::Archive& a = t.reader.archive();
-  ASSERT_EQ(a.mpi_world_locations.size(), size_t(ranks));
+  ASSERT_EQ(mpi_world_locations(a).size(), size_t(ranks));
   EXPECT_EQ(a.processes.size(), size_t(ranks));
   for (int rank = 0; rank < ranks; ++rank) {
     EXPECT_EQ(t.count(rank, MpiEventKind::kSend), size_t(rounds)) << "rank " << rank;
@@ -129,7 +136,7 @@ void expect_ring(const MpiTrace& t, int ranks, int rounds) {
   for (int rank = 0; rank < ranks; ++rank) all[size_t(rank)] = uint32_t(rank);
   bool world = false;
   for (const auto& [ref, c] : a.comms)
-    if (c.name == "MPI_COMM_WORLD") world = c.world_ranks == all;
+    if (c.name == "MPI_COMM_WORLD") world = c.members == all;
   EXPECT_TRUE(world) << "MPI_COMM_WORLD with every rank, in order";
 }
 
@@ -219,7 +226,7 @@ TEST_F(Mpi, ARankThatCannotTakePartLeavesTheArchiveToTheLauncher) {
     MpiTrace t(dir);
     EXPECT_EQ(t.reader.archive().properties.at("HYBRIDPROF::WRITTEN_BY"),
               "hybridprof, from the raw data after the program");
-    EXPECT_EQ(t.reader.archive().mpi_world_locations.size(), 2u);
+    EXPECT_EQ(mpi_world_locations(t.reader.archive()).size(), 2u);
     for (int rank = 0; rank < 2; ++rank) {
       EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kBarrier), 1u) << "rank " << rank;
       EXPECT_EQ(t.enters.at(rank).at("MPI_Finalize"), 1u) << "rank " << rank;
@@ -291,7 +298,7 @@ TEST_F(Mpi, FortranHaloConvertsArraysIndicesAndSpecialArguments) {
     for (const auto& e : t.events[rank]) {
       if (e.kind != MpiEventKind::kCollectiveEnd || e.op != otf2::CollectiveOp::kAllreduce) continue;
       EXPECT_EQ(e.sent, 4u);
-      const auto& members = a.comms.at(e.comm).world_ranks;
+      const auto& members = a.comms.at(e.comm).members;
       EXPECT_EQ(members.size(), rank % 2 == 0 ? 2u : 1u) << "the split half of world rank " << rank;
       for (uint32_t m : members) EXPECT_EQ(int(m) % 2, rank % 2);
     }
@@ -417,8 +424,8 @@ TEST_F(Mpi, SplitCommunicatorsHaveTheirMembersAsWorldRanks) {
   uint32_t world = otf2::kUndefined;
   for (const auto& [ref, c] : t.reader.archive().comms) {
     if (c.name == "MPI_COMM_WORLD") world = ref;
-    if (c.name == "MPI_Comm_split") split.insert(c.world_ranks);
-    if (c.name == "MPI_Comm_dup") dup.insert(c.world_ranks);
+    if (c.name == "MPI_Comm_split") split.insert(c.members);
+    if (c.name == "MPI_Comm_dup") dup.insert(c.members);
   }
   const std::multiset<std::vector<uint32_t>> expected{{0, 2}, {1, 3}};
   EXPECT_EQ(split, expected) << "one definition per communicator, shared by its members";
@@ -466,7 +473,7 @@ TEST_F(Mpi, SamplesInsideACallKeepTheMpiRegionInTheirContext) {
   ASSERT_EQ(m.exit_code, 0) << m.describe();
   EXPECT_NE(m.err.find("without a final flush"), std::string::npos) << "the killed rank is reported: " << m.err;
   MpiTrace t(dir);
-  EXPECT_EQ(t.reader.archive().mpi_world_locations.size(), 3u);
+  EXPECT_EQ(mpi_world_locations(t.reader.archive()).size(), 3u);
   uint64_t in_recv = 0;
   for (const auto& s : t.samples[0]) {
     for (uint32_t c : t.reader.archive().context_path(s.context)) {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "finalize/event_set_writers.h"
+#include "finalize/adapter_writers.h"
 #include "finalize/process_definitions.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
@@ -50,8 +50,9 @@ std::vector<std::string> raw_directories(const std::string& dir) {
 
 // Sends every definition and event to each sink (the calling-context
 // archive and, on request, the enter/leave one; or the sinks a test gave).
-// All see the same calls in the same order, so their refs agree.
-class Writers {
+// All see the same calls in the same order, so their refs agree. An
+// adapter's definition writer sees them as one CommSink.
+class Writers final : public sink::CommSink {
  public:
   void add(std::unique_ptr<sink::TraceSink> w) {
     writers_.push_back(w.get());
@@ -68,6 +69,17 @@ class Writers {
       for (size_t i = 1; i < writers_.size(); ++i) fn(*writers_[i]);
       return first;
     }
+  }
+
+  void define_comm_locations(Paradigm paradigm, const std::vector<uint64_t>& locations) override {
+    each([&](sink::TraceSink& w) { w.define_comm_locations(paradigm, locations); });
+  }
+  uint32_t define_comm(Paradigm paradigm, const std::string& name, const std::vector<uint32_t>& members,
+                       uint32_t parent) override {
+    return each([&](sink::TraceSink& w) { return w.define_comm(paradigm, name, members, parent); });
+  }
+  uint32_t define_comm_self(Paradigm paradigm, const std::string& name) override {
+    return each([&](sink::TraceSink& w) { return w.define_comm_self(paradigm, name); });
   }
 
  private:
@@ -98,12 +110,12 @@ class Finalizer {
       writers_.add(std::make_unique<ArchiveWriter>(el));
       result_->enter_leave_anchor = el.directory + "/traces.otf2";
     }
-    // MPI ranks in rank order, then other processes; parents before
+    // Job ranks in rank order, then other processes; parents before
     // children (start time). The writers of a collective archive must all
     // come to the same order.
     std::stable_sort(entries.begin(), entries.end(), [](const ArchiveEntry& ea, const ArchiveEntry& eb) {
       const ProcessDefinitions &a = *ea.definitions, &b = *eb.definitions;
-      const int64_t ra = a.mpi_world ? a.mpi_world->rank : INT64_MAX, rb = b.mpi_world ? b.mpi_world->rank : INT64_MAX;
+      const int64_t ra = a.job_rank ? a.job_rank->rank : INT64_MAX, rb = b.job_rank ? b.job_rank->rank : INT64_MAX;
       return std::tie(ra, a.begin_monotonic_ns, a.pid) < std::tie(rb, b.begin_monotonic_ns, b.pid);
     });
     machine_ = writers_.each([](sink::TraceSink& w) {
@@ -111,7 +123,7 @@ class Finalizer {
     });
     std::vector<ProcessRefs> refs;
     for (const auto& e : entries) refs.push_back(define_process(*e.definitions, e.stream != nullptr));
-    define_mpi(entries, refs);
+    define_adapter_definitions(entries, refs, define_job_ranks(entries, refs));
     std::string failure;
     try {
       for (size_t i = 0; i < entries.size(); ++i)
@@ -155,7 +167,7 @@ class Finalizer {
     std::vector<uint32_t> contexts;        // by raw CCT node
     std::map<uint32_t, uint64_t> locations;  // by raw thread index
     uint32_t generator = kUndefined;
-    std::map<uint32_t, uint32_t> comms;      // by raw CommDef id
+    std::map<std::string, std::map<uint32_t, uint32_t>, std::less<>> definitions;  // by set, then id
   };
 
   ProcessRefs define_process(const ProcessDefinitions& p, bool local) {
@@ -188,25 +200,24 @@ class Finalizer {
     return refs;
   }
 
-  // The MPI world (each rank's main thread, a placeholder for a rank whose
-  // data is missing) and the communicators, unified across ranks by key.
-  void define_mpi(const std::vector<ArchiveEntry>& entries, std::vector<ProcessRefs>& refs) {
-    uint32_t world_size = 0;
+  // The location of each rank of the job: its main thread, or a
+  // placeholder's for a rank whose data is missing. Empty when no process
+  // said it is a rank.
+  std::vector<uint64_t> define_job_ranks(const std::vector<ArchiveEntry>& entries, const std::vector<ProcessRefs>& refs) {
+    uint32_t size = 0;
     for (const auto& e : entries)
-      if (e.definitions->mpi_world) world_size = std::max(world_size, e.definitions->mpi_world->size);
-    if (world_size == 0) return;
-    std::vector<uint64_t> rank_locations(world_size, kNoLocation);
+      if (e.definitions->job_rank) size = std::max(size, e.definitions->job_rank->size);
+    std::vector<uint64_t> rank_locations(size, kNoLocation);
     for (size_t i = 0; i < entries.size(); ++i) {
-      const auto& w = entries[i].definitions->mpi_world;
-      if (w && w->rank < world_size && rank_locations[w->rank] == kNoLocation &&
-          !refs[i].locations.empty())
-        rank_locations[w->rank] = refs[i].locations.begin()->second;
+      const auto& r = entries[i].definitions->job_rank;
+      if (r && r->rank < size && rank_locations[r->rank] == kNoLocation && !refs[i].locations.empty())
+        rank_locations[r->rank] = refs[i].locations.begin()->second;
     }
     // A placeholder is the master's to write (it has no events).
     const bool placeholders_remote = collective_ && !collective_->is_master();
-    for (uint32_t rank = 0; rank < world_size; ++rank) {
+    for (uint32_t rank = 0; rank < size; ++rank) {
       if (rank_locations[rank] != kNoLocation) continue;
-      result_->warnings.push_back("rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
+      result_->warnings.push_back("rank " + std::to_string(rank) + " of " + std::to_string(size) +
                                   ": no data (it died before its first flush, or its raw data is not in this directory)");
       ++result_->missing_ranks;
       rank_locations[rank] = writers_.each([&](sink::TraceSink& w) {
@@ -217,28 +228,35 @@ class Finalizer {
         return loc;
       });
     }
-    writers_.each([&](sink::TraceSink& w) { w.define_mpi_world(rank_locations); });
-    std::map<uint64_t, uint32_t> by_key;
-    std::vector<uint32_t> all_ranks(world_size);
-    for (uint32_t r = 0; r < world_size; ++r) all_ranks[r] = r;
+    return rank_locations;
+  }
+
+  // Each adapter's definitions, all processes' at once, by its set's
+  // definition writer (a set this build has no writer for defines
+  // nothing: its events are skipped and counted).
+  void define_adapter_definitions(const std::vector<ArchiveEntry>& entries, std::vector<ProcessRefs>& refs,
+                                  const std::vector<uint64_t>& job_locations) {
+    using Process = sink::DefinitionSetWriter::Process;
+    std::map<std::string, std::vector<Process>, std::less<>> sets;
     for (size_t i = 0; i < entries.size(); ++i) {
-      for (const raw::CommDef& c : entries[i].definitions->comms) {
-        auto known = by_key.find(c.key);
-        if (known == by_key.end()) {
-          uint32_t ref;
-          if (c.key == raw::kCommSelfKey) {
-            ref = writers_.each([&](sink::TraceSink& w) { return w.define_comm_self(); });
-          } else {
-            auto parent = refs[i].comms.find(c.parent);
-            const uint32_t parent_ref = parent == refs[i].comms.end() ? kUndefined : parent->second;
-            const auto& members = c.key == raw::kCommWorldKey ? all_ranks : c.members;
-            ref = writers_.each([&](sink::TraceSink& w) { return w.define_comm(c.name, members, parent_ref); });
-          }
-          known = by_key.emplace(c.key, ref).first;
-        }
-        refs[i].comms[c.id] = known->second;
+      for (const raw::Definition& d : entries[i].definitions->definitions) {
+        auto [set, added] = sets.try_emplace(d.set);
+        if (added)  // every process says where it stands, with definitions of the set or not
+          for (size_t j = 0; j < entries.size(); ++j)
+            set->second.push_back(
+                {entries[j].definitions->job_rank, &refs[j].locations, {}, &refs[j].definitions[d.set]});
+        set->second[i].definitions.push_back(&d);
       }
     }
+    for (const auto& [set, processes] : sets)
+      if (const sink::DefinitionSetWriter* writer = definition_writer(set))
+        writer->define(processes, job_locations, writers_);
+  }
+
+  const sink::DefinitionSetWriter* definition_writer(std::string_view set) const {
+    for (const sink::DefinitionSetWriter* w : options_.definition_writers)
+      if (w->set_name() == set) return w;
+    return definition_set_writer(set);
   }
 
   void set_process_properties(const ProcessDefinitions& p, uint32_t group) {
@@ -356,7 +374,9 @@ class Finalizer {
       ++result_->events_skipped;  // its set's definition was in a lost chunk
       return;
     }
-    const sink::EventRefs set_refs{&refs.comms};
+    static const std::map<uint32_t, uint32_t> kNone;
+    auto defined = refs.definitions.find(set->second.name);
+    const sink::EventRefs set_refs{defined == refs.definitions.end() ? &kNone : &defined->second};
     const bool written = writers_.each([&](sink::TraceSink& w) {
       return w.write_event(loc, e.timestamp_ns, set->second.name, e.kind - set->first, e.payload, set_refs);
     });

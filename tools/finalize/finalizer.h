@@ -13,6 +13,7 @@
 #include "finalize/process_definitions.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
+#include "sink/definition_set_writer.h"
 #include "sink/trace_sink.h"
 
 namespace hybridprof::finalize {
@@ -28,6 +29,9 @@ struct Options {
   // Where the run goes instead of the OTF2 archive (not owned; a test's
   // sink::RecordingSink). Empty: the archive.
   std::vector<sink::TraceSink*> sinks;
+  // Definition writers beside the registered ones (adapter_writers.h),
+  // looked up first: a test adapter's.
+  std::vector<const sink::DefinitionSetWriter*> definition_writers;
 };
 
 struct Result {

@@ -168,9 +168,9 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
   const raw::ProcessBegin& b = *p.begin;
   ProcessDefinitions d;
   d.pid = b.pid;
-  d.mpi_rank = b.mpi_rank;
+  d.launcher_rank = b.launcher_rank;
   // The PID is a property of its own (readers show it next to the name).
-  d.name = b.mpi_rank >= 0 ? "rank " + std::to_string(b.mpi_rank) : basename_of(b.executable);
+  d.name = b.launcher_rank >= 0 ? "rank " + std::to_string(b.launcher_rank) : basename_of(b.executable);
   d.hostname = b.hostname;
   d.command = join(b.args, " ");
   d.python = b.python;
@@ -198,8 +198,8 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
   }
   d.clock_offsets = offsets_for_readers(p);
   d.contexts = describe_contexts(p, symbolizer, jit_code_of(p, &d.warnings));
-  d.mpi_world = p.mpi_world;
-  for (const auto& [id, c] : p.comms) d.comms.push_back(c);
+  d.job_rank = p.job_rank;
+  for (const auto& [key, definition] : p.definitions) d.definitions.push_back(definition);
   d.notices = p.notices;
   const std::string who = "process " + std::to_string(b.pid);
   if (!p.summary.problem.empty())
@@ -215,7 +215,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
 // spelled once, in visit(), for writing and for reading.
 namespace {
 
-constexpr uint64_t kMagic = 0x3266656470796268ull;  // "hbypdef2"
+constexpr uint64_t kMagic = 0x3366656470796268ull;  // "hbypdef3"
 
 struct Writer {
   std::string out;
@@ -254,8 +254,8 @@ template <typename IO> void visit(IO& io, ContextNode& n);
 template <typename IO> void visit(IO& io, raw::ThreadCounters& c);
 template <typename IO> void visit(IO& io, ThreadDefinition& t);
 template <typename IO> void visit(IO& io, raw::ClockOffset& c);
-template <typename IO> void visit(IO& io, raw::CommDef& c);
-template <typename IO> void visit(IO& io, std::optional<raw::MpiWorld>& w);
+template <typename IO> void visit(IO& io, raw::Definition& d);
+template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r);
 template <typename IO> void visit(IO& io, ProcessDefinitions& p);
 
 template <typename IO, typename T>
@@ -321,17 +321,17 @@ template <typename IO> void visit(IO& io, ThreadDefinition& t) {
   }
 }
 template <typename IO> void visit(IO& io, raw::ClockOffset& c) { fields(io, c.timestamp_ns, c.offset_ns, c.stddev_ns); }
-template <typename IO> void visit(IO& io, raw::CommDef& c) { fields(io, c.id, c.key, c.parent, c.name, c.members); }
-template <typename IO> void visit(IO& io, std::optional<raw::MpiWorld>& w) {
-  bool has = w.has_value();
-  raw::MpiWorld value = w.value_or(raw::MpiWorld{});
+template <typename IO> void visit(IO& io, raw::Definition& d) { fields(io, d.set, d.id, d.name, d.values); }
+template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r) {
+  bool has = r.has_value();
+  raw::JobRank value = r.value_or(raw::JobRank{});
   fields(io, has, value.rank, value.size);
-  w = has ? std::optional<raw::MpiWorld>(value) : std::nullopt;
+  r = has ? std::optional<raw::JobRank>(value) : std::nullopt;
 }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
-  fields(io, p.pid, p.mpi_rank, p.name, p.hostname, p.command, p.python, p.exit_status,
+  fields(io, p.pid, p.launcher_rank, p.name, p.hostname, p.command, p.python, p.exit_status,
          p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.period, p.frequency, p.begin_monotonic_ns,
-         p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.mpi_world, p.comms, p.notices,
+         p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.job_rank, p.definitions, p.notices,
          p.warnings);
 }
 

@@ -51,7 +51,7 @@ struct ThreadDefinition {
 
 struct ProcessDefinitions {
   uint64_t pid = 0;
-  int64_t mpi_rank = -1;
+  int64_t launcher_rank = -1;  // the rank its launcher gave it (common/launcher_rank.h), or -1
   std::string name;  // in the archive: "rank N", or the executable's file name
   std::string hostname, command, python, exit_status;
   uint64_t samples_without_thread = 0;
@@ -63,8 +63,8 @@ struct ProcessDefinitions {
   std::vector<ThreadDefinition> threads;         // by raw index
   std::vector<raw::ClockOffset> clock_offsets;   // as readers need them (two or more, or none)
   std::vector<ContextNode> contexts;             // by raw node id
-  std::optional<raw::MpiWorld> mpi_world;
-  std::vector<raw::CommDef> comms;               // by id
+  std::optional<raw::JobRank> job_rank;
+  std::vector<raw::Definition> definitions;      // the adapters', by set and id
   std::vector<std::string> notices;              // the program's, from the stream
   std::vector<std::string> warnings;             // what reading the stream found missing or damaged
 };

@@ -52,12 +52,12 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
                                std::is_same_v<T, raw::Event>) {
             RawThread& t = thread(r.location);
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
-          } else if constexpr (std::is_same_v<T, raw::CommDef>) {
-            p->comms[r.id] = r;  // an id is reused after MPI_Comm_free: the stream order decides
+          } else if constexpr (std::is_same_v<T, raw::Definition>) {
+            p->definitions[{r.set, r.id}] = r;
           } else if constexpr (std::is_same_v<T, raw::EventSetDef>) {
             p->event_sets[r.base] = r;
-          } else if constexpr (std::is_same_v<T, raw::MpiWorld>) {
-            p->mpi_world = r;
+          } else if constexpr (std::is_same_v<T, raw::JobRank>) {
+            p->job_rank = r;
           } else if constexpr (std::is_same_v<T, raw::ClockOffset>) {
             p->clock_offsets.push_back(r);
           } else if constexpr (std::is_same_v<T, raw::Notice>) {

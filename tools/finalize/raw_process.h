@@ -35,11 +35,12 @@ struct RawProcess {
   std::map<uint32_t, raw::RegionDef> regions;
   std::map<uint32_t, RawThread> threads;
   std::vector<std::string> notices;
-  // MPI: the world this process was part of, its communicators and clock
-  // offsets against rank 0.
-  std::optional<raw::MpiWorld> mpi_world;
-  std::map<uint32_t, raw::CommDef> comms;
+  // Its rank in a parallel job, and its clock offsets against rank 0.
+  std::optional<raw::JobRank> job_rank;
   std::vector<raw::ClockOffset> clock_offsets;
+  // The adapters' definitions, by set and id (a later one of the same id
+  // replaces an earlier).
+  std::map<std::pair<std::string, uint32_t>, raw::Definition> definitions;
   // The adapters' event sets, by the first kind of each.
   std::map<uint32_t, raw::EventSetDef> event_sets;
   // Python code objects named by the drain, by id.

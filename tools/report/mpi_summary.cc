@@ -35,8 +35,10 @@ std::string bytes_text(uint64_t bytes) {
 }  // namespace
 
 MpiStats::MpiStats(const otf2::Archive& archive) : archive_(archive) {
-  for (size_t rank = 0; rank < archive.mpi_world_locations.size(); ++rank) {
-    auto it = archive.threads.find(archive.mpi_world_locations[rank]);
+  auto world = archive.comm_locations.find(otf2::Paradigm::kMpi);
+  if (world == archive.comm_locations.end()) return;
+  for (size_t rank = 0; rank < world->second.size(); ++rank) {
+    auto it = archive.threads.find(world->second[rank]);
     if (it != archive.threads.end()) rank_of_process_[it->second.process] = int(rank);
   }
 }
@@ -95,7 +97,7 @@ void MpiStats::add(const otf2::MpiEvent& e) {
   const int from = rank_of(e.location);
   if (comm == archive_.comms.end() || from < 0) return;
   const int to = comm->second.self ? from
-                 : e.peer < comm->second.world_ranks.size() ? int(comm->second.world_ranks[e.peer])
+                 : e.peer < comm->second.members.size() ? int(comm->second.members[e.peer])
                                                              : -1;
   if (to >= 0) matrix_[{from, to}] += e.bytes;
 }

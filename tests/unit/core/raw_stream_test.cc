@@ -39,7 +39,7 @@ TEST(RawStream, RoundTripsEveryRecordKind) {
   begin.pid = 42;
   begin.args = {"./app", "x y"};
   begin.event = "cpu-clock";
-  begin.mpi_rank = -1;
+  begin.launcher_rank = -1;
   begin.python = "3.12";
   w.append(begin);
   w.append(ModuleLoad{1, 0, 0x400000, 0x400000, 0x500000, "/bin/app"});
@@ -109,6 +109,36 @@ TEST(RawStream, DeviceStreamLocationsKeepTheirKindAndDevice) {
   EXPECT_EQ(stream.device, "GPU 0");
   EXPECT_EQ(std::get<Enter>(r[2]).timestamp_ns, 1300u);
   EXPECT_EQ(summary.problem, "undecodable record");
+  std::remove(path.c_str());
+}
+
+// An adapter's definitions come back as it wrote them, values untouched;
+// a job rank outside its job is undecodable.
+TEST(RawStream, DefinitionsAndTheJobRankRoundTrip) {
+  const std::string path = temp_path("definitions");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  w.append(JobRank{3, 8});
+  w.append(Definition{"mpi", 2, "split", {(4ull << 32) | 1, 0, 1, 3, 5, 7}});
+  w.append(Definition{"openmp", 9, "", {}});
+  w.append(Definition{"toy", 0, "wide", {~0ull}});
+  w.append(JobRank{8, 8});
+  w.close();
+  ReadSummary summary;
+  const std::vector<Record> r = read_all(path, &summary);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(std::get<JobRank>(r[0]).rank, 3u);
+  EXPECT_EQ(std::get<JobRank>(r[0]).size, 8u);
+  const auto& split = std::get<Definition>(r[1]);
+  EXPECT_EQ(split.set, "mpi");
+  EXPECT_EQ(split.id, 2u);
+  EXPECT_EQ(split.name, "split");
+  EXPECT_EQ(split.values, (std::vector<uint64_t>{(4ull << 32) | 1, 0, 1, 3, 5, 7}));
+  EXPECT_EQ(std::get<Definition>(r[2]).set, "openmp");
+  EXPECT_TRUE(std::get<Definition>(r[2]).values.empty());
+  EXPECT_EQ(std::get<Definition>(r[3]).values, std::vector<uint64_t>{~0ull});
+  EXPECT_EQ(summary.problem, "undecodable record") << "rank 8 of 8";
   std::remove(path.c_str());
 }
 

@@ -12,7 +12,7 @@ namespace {
 ProcessDefinitions sample_process(uint64_t pid) {
   ProcessDefinitions p;
   p.pid = pid;
-  p.mpi_rank = 3;
+  p.launcher_rank = 3;
   p.name = "rank 3";
   p.hostname = "node7";
   p.command = "solver --steps 10";
@@ -35,9 +35,10 @@ ProcessDefinitions sample_process(uint64_t pid) {
                                 {"kernel", "kernel.h", "/opt/app/bin/solver", 0, 7, otf2::Paradigm::kSampling}}};
   ContextNode python{true, 4, {{"train", "train.py", "", 20, 25, otf2::Paradigm::kPython}}};
   p.contexts = {ContextNode{}, ContextNode{}, ContextNode{}, root, inlined, python, ContextNode{}};
-  p.mpi_world = raw::MpiWorld{3, 8};
-  p.comms = {{0, raw::kCommWorldKey, raw::kNoParentComm, "MPI_COMM_WORLD", {}},
-             {2, (4ull << 32) | 1, 0, "split", {1, 3, 5, 7}}};
+  p.job_rank = raw::JobRank{3, 8};
+  p.definitions = {{"mpi", 0, "MPI_COMM_WORLD", {1, 0xffffffff}},
+                   {"mpi", 2, "split", {(4ull << 32) | 1, 0, 1, 3, 5, 7}},
+                   {"openmp", 2, "team", {}}};
   p.notices = {"sampling cpu-clock instead"};
   p.warnings = {"thread 4243: 2 traced events lost"};
   return p;
@@ -50,7 +51,7 @@ TEST(ProcessDefinitions, EveryFieldArrives) {
   ASSERT_EQ(got.size(), 2u);
   const ProcessDefinitions& p = got[1];
   EXPECT_EQ(p.pid, 2u);
-  EXPECT_EQ(p.mpi_rank, 3);
+  EXPECT_EQ(p.launcher_rank, 3);
   EXPECT_EQ(p.name, "rank 3");
   EXPECT_EQ(p.hostname, "node7");
   EXPECT_EQ(p.command, "solver --steps 10");
@@ -91,27 +92,28 @@ TEST(ProcessDefinitions, EveryFieldArrives) {
   EXPECT_EQ(p.contexts[4].frames[1].line, 7u);
   EXPECT_EQ(p.contexts[5].frames[0].begin_line, 20u);
   EXPECT_EQ(p.contexts[5].frames[0].paradigm, otf2::Paradigm::kPython);
-  ASSERT_TRUE(p.mpi_world.has_value());
-  EXPECT_EQ(p.mpi_world->rank, 3u);
-  EXPECT_EQ(p.mpi_world->size, 8u);
-  ASSERT_EQ(p.comms.size(), 2u);
-  EXPECT_EQ(p.comms[1].id, 2u);
-  EXPECT_EQ(p.comms[1].key, (4ull << 32) | 1);
-  EXPECT_EQ(p.comms[1].parent, 0u);
-  EXPECT_EQ(p.comms[1].name, "split");
-  EXPECT_EQ(p.comms[1].members, (std::vector<uint32_t>{1, 3, 5, 7}));
+  ASSERT_TRUE(p.job_rank.has_value());
+  EXPECT_EQ(p.job_rank->rank, 3u);
+  EXPECT_EQ(p.job_rank->size, 8u);
+  ASSERT_EQ(p.definitions.size(), 3u);
+  EXPECT_EQ(p.definitions[1].set, "mpi");
+  EXPECT_EQ(p.definitions[1].id, 2u);
+  EXPECT_EQ(p.definitions[1].name, "split");
+  EXPECT_EQ(p.definitions[1].values, (std::vector<uint64_t>{(4ull << 32) | 1, 0, 1, 3, 5, 7}));
+  EXPECT_EQ(p.definitions[2].set, "openmp");
+  EXPECT_TRUE(p.definitions[2].values.empty());
   EXPECT_EQ(p.notices, std::vector<std::string>{"sampling cpu-clock instead"});
   EXPECT_EQ(p.warnings, std::vector<std::string>{"thread 4243: 2 traced events lost"});
 }
 
-TEST(ProcessDefinitions, AProcessOutsideMpiHasNoWorld) {
+TEST(ProcessDefinitions, AProcessOutsideAJobHasNoRank) {
   ProcessDefinitions p = sample_process(5);
-  p.mpi_world.reset();
+  p.job_rank.reset();
   std::vector<ProcessDefinitions> got;
   ASSERT_TRUE(parse(serialize({p}), &got));
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_FALSE(got[0].mpi_world.has_value());
-  EXPECT_EQ(got[0].comms.size(), 2u);
+  EXPECT_FALSE(got[0].job_rank.has_value());
+  EXPECT_EQ(got[0].definitions.size(), 3u);
 }
 
 TEST(ProcessDefinitions, OnlyAWholeMessageIsAccepted) {

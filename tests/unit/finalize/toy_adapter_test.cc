@@ -5,7 +5,8 @@
 // drain, the raw stream, the finalizer or the sinks knows it: what it
 // wrote comes out as its regions and its events, payloads intact. Its
 // device's stream, a location that is not a thread, comes out as a stream
-// of that device.
+// of that device. Its definition (a team its events name) reaches its own
+// definition writer, and its events the refs that writer gave.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 
 #include "common/clock.h"
 #include "finalize/finalizer.h"
+#include "sink/definition_set_writer.h"
 #include "sink/recording_sink.h"
 #include "trace/drain.h"
 #include "trace/event_sets.h"
@@ -31,11 +33,14 @@ namespace fs = std::filesystem;
 
 // The adapter: a "toy_step" region whose enter carries a "tick" (a counter
 // in word 0) and whose leave carries a "tock" (a byte count in wide 0),
-// and a "stray" event between steps. Its kinds are indices in its set.
+// and a "stray" event between steps that names its team (word 1: the
+// team's definition id). The team is a definition of its set whose values
+// are the location indices of its members. Its kinds are indices in its set.
 class ToyAdapter final : public EventSource {
  public:
   enum Kind : uint32_t { kTick, kTock, kStray, kKinds };
   static constexpr const char* kSet = "toy";
+  static constexpr uint32_t kTeam = 5;  // the team's definition id
 
   const char* name() const override { return "toy"; }
   void process_started(Drain& drain) override {
@@ -43,6 +48,7 @@ class ToyAdapter final : public EventSource {
     base_ = register_event_set(kSet, kKinds);
     drain.append(raw::RegionDef{region_, "toy_step", static_cast<uint32_t>(otf2::Paradigm::kUser)});
     drain.append(raw::RegionDef{kernel_region(), "toy_kernel", static_cast<uint32_t>(otf2::Paradigm::kUser)});
+    drain.append(raw::Definition{kSet, kTeam, "toy team", {0}});  // location 0: the first thread
   }
 
   // What a device adapter does with the work its device reports (in
@@ -84,6 +90,7 @@ class ToyAdapter final : public EventSource {
       if (r == nullptr) return false;
       r->timestamp = ns;
       r->payload = EventPayload{};
+      r->payload.word[1] = kTeam;
       r->payload.word[3] = value;
       t.ring.commit_exclusive();
       return true;
@@ -96,6 +103,30 @@ class ToyAdapter final : public EventSource {
   uint32_t region_ = 0, base_ = kNoEventSet;
 };
 ToyAdapter g_toy;
+
+// The archive side of its definitions: its teams are communicators of the
+// user paradigm over the locations they name.
+class ToyDefinitionWriter final : public sink::DefinitionSetWriter {
+ public:
+  std::string_view set_name() const override { return ToyAdapter::kSet; }
+  void define(const std::vector<Process>& processes, const std::vector<uint64_t>&,
+              sink::CommSink& sink) const override {
+    std::vector<uint64_t> locations;
+    for (const Process& p : processes)
+      for (const raw::Definition* d : p.definitions)
+        for (uint64_t index : d->values) locations.push_back(p.locations->at(uint32_t(index)));
+    sink.define_comm_locations(otf2::Paradigm::kUser, locations);
+    uint32_t next = 0;
+    for (const Process& p : processes) {
+      for (const raw::Definition* d : p.definitions) {
+        std::vector<uint32_t> members;
+        for (size_t i = 0; i < d->values.size(); ++i) members.push_back(next++);
+        (*p.refs)[d->id] = sink.define_comm(otf2::Paradigm::kUser, d->name, members, otf2::kUndefined);
+      }
+    }
+  }
+};
+ToyDefinitionWriter g_toy_definitions;
 
 class ToyAdapterTest : public ::testing::Test {
  protected:
@@ -142,10 +173,11 @@ class ToyAdapterTest : public ::testing::Test {
     drain.stop(raw::ProcessEnd{monotonic_ns(), raw::EndReason::kExit, 0, 0});
   }
 
-  finalize::Result finalize_into(sink::RecordingSink& sink) {
+  finalize::Result finalize_into(sink::RecordingSink& sink, bool with_definition_writer = true) {
     finalize::Options options;
     options.directory = dir_.string();
     options.sinks = {&sink};
+    if (with_definition_writer) options.definition_writers = {&g_toy_definitions};
     finalize::Result result;
     std::string error;
     EXPECT_TRUE(finalize::finalize(options, &result, &error)) << error;
@@ -226,6 +258,33 @@ TEST_F(ToyAdapterTest, EventsASinkCannotWriteAreCountedAndSaid) {
   size_t enters = 0;
   for (const auto& r : sink.records) enters += r.type == sink::RecordingSink::Record::Type::kEnter;
   EXPECT_GE(enters, 10u) << "the regions are still written";
+}
+
+TEST_F(ToyAdapterTest, ItsDefinitionsReachItsWriterAndItsEventsTheirRefs) {
+  run(10);
+  sink::RecordingSink sink;
+  finalize_into(sink);
+  ASSERT_EQ(sink.comms.size(), 1u);
+  const auto& team = sink.comms[0];
+  EXPECT_EQ(team.name, "toy team");
+  EXPECT_EQ(team.paradigm, otf2::Paradigm::kUser);
+  ASSERT_EQ(team.members, std::vector<uint32_t>{0});
+  ASSERT_EQ(sink.threads.size(), 1u);
+  EXPECT_EQ(sink.comm_locations.at(otf2::Paradigm::kUser), std::vector<uint64_t>{0}) << "its member: the thread";
+  size_t strays = 0;
+  for (const auto& r : sink.records) {
+    if (r.type != sink::RecordingSink::Record::Type::kEvent || r.kind != ToyAdapter::kStray) continue;
+    ++strays;
+    ASSERT_EQ(r.definitions.count(r.payload.word[1]), 1u) << "the team it names is defined";
+    EXPECT_EQ(r.definitions.at(r.payload.word[1]), 0u) << "as the comm its writer made";
+  }
+  EXPECT_EQ(strays, 10u);
+
+  // Without a writer for the set, nothing is defined and its events get no refs.
+  sink::RecordingSink bare;
+  finalize_into(bare, /*with_definition_writer=*/false);
+  EXPECT_TRUE(bare.comms.empty());
+  for (const auto& r : bare.records) EXPECT_TRUE(r.definitions.empty());
 }
 
 TEST_F(ToyAdapterTest, ItsDeviceStreamIsALocationOfItsDevice) {

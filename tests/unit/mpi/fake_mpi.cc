@@ -204,8 +204,8 @@ std::vector<EventKind> Traced::kinds() const {
   return k;
 }
 
-const raw::CommDef* Traced::comm(uint32_t id) const {
-  for (const raw::CommDef& c : comms)
+const CommDefinition* Traced::comm(uint32_t id) const {
+  for (const CommDefinition& c : comms)
     if (c.id == id) return &c;
   return nullptr;
 }
@@ -230,8 +230,12 @@ Traced read_traced(FakeHost& host, const std::string& raw_path) {
           EXPECT_NE(base, kNoEventSet) << "an MPI event before MPI's event set was defined";
           t.events.push_back({EventKind(e->kind - base), fields_of(e->payload)});
         }
-        if (const auto* c = std::get_if<raw::CommDef>(&r)) t.comms.push_back(*c);
-        if (const auto* w = std::get_if<raw::MpiWorld>(&r)) t.worlds.push_back(*w);
+        if (const auto* d = std::get_if<raw::Definition>(&r)) {
+          const std::optional<CommDefinition> c = comm_of(*d);
+          EXPECT_TRUE(c.has_value()) << "every definition is MPI's, and decodes: " << d->name;
+          if (c) t.comms.push_back(*c);
+        }
+        if (const auto* w = std::get_if<raw::JobRank>(&r)) t.worlds.push_back(*w);
       },
       nullptr, &error))
       << error;

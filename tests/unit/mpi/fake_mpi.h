@@ -128,10 +128,10 @@ struct Traced {
   std::vector<std::string> calls;
   uint64_t enters = 0, leaves = 0;
   std::vector<Event> events;
-  std::vector<raw::CommDef> comms;
-  std::vector<raw::MpiWorld> worlds;
+  std::vector<CommDefinition> comms;
+  std::vector<raw::JobRank> worlds;
   std::vector<EventKind> kinds() const;
-  const raw::CommDef* comm(uint32_t id) const;
+  const CommDefinition* comm(uint32_t id) const;
 };
 // Flushes `host`'s drain and reads its stream at `raw_path`.
 Traced read_traced(FakeHost& host, const std::string& raw_path);

@@ -342,31 +342,31 @@ TEST_F(MpiTranslation, CommunicatorsGetAJobWideKeyAndTheirMembers) {
   EXPECT_EQ(t.worlds[0].rank, 2u);
   EXPECT_EQ(t.worlds[0].size, 4u);
   ASSERT_EQ(t.comms.size(), 6u) << "world, self, split, unseen, intercomm, dup";
-  const raw::CommDef* world = t.comm(kWorld);
+  const CommDefinition* world = t.comm(kWorld);
   ASSERT_NE(world, nullptr);
-  EXPECT_EQ(world->key, raw::kCommWorldKey);
-  EXPECT_EQ(t.comms[1].key, raw::kCommSelfKey);
+  EXPECT_EQ(world->key, kCommWorldKey);
+  EXPECT_EQ(t.comms[1].key, kCommSelfKey);
   EXPECT_EQ(t.comms[1].members, std::vector<uint32_t>{2});
 
   ASSERT_EQ(t.events.size(), 3u);
-  const raw::CommDef* first = t.comm(t.events[0].fields.comm);
+  const CommDefinition* first = t.comm(t.events[0].fields.comm);
   ASSERT_NE(first, nullptr) << "a send names a defined communicator";
   EXPECT_EQ(first->name, "MPI_Comm_split");
   EXPECT_EQ(first->key, (uint64_t{4} << 32) | 9) << "rank 0's key";
   EXPECT_EQ(first->parent, kWorld);
   EXPECT_EQ(first->members, (std::vector<uint32_t>{3, 2}));
 
-  const raw::CommDef* local = t.comm(t.events[1].fields.comm);
+  const CommDefinition* local = t.comm(t.events[1].fields.comm);
   ASSERT_NE(local, nullptr);
-  EXPECT_EQ(local->parent, raw::kNoParentComm);
+  EXPECT_EQ(local->parent, kNoParentComm);
   EXPECT_NE(local->key & (uint64_t{1} << 63), 0u) << "a key of this process only";
 
-  const raw::CommDef& inter = t.comms[4];
+  const CommDefinition& inter = t.comms[4];
   EXPECT_EQ(inter.name, "MPI_Intercomm_create");
   EXPECT_NE(inter.key & (uint64_t{1} << 63), 0u);
   EXPECT_NE(inter.key, local->key);
 
-  const raw::CommDef* again = t.comm(t.events[2].fields.comm);
+  const CommDefinition* again = t.comm(t.events[2].fields.comm);
   ASSERT_NE(again, nullptr);
   EXPECT_NE(again->id, first->id) << "a freed communicator's handle is a new communicator";
   EXPECT_EQ(again->name, "MPI_Comm_dup");

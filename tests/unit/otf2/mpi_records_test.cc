@@ -122,12 +122,12 @@ TwoRanks write_two_ranks(const std::string& dir, bool enter_leave = false) {
   const uint32_t node = w.define_system_tree_node("h", "node", kUndefined);
   k.r0 = w.define_thread(w.define_process("rank 0", node), "main thread");
   k.r1 = w.define_thread(w.define_process("rank 1", node), "main thread");
-  w.define_mpi_world({k.r0, k.r1});
-  k.self = w.define_comm_self();
-  k.world = w.define_comm("MPI_COMM_WORLD", {0, 1}, kUndefined);
-  EXPECT_EQ(w.define_comm_self(), k.self);
-  k.split = w.define_comm("split", {1, 0}, k.world);
-  k.dup = w.define_comm("dup of split", {1, 0}, k.split);
+  w.define_comm_locations(Paradigm::kMpi, {k.r0, k.r1});
+  k.self = w.define_comm_self(Paradigm::kMpi, "MPI_COMM_SELF");
+  k.world = w.define_comm(Paradigm::kMpi, "MPI_COMM_WORLD", {0, 1}, kUndefined);
+  EXPECT_EQ(w.define_comm_self(Paradigm::kMpi, "MPI_COMM_SELF"), k.self);
+  k.split = w.define_comm(Paradigm::kMpi, "split", {1, 0}, k.world);
+  k.dup = w.define_comm(Paradigm::kMpi, "dup of split", {1, 0}, k.split);
   k.main = w.define_region("main", "m.c", 1, Paradigm::kSampling);
   k.send = w.define_region("MPI_Send", "", 0, Paradigm::kMpi);
   k.progress = w.define_region("progress", "libmpi.c", 9, Paradigm::kSampling);
@@ -247,26 +247,27 @@ TEST(MpiRecords, CommunicatorsKeepMembersParentsAndSelf) {
   const TwoRanks k = write_two_ranks(dir.path());
   ArchiveReader reader(dir.path());
   const Archive& a = reader.archive();
-  EXPECT_EQ(a.mpi_world_locations, (std::vector<uint64_t>{k.r0, k.r1}));
+  EXPECT_EQ(a.comm_locations.at(Paradigm::kMpi), (std::vector<uint64_t>{k.r0, k.r1}));
   ASSERT_EQ(a.comms.size(), 4u);
   const CommInfo& world = a.comms.at(k.world);
   EXPECT_EQ(world.name, "MPI_COMM_WORLD");
-  EXPECT_EQ(world.world_ranks, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(world.members, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(world.paradigm, Paradigm::kMpi);
   EXPECT_EQ(world.parent, kUndefined);
   EXPECT_FALSE(world.self);
   const CommInfo& self = a.comms.at(k.self);
   EXPECT_TRUE(self.self);
-  EXPECT_TRUE(self.world_ranks.empty());
+  EXPECT_TRUE(self.members.empty());
   EXPECT_EQ(self.parent, kUndefined);
   const CommInfo& split = a.comms.at(k.split);
   EXPECT_EQ(split.name, "split");
-  EXPECT_EQ(split.world_ranks, (std::vector<uint32_t>{1, 0})) << "communicator rank order";
+  EXPECT_EQ(split.members, (std::vector<uint32_t>{1, 0})) << "communicator rank order";
   EXPECT_EQ(split.parent, k.world);
   EXPECT_FALSE(split.self);
   // Same members, another communicator.
   EXPECT_NE(k.dup, k.split);
   EXPECT_EQ(a.comms.at(k.dup).name, "dup of split");
-  EXPECT_EQ(a.comms.at(k.dup).world_ranks, split.world_ranks);
+  EXPECT_EQ(a.comms.at(k.dup).members, split.members);
   EXPECT_EQ(a.comms.at(k.dup).parent, k.split);
 }
 
@@ -290,6 +291,53 @@ TEST(MpiRecords, Otf2PrintAcceptsTheArchiveAndSharesEqualGroups) {
   EXPECT_EQ(comms, 4u) << text;
   EXPECT_NE(text.find("COMM_LOCATIONS"), std::string::npos) << text;
   EXPECT_NE(text.find("COMM_SELF"), std::string::npos) << text;
+}
+
+// Each paradigm has its own locations; a communicator's members index its
+// own paradigm's (an OpenMP thread team of one process beside MPI's world),
+// in both forms: OTF2's, and the viewer form that writes members as
+// locations.
+TEST(MpiRecords, CommunicatorsOfTwoParadigmsIndexTheirOwnLocations) {
+  for (const bool enter_leave : {false, true}) {
+    TempDir dir;
+    uint64_t r0, r1, worker;
+    uint32_t world, team, self;
+    {
+      ArchiveWriter w({.directory = dir.path(), .enter_leave = enter_leave});
+      const uint32_t node = w.define_system_tree_node("h", "node", kUndefined);
+      const uint32_t p0 = w.define_process("rank 0", node);
+      r0 = w.define_thread(p0, "main thread");
+      worker = w.define_thread(p0, "worker");
+      r1 = w.define_thread(w.define_process("rank 1", node), "main thread");
+      w.define_comm_locations(Paradigm::kMpi, {r0, r1});
+      w.define_comm_locations(Paradigm::kOpenMp, {worker, r0});
+      world = w.define_comm(Paradigm::kMpi, "MPI_COMM_WORLD", {0, 1}, kUndefined);
+      team = w.define_comm(Paradigm::kOpenMp, "team", {1, 0}, kUndefined);
+      self = w.define_comm_self(Paradigm::kMpi, "MPI_COMM_SELF");
+      EXPECT_NE(w.define_comm_self(Paradigm::kOpenMp, "thread alone"), self) << "one per paradigm";
+      for (uint64_t t : {r0, r1, worker}) w.end_thread(t, 1);
+      w.close({});
+    }
+    if (!enter_leave) {  // the viewer form repeats COMM_LOCATIONS groups, which otf2-print refuses
+      const testing::CommandResult printed =
+          testing::run_command("otf2-print -A -Werror " + dir.path() + "/traces.otf2");
+      EXPECT_EQ(printed.exit_code, 0) << printed.output;
+    }
+    ArchiveReader reader(dir.path());
+    const Archive& a = reader.archive();
+    EXPECT_EQ(a.comm_locations.at(Paradigm::kMpi), (std::vector<uint64_t>{r0, r1})) << enter_leave;
+    EXPECT_EQ(a.comm_locations.at(Paradigm::kOpenMp), (std::vector<uint64_t>{worker, r0})) << enter_leave;
+    EXPECT_EQ(a.comms.at(team).paradigm, Paradigm::kOpenMp);
+    EXPECT_EQ(a.comms.at(world).paradigm, Paradigm::kMpi);
+    EXPECT_TRUE(a.comms.at(self).self);
+    if (enter_leave) {
+      // Written as locations: the team's are its own paradigm's, in team order.
+      EXPECT_EQ(a.comms.at(team).members, (std::vector<uint32_t>{uint32_t(r0), uint32_t(worker)}));
+    } else {
+      EXPECT_EQ(a.comms.at(team).members, (std::vector<uint32_t>{1, 0}));
+      EXPECT_EQ(a.comms.at(world).members, (std::vector<uint32_t>{0, 1}));
+    }
+  }
 }
 
 // ViTE's mode: the traced call and the samples taken inside become plain,
@@ -340,14 +388,17 @@ TEST(MpiRecords, MisuseIsRefused) {
   TempDir dir;
   ArchiveWriter w({.directory = dir.path()});
   const uint64_t t = w.define_thread(w.define_process("p", w.define_system_tree_node("h", "node", kUndefined)), "t");
-  EXPECT_THROW(w.define_comm("c", {0}, kUndefined), std::logic_error) << "before define_mpi_world";
-  EXPECT_THROW(w.define_comm_self(), std::logic_error) << "before define_mpi_world";
-  EXPECT_THROW(w.define_mpi_world({t, 5}), std::invalid_argument) << "unknown location";
-  w.define_mpi_world({t});
-  EXPECT_THROW(w.define_mpi_world({t}), std::logic_error) << "twice";
-  EXPECT_THROW(w.define_comm("c", {1}, kUndefined), std::invalid_argument) << "rank 1 of a world of 1";
-  EXPECT_THROW(w.define_comm("c", {0}, 0), std::invalid_argument) << "unknown parent";
-  const uint32_t world = w.define_comm("world", {0}, kUndefined);
+  const Paradigm mpi = Paradigm::kMpi;
+  EXPECT_THROW(w.define_comm(mpi, "c", {0}, kUndefined), std::logic_error) << "before define_comm_locations";
+  EXPECT_THROW(w.define_comm_self(mpi, "self"), std::logic_error) << "before define_comm_locations";
+  EXPECT_THROW(w.define_comm_locations(mpi, {t, 5}), std::invalid_argument) << "unknown location";
+  w.define_comm_locations(mpi, {t});
+  EXPECT_THROW(w.define_comm_locations(mpi, {t}), std::logic_error) << "twice";
+  EXPECT_THROW(w.define_comm(mpi, "c", {1}, kUndefined), std::invalid_argument) << "rank 1 of a world of 1";
+  EXPECT_THROW(w.define_comm(mpi, "c", {0}, 0), std::invalid_argument) << "unknown parent";
+  EXPECT_THROW(w.define_comm(Paradigm::kOpenMp, "team", {0}, kUndefined), std::logic_error)
+      << "another paradigm's locations are not MPI's";
+  const uint32_t world = w.define_comm(mpi, "world", {0}, kUndefined);
   const uint32_t bad = world + 1;
   EXPECT_THROW(write_mpi_send(w, t, 1, 0, bad, 0, 0), std::invalid_argument);
   EXPECT_THROW(write_mpi_recv(w, t, 1, 0, bad, 0, 0), std::invalid_argument);
@@ -368,7 +419,7 @@ TEST(MpiRecords, MisuseIsRefused) {
   EXPECT_THROW(w.add_clock_offset(t, 100, 2, 0), std::invalid_argument) << "same time twice";
   EXPECT_THROW(w.add_clock_offset(t, 50, 2, 0), std::invalid_argument) << "back in time";
   w.close({});
-  EXPECT_THROW(w.define_comm_self(), std::logic_error) << "after close";
+  EXPECT_THROW(w.define_comm_self(mpi, "self"), std::logic_error) << "after close";
 }
 
 TEST(MpiRecords, CollectiveOpNames) {
@@ -391,8 +442,8 @@ ClockOffsetArchive write_with_offsets(const std::string& dir,
     const uint32_t node = w.define_system_tree_node("h", "node", kUndefined);
     const uint64_t r0 = w.define_thread(w.define_process("rank 0", node), "t");
     const uint64_t r1 = w.define_thread(w.define_process("rank 1", node), "t");
-    w.define_mpi_world({r0, r1});
-    const uint32_t world = w.define_comm("MPI_COMM_WORLD", {0, 1}, kUndefined);
+    w.define_comm_locations(Paradigm::kMpi, {r0, r1});
+    const uint32_t world = w.define_comm(Paradigm::kMpi, "MPI_COMM_WORLD", {0, 1}, kUndefined);
     for (uint64_t t : {1000, 1500, 2000, 3000}) {
       write_mpi_send(w, r0, t, 1, world, 0, 8);
       write_mpi_recv(w, r1, t, 0, world, 0, 8);

@@ -1,0 +1,37 @@
+#include "finalize/adapter_writers.h"
+
+#include <vector>
+
+#include "mpi/mpi_otf2_events.h"
+
+namespace hybridprof::finalize {
+namespace {
+
+// One line per adapter with an event set: its event writer and, when its
+// events name definitions, their writer.
+struct AdapterWriters {
+  const otf2::EventSetWriter* events;
+  const sink::DefinitionSetWriter* definitions;
+};
+const std::vector<AdapterWriters>& adapters() {
+  static const std::vector<AdapterWriters> all = {
+      {&mpi::otf2_event_writer(), &mpi::comm_definition_writer()},
+  };
+  return all;
+}
+
+}  // namespace
+
+const otf2::EventSetWriter* event_set_writer(std::string_view name) {
+  for (const AdapterWriters& a : adapters())
+    if (a.events->set_name() == name) return a.events;
+  return nullptr;
+}
+
+const sink::DefinitionSetWriter* definition_set_writer(std::string_view name) {
+  for (const AdapterWriters& a : adapters())
+    if (a.definitions && a.definitions->set_name() == name) return a.definitions;
+  return nullptr;
+}
+
+}  // namespace hybridprof::finalize
