@@ -3,6 +3,7 @@
 #include <dwarf.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "symbolizer/symbolizer.h"
 
@@ -15,6 +16,12 @@ const char* string_attribute(Dwarf_Die* die, unsigned int name) {
   // of inline functions) and DW_AT_specification (member functions defined outside
   // their class), where the names live. dwarf_formstring accepts null.
   return dwarf_formstring(dwarf_attr_integrate(die, name, &attr));
+}
+
+// "main._omp_fn.0" from "main".
+bool is_made_from(const char* name, const char* origin) {
+  const size_t n = std::strlen(origin);
+  return std::strncmp(name, origin, n) == 0 && name[n] == '.';
 }
 
 // GCC gives no DW_AT_linkage_name to functions with internal linkage (static,
@@ -42,6 +49,10 @@ std::string qualified_name(Dwarf_Die* die, const char* name) {
   for (int i = count - 1; i >= 1; --i) {  // outermost first; [0] is the declaration
     const int tag = dwarf_tag(&scopes[i]);
     const char* scope_name = dwarf_diename(&scopes[i]);
+    // GCC names a function it made from the enclosing one (an OpenMP
+    // outlined body "main._omp_fn.0", a clone) after that one's name plus
+    // a suffix, and nests it there: the name is whole as it is.
+    if (tag == DW_TAG_subprogram && scope_name != nullptr && is_made_from(name, scope_name)) return name;
     if (tag == DW_TAG_namespace) {
       result += scope_name != nullptr ? scope_name : "(anonymous namespace)";
     } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
@@ -70,8 +81,14 @@ std::string function_name(Dwarf_Die* die) {
     if (demangled != linkage_name) return demangled;
   }
   const char* name = string_attribute(die, DW_AT_name);
-  if (name != nullptr) return qualified_name(die, name);
-  return linkage_name != nullptr ? linkage_name : "";
+  if (name == nullptr) return linkage_name != nullptr ? linkage_name : "";
+  // A function GCC made from a C++ one (an OpenMP outlined body, a clone)
+  // has that one's mangled name plus a suffix as its DW_AT_name
+  // ("_ZL4workRd._omp_fn.0"): demangled as c++filt does,
+  // "work(double&) [clone ._omp_fn.0]".
+  std::string demangled = demangle(name);
+  if (demangled != name) return demangled;
+  return qualified_name(die, name);
 }
 
 }  // namespace hybridprof::symbolizer

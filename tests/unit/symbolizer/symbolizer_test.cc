@@ -457,6 +457,69 @@ TEST(SymbolizerSystemTest, LibcResolvesThroughBuildIdDebugFile) {
   EXPECT_GT(frames.back().line, 0u);
 }
 
+// Function symbols of `path`'s .symtab whose name contains `part`, with their addresses.
+std::vector<std::pair<std::string, uint64_t>> symtab_functions(const std::string& path, const std::string& part) {
+  using Found = std::vector<std::pair<std::string, uint64_t>>;
+  return with_elf<Found>(path, [&](Elf* elf) {
+    Found found;
+    for (Elf_Scn* section = nullptr; (section = elf_nextscn(elf, section)) != nullptr;) {
+      GElf_Shdr header;
+      if (gelf_getshdr(section, &header) == nullptr || header.sh_type != SHT_SYMTAB) continue;
+      Elf_Data* data = elf_getdata(section, nullptr);
+      for (size_t i = 0; data != nullptr && i < header.sh_size / header.sh_entsize; ++i) {
+        GElf_Sym sym;
+        if (gelf_getsym(data, int(i), &sym) == nullptr || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+        const char* name = elf_strptr(elf, header.sh_link, sym.st_name);
+        if (name != nullptr && std::string(name).find(part) != std::string::npos) found.emplace_back(name, sym.st_value);
+      }
+    }
+    return found;
+  });
+}
+
+// What c++filt prints for `symbol`.
+std::string cxxfilt(const std::string& symbol) {
+  FILE* output = popen(("c++filt '" + symbol + "'").c_str(), "r");
+  if (output == nullptr) return "";
+  char line[4096] = {};
+  const bool read = std::fgets(line, sizeof line, output) != nullptr;
+  pclose(output);
+  std::string text = read ? line : "";
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// GCC's outlined OpenMP bodies, nested in the DWARF of the function they
+// came from, are named as c++filt names their symbols: "symfix_omp::
+// sum(std::vector<double, ...> const&, double&) [clone ._omp_fn.0]", and
+// "symfix_omp_run._omp_fn.1" for a C-linkage one (not qualified by the
+// enclosing function).
+TEST(SymbolizerOpenMpTest, OutlinedBodiesAreNamedAsCxxfiltNamesThem) {
+#ifndef SYMFIX_OPENMP_LIBRARY
+  GTEST_SKIP() << "no GCC OpenMP when this was configured";
+#else
+  const std::string library = SYMFIX_OPENMP_LIBRARY;
+  const auto outlined = symtab_functions(library, "._omp_fn.");
+  ASSERT_GE(outlined.size(), 3u) << "sum's, scale's and symfix_omp_run's bodies";
+  Symbolizer symbolizer;
+  size_t cxx = 0, c = 0;
+  for (const auto& [symbol, vaddr] : outlined) {
+    SCOPED_TRACE(symbol);
+    const std::vector<SourceFrame> frames = symbolizer.resolve(library, vaddr);
+    ASSERT_FALSE(frames.empty());
+    EXPECT_EQ(frames[0].function, cxxfilt(symbol));
+    EXPECT_TRUE(ends_with(frames[0].file, "/openmp_fixture.cc")) << frames[0].file;
+    cxx += symbol.rfind("_Z", 0) == 0;
+    c += symbol.rfind("symfix_omp_run.", 0) == 0;
+  }
+  EXPECT_GE(cxx, 2u);
+  EXPECT_GE(c, 1u);
+  EXPECT_EQ(cxxfilt("_ZN10symfix_omp3sumERKSt6vectorIdSaIdEERd._omp_fn.0"),
+            "symfix_omp::sum(std::vector<double, std::allocator<double> > const&, double&) [clone ._omp_fn.0]")
+      << "c++filt itself, for the reader";
+#endif
+}
+
 TEST(DemangleTest, DemanglesItaniumNamesAndKeepsOthers) {
   EXPECT_EQ(demangle("_ZN2ns3fooEi"), "ns::foo(int)");
   EXPECT_EQ(demangle("_ZN6symfix7Counter3addEi"), "symfix::Counter::add(int)");
@@ -465,6 +528,11 @@ TEST(DemangleTest, DemanglesItaniumNamesAndKeepsOthers) {
   EXPECT_EQ(demangle("_Z"), "_Z");
   EXPECT_EQ(demangle("_Zbogus!"), "_Zbogus!");
   EXPECT_EQ(demangle(""), "");
+  // GCC's clone suffixes, as c++filt prints them.
+  EXPECT_EQ(demangle("_Z3fooi.constprop.0.isra.0"), "foo(int) [clone .constprop.0] [clone .isra.0]");
+  EXPECT_EQ(demangle("_Z3fooi.cold"), "foo(int) [clone .cold]");
+  EXPECT_EQ(demangle("_ZL28CalcFBHourglassForceForElemsR6DomainPdS1_dii._omp_fn.0"),
+            "CalcFBHourglassForceForElems(Domain&, double*, double*, double, int, int) [clone ._omp_fn.0]");
 }
 
 }  // namespace
