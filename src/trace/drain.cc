@@ -168,6 +168,22 @@ void Drain::append(const raw::Record& record) {
   if (!finished_) writer_.append(record);
 }
 
+void Drain::define_code_region(uint32_t id, std::string name, uint32_t paradigm, uint64_t code_address) {
+  std::lock_guard lock(mutex_);
+  if (finished_) return;
+  raw::RegionDef def{id, std::move(name), paradigm, raw::kUnknownModule, 0};
+  const uint64_t now = monotonic_ns();
+  ModuleInfo module;
+  if (!modules_.find(code_address, now, &module)) {
+    // Code of a library loaded since the last pass: its load first.
+    std::vector<raw::Record> changes;
+    modules_.refresh(now, &changes, /*force=*/true);
+    for (const auto& r : changes) writer_.append(r);
+  }
+  if (modules_.find(code_address, now, &module)) def.code_module = module.id, def.code_offset = code_address - module.bias;
+  writer_.append(def);
+}
+
 void Drain::append(const std::vector<raw::Record>& records) {
   std::lock_guard lock(mutex_);
   if (finished_) return;

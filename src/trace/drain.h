@@ -87,6 +87,10 @@ class Drain {
   // definitions). Thread-safe.
   void append(const raw::Record& record);
   void append(const std::vector<raw::Record>& records);
+  // The definition of a region that stands for the code at `code_address`
+  // (an outlined parallel body): its module and offset go with it, so the
+  // finalizer names its source location. Thread-safe.
+  void define_code_region(uint32_t id, std::string name, uint32_t paradigm, uint64_t code_address);
 
   // Synchronously empties all rings and writes to disk (exec, tests).
   void flush_now();

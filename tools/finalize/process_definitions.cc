@@ -79,6 +79,25 @@ std::vector<ContextFrame> native_frames(const RawProcess& p, const raw::CctNode&
   return frames;
 }
 
+// A traced region; one that stands for code (an outlined parallel body) is
+// named with that code's source location, "!$omp parallel @solver.c:42",
+// which is also its file and first line.
+ContextFrame traced_region_frame(const RawProcess& p, const raw::RegionDef& r, symbolizer::Symbolizer& symbolizer) {
+  ContextFrame frame{r.name, "", "", 0, 0, static_cast<Paradigm>(r.paradigm)};
+  auto module = p.modules.find(r.code_module);
+  if (r.code_module == raw::kUnknownModule || module == p.modules.end()) return frame;
+  const std::vector<symbolizer::SourceFrame> code = symbolizer.resolve(module->second.path, r.code_offset);
+  const symbolizer::SourceFrame& function = code.back();  // out of line: where the construct's body begins
+  if (!function.resolved || function.file.empty()) {
+    frame.region += " @" + function.function;
+    return frame;
+  }
+  frame.region += " @" + basename_of(function.file) + ":" + std::to_string(function.line);
+  frame.file = function.file;
+  frame.begin_line = function.line;
+  return frame;
+}
+
 std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symbolizer& symbolizer,
                                           const symbolizer::PerfMap& jit_code) {
   std::vector<ContextNode> nodes(std::max<size_t>(p.nodes.size(), raw::kFirstCctNode));
@@ -95,7 +114,7 @@ std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symb
     if (n.module == raw::kTracedRegionModule) {
       auto r = p.regions.find(uint32_t(n.offset));
       if (r == p.regions.end()) continue;  // its definition was lost
-      node.frames = {{r->second.name, "", "", 0, 0, static_cast<Paradigm>(r->second.paradigm)}};
+      node.frames = {traced_region_frame(p, r->second, symbolizer)};
     } else if (n.module == raw::kKernelModule) {
       node.frames = {{"[kernel]", "", "[kernel]", 0, 0}};
     } else if (n.module == raw::kPythonModule) {

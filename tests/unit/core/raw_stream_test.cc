@@ -112,9 +112,10 @@ TEST(RawStream, DeviceStreamLocationsKeepTheirKindAndDevice) {
   std::remove(path.c_str());
 }
 
-// An adapter's definitions come back as it wrote them, values untouched;
-// a job rank outside its job is undecodable.
-TEST(RawStream, DefinitionsAndTheJobRankRoundTrip) {
+// An adapter's definitions come back as it wrote them, values untouched,
+// and a region keeps the code it stands for; a job rank outside its job
+// is undecodable.
+TEST(RawStream, DefinitionsRegionsOfCodeAndTheJobRankRoundTrip) {
   const std::string path = temp_path("definitions");
   std::remove(path.c_str());
   StreamWriter w;
@@ -123,11 +124,16 @@ TEST(RawStream, DefinitionsAndTheJobRankRoundTrip) {
   w.append(Definition{"mpi", 2, "split", {(4ull << 32) | 1, 0, 1, 3, 5, 7}});
   w.append(Definition{"openmp", 9, "", {}});
   w.append(Definition{"toy", 0, "wide", {~0ull}});
+  w.append(RegionDef{5, "!$omp parallel", 4, 3, 0x1234});
   w.append(JobRank{8, 8});
   w.close();
   ReadSummary summary;
   const std::vector<Record> r = read_all(path, &summary);
-  ASSERT_EQ(r.size(), 4u);
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(std::get<RegionDef>(r[4]).name, "!$omp parallel");
+  EXPECT_EQ(std::get<RegionDef>(r[4]).paradigm, 4u);
+  EXPECT_EQ(std::get<RegionDef>(r[4]).code_module, 3u);
+  EXPECT_EQ(std::get<RegionDef>(r[4]).code_offset, 0x1234u);
   EXPECT_EQ(std::get<JobRank>(r[0]).rank, 3u);
   EXPECT_EQ(std::get<JobRank>(r[0]).size, 8u);
   const auto& split = std::get<Definition>(r[1]);

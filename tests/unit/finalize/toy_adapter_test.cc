@@ -31,6 +31,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The code a toy step stands for (as an outlined parallel body stands for
+// its construct): the finalizer names the region with its source location.
+// One line, so its entry is on it whatever the compiler does.
+__attribute__((noinline)) void toy_code() { asm volatile(""); } constexpr uint32_t kToyCodeLine = __LINE__;
+
 // The adapter: a "toy_step" region whose enter carries a "tick" (a counter
 // in word 0) and whose leave carries a "tock" (a byte count in wide 0),
 // and a "stray" event between steps that names its team (word 1: the
@@ -46,7 +51,8 @@ class ToyAdapter final : public EventSource {
   void process_started(Drain& drain) override {
     if (region_ == 0) region_ = reserve_region_ids(2);
     base_ = register_event_set(kSet, kKinds);
-    drain.append(raw::RegionDef{region_, "toy_step", static_cast<uint32_t>(otf2::Paradigm::kUser)});
+    drain.define_code_region(region_, "toy_step", static_cast<uint32_t>(otf2::Paradigm::kUser),
+                             reinterpret_cast<uint64_t>(&toy_code));
     drain.append(raw::RegionDef{kernel_region(), "toy_kernel", static_cast<uint32_t>(otf2::Paradigm::kUser)});
     drain.append(raw::Definition{kSet, kTeam, "toy team", {0}});  // location 0: the first thread
   }
@@ -222,7 +228,7 @@ TEST_F(ToyAdapterTest, ItsRegionsAndEventsReachTheSinkAsItWroteThem) {
     const auto* const* s = &toy[5 * size_t(i)];
     const Step& at = steps_[size_t(i)];
     ASSERT_EQ(s[0]->type, Type::kEnter) << i;
-    EXPECT_EQ(sink.region_of(s[0]->context), "toy_step");
+    EXPECT_EQ(sink.region_of(s[0]->context), "toy_step @toy_adapter_test.cc:" + std::to_string(kToyCodeLine));
     EXPECT_EQ(s[0]->timestamp, at.enter_ns);
     ASSERT_EQ(s[1]->type, Type::kEvent) << i;
     EXPECT_EQ(s[1]->set, "toy");
@@ -240,8 +246,14 @@ TEST_F(ToyAdapterTest, ItsRegionsAndEventsReachTheSinkAsItWroteThem) {
     EXPECT_EQ(s[4]->payload.word[3], uint32_t(i));
     if (HasFailure()) return;
   }
+  // Named after the code it stands for, whose file and line it has.
   bool user_region = false;
-  for (const auto& r : sink.regions) user_region |= r.name == "toy_step" && r.paradigm == otf2::Paradigm::kUser;
+  for (const auto& r : sink.regions) {
+    if (r.name.rfind("toy_step", 0) != 0) continue;
+    user_region = r.paradigm == otf2::Paradigm::kUser;
+    EXPECT_EQ(r.file.substr(r.file.rfind('/') + 1), "toy_adapter_test.cc");
+    EXPECT_EQ(r.begin_line, kToyCodeLine);
+  }
   EXPECT_TRUE(user_region);
 }
 
