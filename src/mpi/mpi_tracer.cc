@@ -20,6 +20,7 @@
 #include "trace/event_sets.h"
 #include "trace/records.h"
 #include "trace/region_ids.h"
+#include "trace/traced_region.h"
 #include "trace/tracing_host.h"
 #include "unwind/caller_stack_cache.h"
 
@@ -54,20 +55,14 @@ std::vector<Drain::TracedCode> wrapper_code() {
 __attribute__((noinline)) void define_regions_once(TracingHost& host) {
   std::lock_guard lock(g_regions_mutex);
   if (g_regions_defined.load(std::memory_order_relaxed)) return;
-  static std::string clock_note;
   static std::once_flag code_known;
   std::call_once(code_known, [&] {
     g_mpi_region_base = reserve_region_ids(kMpiFunctionCount);
     g_mpi_event_base =
         register_event_set(::hybridprof::mpi::kEventSetName, static_cast<uint32_t>(MpiEventKind::kCount));
-    // How calls are timed is decided here, not at every process start (it
-    // reads /proc/cpuinfo and times system calls): only MPI needs it. The
-    // drain converts from the TSC before any call reads it.
-    const bool tsc = tsc_can_time_calls(host.config().trace_clock, &clock_note);
-    host.drain().use_tsc_trace_clock(tsc);
-    g_trace_clock_tsc = tsc;
     host.drain().add_traced_code(wrapper_code());
   });
+  const std::string& clock_note = prepare_trace_clock(host);
   std::vector<raw::Record> defs;
   for (uint32_t i = 0; i < kMpiFunctionCount; ++i) {
     const auto f = static_cast<MpiFunction>(i);

@@ -1,0 +1,63 @@
+#include "trace/traced_region.h"
+
+#include <memory>
+#include <mutex>
+
+#include "common/clock.h"
+#include "common/trace_clock.h"
+#include "trace/drain.h"
+#include "trace/thread_state.h"
+#include "trace/tracing_host.h"
+
+namespace hybridprof {
+
+const std::string& prepare_trace_clock(TracingHost& host) {
+  static std::string note;
+  static std::once_flag decided;
+  std::call_once(decided, [&] {
+    // Decided at the first traced record, not at every process start: it
+    // reads /proc/cpuinfo and times system calls. The drain converts from
+    // the TSC before any record reads it.
+    const bool tsc = tsc_can_time_calls(host.config().trace_clock, &note);
+    host.drain().use_tsc_trace_clock(tsc);
+    g_trace_clock_tsc = tsc;
+  });
+  return note;
+}
+
+EnteredRegion enter_region(TracingHost& host, uint32_t region) {
+  EnteredRegion r;
+  ThreadState* t = host.current_thread();
+  if (t == nullptr) return r;
+  r.thread = t;
+  r.region = region;
+  Drain& drain = host.drain();
+  BusyScope busy(t);
+  if (!t->traced.caller_stacks) t->traced.caller_stacks = std::make_unique<CallerStackCache>(host.config().max_depth);
+  uint32_t flags = 0;
+  uint32_t depth = t->traced.caller_stacks->capture(t->unwind_scratch, &flags, &r.stack, /*copy_remembered=*/false);
+  // A stack the drain has already seen goes by its reference alone.
+  if (r.stack.generation != 0 && !r.stack.stored) depth = 0;
+  const uint64_t now = trace_clock_now();
+  const RegionBody body{region, flags, {}};
+  r.entered = drain.write_or_flush(
+      *t, [&] { return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, depth); });
+  if (!r.entered) t->traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
+
+void leave_region(TracingHost& host, const EnteredRegion& r) {
+  if (r.thread == nullptr || !r.entered) return;
+  ThreadState& t = *r.thread;
+  Drain& drain = host.drain();
+  if (t.ring_filling() && t.wants_early_drain(monotonic_ns())) drain.wake();
+  const uint64_t now = trace_clock_now();
+  BusyScope busy(&t);
+  const RegionBody body{r.region, 0, {}};
+  // A lost leave leaves the region open to the thread's end, where the
+  // drain closes it; count it.
+  if (!drain.write_or_flush(t, [&] { return t.traced.calls.leave(t.ring, now, body, r.stack); }))
+    t.traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace hybridprof

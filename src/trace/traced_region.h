@@ -1,0 +1,41 @@
+// Traced regions an adapter enters and leaves on the calling thread and
+// that carry no events of their own (OpenMP constructs): the enter carries
+// the caller's stack, so the region hangs under the code that reached it;
+// every record goes through Drain::write_or_flush (a full ring is written
+// out, never lost), and a record that cannot be written at all (larger
+// than the ring) is counted as a lost event. Enter and leave may be in
+// different calls (a critical section's start and end).
+//
+// Not the signal path: producers run on the program's threads, outside
+// handlers, and may lock and allocate; they hold the thread's busy guard
+// only while they touch its ring or its unwind scratch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "unwind/caller_stack_cache.h"
+
+namespace hybridprof {
+
+class TracingHost;
+struct ThreadState;
+
+// Before an adapter's first traced record: how traced records are timed
+// (common/trace_clock.h), decided once per address space for every
+// adapter. Returns what was decided, for a notice.
+const std::string& prepare_trace_clock(TracingHost& host);
+
+struct EnteredRegion {
+  ThreadState* thread = nullptr;  // null: nothing was entered (untraced thread)
+  uint32_t region = 0;
+  CallerStackCache::Ref stack;
+  bool entered = false;  // the enter record is in the ring
+};
+
+// Enters `region` on the calling thread now (after prepare_trace_clock).
+EnteredRegion enter_region(TracingHost& host, uint32_t region);
+// Leaves what enter_region entered, on the same thread, now.
+void leave_region(TracingHost& host, const EnteredRegion& r);
+
+}  // namespace hybridprof

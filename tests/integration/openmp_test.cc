@@ -1,0 +1,72 @@
+// OpenMP programs built by GCC under the launcher: every construct libgomp
+// is called for is a region of paradigm OpenMP on the thread that met it,
+// counted exactly against the fixture's schedule
+// (tests/fixtures/openmp_workload.cc), named after the construct and its
+// source line, enters matching leaves.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "integration_support.h"
+
+namespace hybridprof::integration {
+namespace {
+
+#ifdef HP_HAVE_GOMP_FIXTURE
+
+// Per thread, enters by construct (the region's name up to " @"), and the
+// longest critical-section wait.
+struct OpenMpTrace {
+  std::map<uint64_t, std::map<std::string, int>> enters, leaves;
+  std::map<std::string, std::string> full_names;  // construct -> a region's whole name
+  uint64_t longest_wait_ns = 0;
+};
+
+OpenMpTrace read_openmp(const std::string& dir) {
+  otf2::ArchiveReader reader(dir);
+  const otf2::Archive& a = reader.archive();
+  OpenMpTrace t;
+  std::map<uint64_t, uint64_t> wait_began;
+  reader.read_events([](const otf2::SampleEvent&) {},
+                     [&](const otf2::RegionEvent& e) {
+                       const otf2::RegionInfo& r = a.regions.at(e.region);
+                       if (r.paradigm != otf2::Paradigm::kOpenMp) return;
+                       const std::string construct = r.name.substr(0, r.name.find(" @"));
+                       t.full_names[construct] = r.name;
+                       ++(e.enter ? t.enters : t.leaves)[e.location][construct];
+                       if (construct != "!$omp critical (waiting)") return;
+                       if (e.enter) wait_began[e.location] = e.timestamp;
+                       else t.longest_wait_ns = std::max(t.longest_wait_ns, e.timestamp - wait_began[e.location]);
+                     },
+                     [](const otf2::MpiEvent&) {});
+  return t;
+}
+
+TEST(OpenMp, GompConstructsAreRegionsCountedPerThread) {
+  TempDir dir;
+  constexpr int kRegions = 20;
+  const RunResult r = profile({"-o", dir / "out"}, {fixture("openmp_workload"), std::to_string(kRegions)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const OpenMpTrace t = read_openmp(dir / "out");
+  ASSERT_EQ(t.enters.size(), 2u) << "two threads met OpenMP constructs";
+  const std::map<std::string, int> expected{
+      {"!$omp parallel", 2 * kRegions},         {"!$omp for", 2 * kRegions},
+      {"!$omp implicit barrier", kRegions},     {"!$omp barrier", 2 * kRegions},
+      {"!$omp critical", kRegions},             {"!$omp critical (waiting)", kRegions},
+      {"!$omp single", kRegions},
+  };
+  for (const auto& [location, enters] : t.enters) {
+    EXPECT_EQ(enters, expected) << "thread " << location;
+    EXPECT_EQ(t.leaves.at(location), enters) << "every region entered is left";
+  }
+  for (const auto& [construct, name] : t.full_names)
+    EXPECT_NE(name.find(" @openmp_workload.cc:"), std::string::npos) << name;
+  // Each thread holds the critical section 1 ms right after a barrier: the
+  // other one waits for it.
+  EXPECT_GE(t.longest_wait_ns, 100000u);
+}
+
+#endif
+
+}  // namespace
+}  // namespace hybridprof::integration
