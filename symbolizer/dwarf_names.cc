@@ -52,7 +52,10 @@ std::string qualified_name(Dwarf_Die* die, const char* name) {
     // GCC names a function it made from the enclosing one (an OpenMP
     // outlined body "main._omp_fn.0", a clone) after that one's name plus
     // a suffix, and nests it there: the name is whole as it is.
-    if (tag == DW_TAG_subprogram && scope_name != nullptr && is_made_from(name, scope_name)) return name;
+    if (tag == DW_TAG_subprogram && scope_name != nullptr && is_made_from(name, scope_name)) {
+      free(scopes);
+      return name;
+    }
     if (tag == DW_TAG_namespace) {
       result += scope_name != nullptr ? scope_name : "(anonymous namespace)";
     } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
