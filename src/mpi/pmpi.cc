@@ -1,7 +1,8 @@
 #include "mpi/pmpi.h"
 
+#include "common/fatal.h"
+
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -12,12 +13,7 @@
 namespace hybridprof::mpi {
 namespace {
 
-void die(const char* what, const char* symbol) {
-  // No stdio: this may run with the program's locks held.
-  const char* parts[] = {"hybridprof: ", what, symbol, "\n"};
-  for (const char* p : parts) [[maybe_unused]] ssize_t w = write(STDERR_FILENO, p, strlen(p));
-  abort();
-}
+void die(const char* what, const char* symbol) { die_plainly({what, symbol}); }
 
 template <typename T>
 T need(const char* symbol) {

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -10,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/fatal.h"
 #include "otf2/types.h"
 #include "trace/drain.h"
 #include "trace/event_source.h"
@@ -175,10 +175,7 @@ void* find_in_loaded_libgomp(const char* name) {
 void* require_gomp_function(const char* name) {
   if (void* p = dlsym(RTLD_NEXT, name)) return p;
   if (void* p = find_in_loaded_libgomp(name)) return p;
-  // No stdio: this may run with the program's locks held.
-  const char* parts[] = {"hybridprof: an OpenMP function was called but no libgomp defines ", name, "\n"};
-  for (const char* p : parts) [[maybe_unused]] ssize_t w = write(STDERR_FILENO, p, strlen(p));
-  abort();
+  die_plainly({"an OpenMP function was called but no libgomp defines ", name});
 }
 
 void traced_body(void* p) {
@@ -195,7 +192,8 @@ void traced_body(void* p) {
 }
 
 ForkPacket* keep_fork_packet(const ForkPacket& packet) {
-  if (t_open.packet_depth == std::size(t_open.packets)) abort();  // nested deeper than libgomp allows
+  if (t_open.packet_depth == std::size(t_open.packets))
+    die_plainly({"GOMP_parallel_start nested deeper than the runtime keeps (16)"});
   ForkPacket* kept = &t_open.packets[t_open.packet_depth++];
   *kept = packet;
   return kept;
