@@ -278,6 +278,11 @@ const Drain::TracedCode* Drain::traced_code_at(uint64_t address) const {
 
 namespace {
 
+// An enter whose stack reaches the thread's root and encloses code.
+bool encloses_code(uint32_t flags) {
+  return (flags & kRegionEnclosesCode) && !(flags & (kSampleTruncated | kSampleUnwindFailed));
+}
+
 uint32_t root_for(uint32_t flags) {
   return (flags & kSampleTruncated)      ? raw::kRootTruncated
          : (flags & kSampleUnwindFailed) ? raw::kRootUnwindFailed
@@ -288,7 +293,7 @@ uint32_t root_for(uint32_t flags) {
 
 uint32_t Drain::intern_native_locked(uint32_t node, uint64_t address, uint64_t timestamp_ns, ModuleInfo* module,
                                      bool* have_module, uint32_t* innermost_region) {
-  if (address >= options_.own_code_start && address < options_.own_code_end) {
+  if (own_code(address)) {
     if (const TracedCode* code = traced_code_at(address)) {
       node = cct_.child(node, raw::kTracedRegionModule, code->region, &new_nodes_);
       if (innermost_region) *innermost_region = code->region;
@@ -307,32 +312,67 @@ uint32_t Drain::in_kernel_leaf_locked(uint32_t flags, uint32_t node) {
   return (flags & kSampleInKernel) ? cct_.child(node, raw::kKernelModule, 0, &new_nodes_) : node;
 }
 
+void Drain::outer_frames(const uint64_t* ips, uint32_t depth, std::vector<uint64_t>* outer) const {
+  // Innermost first: the runtime's own frames (the adapter's wrapper), then
+  // the program's frame that entered the region, then its callers.
+  uint32_t entered = 0;
+  while (entered < depth && own_code(ips[entered] - 1)) ++entered;
+  outer->assign(ips + std::min(depth, entered + 1), ips + depth);
+}
+
+Drain::EnclosingRegions Drain::enclosing_regions(const DrainedThread& d, const uint64_t* ips, uint32_t depth,
+                                                 uint32_t flags) const {
+  EnclosingRegions e;
+  // A stack cut short does not end at the thread's root, so its outermost
+  // frames say nothing.
+  if (flags & (kSampleTruncated | kSampleUnwindFailed)) return e;
+  for (const DrainedThread::OpenRegion& r : d.open_regions) {
+    const size_t outer = r.outer.size();
+    if (!r.encloses || outer >= depth || e.count == EnclosingRegions::kMax) continue;
+    if (!std::equal(r.outer.begin(), r.outer.end(), ips + (depth - outer))) continue;
+    e.at[e.count++] = {static_cast<uint32_t>(depth - outer - 1), r.region};
+  }
+  // Outermost frame first, and in the order entered at one frame.
+  std::stable_sort(e.at, e.at + e.count, [](const auto& a, const auto& b) { return a.frame > b.frame; });
+  return e;
+}
+
+uint32_t Drain::insert_regions_locked(EnclosingRegions& e, uint32_t frame, uint32_t node) {
+  for (; e.next < e.count && e.at[e.next].frame >= frame; ++e.next)
+    node = cct_.child(node, raw::kTracedRegionModule, e.at[e.next].region, &new_nodes_);
+  return node;
+}
+
 uint32_t Drain::intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
-                                    uint64_t timestamp_ns, uint32_t* innermost_region) {
+                                    uint64_t timestamp_ns, uint32_t* innermost_region, EnclosingRegions* enclosing) {
   ModuleInfo module;
   if (innermost_region) *innermost_region = kNoRegion;
   bool have_module = false;
   for (uint32_t i = depth; i-- > 0;) {
+    if (enclosing) node = insert_regions_locked(*enclosing, i + 1, node);
     // Return addresses point after the call: step back into it so the
     // call's own line is what gets symbolized.
     const uint64_t address = (i == 0 && !all_return_addresses) ? ips[0] : ips[i] - 1;
     node = intern_native_locked(node, address, timestamp_ns, &module, &have_module, innermost_region);
   }
+  if (enclosing) node = insert_regions_locked(*enclosing, 0, node);
   return node;
 }
 
-uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags) {
+uint32_t Drain::intern_mixed_locked(const DrainedThread& d, const MixedSampleRecord& s, uint32_t* flags) {
   const uint64_t* ips = s.ips();
   const auto* frames = reinterpret_cast<const python::PythonFrame*>(s.python_frames());
   if (!merge_stacks(ips, s.header.aux, frames, s.python_depth, options_.python.eval_start, options_.python.eval_end,
                     &merged_))
     *flags |= kSamplePythonIncomplete;
+  EnclosingRegions enclosing = enclosing_regions(d, ips, s.header.aux, *flags);
   uint32_t node = root_for(*flags);
   ModuleInfo module;
   bool have_module = false;
   for (size_t k = merged_.size(); k-- > 0;) {
     const MergedFrame& m = merged_[k];
     if (!m.python) {
+      node = insert_regions_locked(enclosing, m.index + 1, node);
       const uint64_t address = m.index == 0 ? ips[0] : ips[m.index] - 1;
       node = intern_native_locked(node, address, s.timestamp_ns, &module, &have_module, nullptr);
       continue;
@@ -342,7 +382,7 @@ uint32_t Drain::intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags)
     const uint64_t offset = (uint64_t{code} << 32) | uint32_t(f.byte_offset < 0 ? 0 : f.byte_offset + 1);
     node = cct_.child(node, raw::kPythonModule, offset, &new_nodes_);
   }
-  return node;
+  return insert_regions_locked(enclosing, 0, node);
 }
 
 
@@ -358,11 +398,17 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint
     return cct_.child(raw::kRootUnwindFailed, raw::kTracedRegionModule, r.region, &new_nodes_);
   }
   uint32_t innermost = kNoRegion;
-  uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), depth, true, timestamp_ns, &innermost);
+  EnclosingRegions enclosing = enclosing_regions(t.drained, r.ips(), depth, r.flags);
+  uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), depth, true, timestamp_ns, &innermost, &enclosing);
   // The enter's own frame is the region's (its wrapper is traced code);
   // when the unwind did not show it, the region still ends the path.
   if (innermost != r.region) node = cct_.child(node, raw::kTracedRegionModule, r.region, &new_nodes_);
-  if (remembered) t.drained.remembered_stacks[r.stack_slot] = {r.stack_generation, node};
+  if (remembered) {
+    DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot];
+    known.generation = r.stack_generation;
+    known.node = node;
+    outer_frames(r.ips(), depth, &known.outer);
+  }
   return node;
 }
 
@@ -372,8 +418,9 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
     case RecordType::kSample: {
       write_unwritten_call_locked(t);
       const auto& s = reinterpret_cast<const SampleRecord&>(h);
+      EnclosingRegions enclosing = enclosing_regions(t.drained, s.ips(), h.aux, s.flags);
       const uint32_t node = in_kernel_leaf_locked(
-          s.flags, intern_stack_locked(root_for(s.flags), s.ips(), h.aux, false, s.timestamp_ns, nullptr));
+          s.flags, intern_stack_locked(root_for(s.flags), s.ips(), h.aux, false, s.timestamp_ns, nullptr, &enclosing));
       for (const auto& n : new_nodes_) writer_.append(n);
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, s.flags, s.weight ? s.weight : 1});
       break;
@@ -383,7 +430,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       const auto& s = reinterpret_cast<const MixedSampleRecord&>(h);
       uint32_t flags = s.flags;
       new_codes_.clear();
-      const uint32_t stack = intern_mixed_locked(s, &flags);
+      const uint32_t stack = intern_mixed_locked(t.drained, s, &flags);
       const uint32_t node = in_kernel_leaf_locked(flags, stack);
       for (const auto& c : new_codes_) writer_.append(c);
       for (const auto& n : new_nodes_) writer_.append(n);
@@ -407,7 +454,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       write_unwritten_call_locked(t);
       const auto& f = reinterpret_cast<const RingFlushRecord&>(h);
       const uint64_t begin = clock_.to_ns(f.begin), end = std::max(begin, clock_.to_ns(f.end));
-      const uint32_t parent = t.drained.open_regions.empty() ? raw::kRootComplete : t.drained.open_regions.back();
+      const uint32_t parent = t.drained.open_regions.empty() ? raw::kRootComplete : t.drained.open_regions.back().node;
       const uint32_t node = cct_.child(parent, raw::kTracedRegionModule, ring_flush_region(), &new_nodes_);
       for (const auto& n : new_nodes_) writer_.append(n);
       writer_.append(raw::Enter{{t.index, begin, ring_flush_region(), node}});
@@ -463,6 +510,16 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   call.enter_ns = ns;
   call.site = DrainedThread::kNoSite;
   call.shape_at_site = false;
+  call.encloses = encloses_code(r.flags);
+  if (call.encloses) {
+    const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot % DrainedThread::kNoSite];
+    if (r.header.aux != 0)
+      outer_frames(r.ips(), r.header.aux, &call.outer);
+    else if (r.stack_generation != 0 && known.generation == r.stack_generation)
+      call.outer = known.outer;
+    else
+      call.encloses = false;  // its stack was lost with the enter that carried it
+  }
   t.drained.call_unwritten = true;
   convert_carried_events_locked(t, r, ns);
   if (r.stack_generation != 0 && r.stack_slot < DrainedThread::kNoSite) {
@@ -487,6 +544,9 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   call.enter_ns = ns;
   call.site = slot;
   call.shape_at_site = true;
+  const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[slot];
+  call.encloses = encloses_code(t.drained.call_sites[slot].enter.flags) && known.generation == t.drained.call_sites[slot].generation;
+  if (call.encloses) call.outer = known.outer;
   t.drained.call_unwritten = true;
 }
 
@@ -545,7 +605,7 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
   write_unwritten_call_locked(t);
   uint32_t node = raw::kRootComplete;
   if (!t.drained.open_regions.empty()) {
-    node = t.drained.open_regions.back();
+    node = t.drained.open_regions.back().node;
     t.drained.open_regions.pop_back();
   }
   writer_.append(raw::Leave{{t.index, ns, r.region, node}});
@@ -570,9 +630,13 @@ void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
 void Drain::write_unwritten_call_locked(ThreadState& t) {
   if (!t.drained.call_unwritten) return;
   t.drained.call_unwritten = false;
-  const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
+  DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   shape_of(t);
-  t.drained.open_regions.push_back(call.shape.node);
+  DrainedThread::OpenRegion& open = t.drained.open_regions.emplace_back();
+  open.node = call.shape.node;
+  open.region = call.shape.region;
+  open.encloses = call.encloses;
+  if (call.encloses) open.outer.swap(call.outer);
   writer_.append(raw::Enter{{t.index, call.enter_ns, call.shape.region, call.shape.node}});
   for (uint32_t i = 0; i < call.shape.event_count; ++i) writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
 }

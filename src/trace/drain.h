@@ -190,13 +190,33 @@ class Drain {
   static constexpr uint32_t kNoRegion = 0xffffffffu;
   // `node`, or its [kernel] child for a sample taken in kernel mode.
   uint32_t in_kernel_leaf_locked(uint32_t flags, uint32_t node);
+  // The regions enclosing code (kRegionEnclosesCode) open on a thread that
+  // a stack runs inside, each after the frame that entered it, outermost
+  // first.
+  struct EnclosingRegions {
+    struct At {
+      uint32_t frame;  // index into the stack's ips: the region comes after it
+      uint32_t region;
+    };
+    static constexpr uint32_t kMax = 16;
+    At at[kMax];
+    uint32_t count = 0, next = 0;  // found; inserted so far
+  };
+  EnclosingRegions enclosing_regions(const DrainedThread& d, const uint64_t* ips, uint32_t depth, uint32_t flags) const;
+  // Adds to `node` the regions of `e` not inserted yet that come after
+  // frame `frame` or further out.
+  uint32_t insert_regions_locked(EnclosingRegions& e, uint32_t frame, uint32_t node);
   uint32_t intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
-                               uint64_t timestamp_ns, uint32_t* innermost_region);
+                               uint64_t timestamp_ns, uint32_t* innermost_region, EnclosingRegions* enclosing);
+  // The enter's return addresses outside the frame that entered it
+  // (DrainedThread::OpenRegion::outer).
+  void outer_frames(const uint64_t* ips, uint32_t depth, std::vector<uint64_t>* outer) const;
+  bool own_code(uint64_t address) const { return address >= options_.own_code_start && address < options_.own_code_end; }
   // One native frame under `node` (the loop step of intern_stack_locked).
   uint32_t intern_native_locked(uint32_t node, uint64_t address, uint64_t timestamp_ns, ModuleInfo* module,
                                 bool* have_module, uint32_t* innermost_region);
   // A sample with Python frames: merged (stack_merge.h), then interned.
-  uint32_t intern_mixed_locked(const MixedSampleRecord& s, uint32_t* flags);
+  uint32_t intern_mixed_locked(const DrainedThread& d, const MixedSampleRecord& s, uint32_t* flags);
   const TracedCode* traced_code_at(uint64_t address) const;
   void end_thread_locked(ThreadState* t);
   void finish_locked(const raw::ProcessEnd& end);

@@ -17,9 +17,19 @@ namespace hybridprof {
 struct DrainedThread {
   // RingFlushRecords seen, and the time they span.
   uint64_t ring_flushes = 0, ring_flush_ns = 0;
-  // CCT nodes of the traced regions this thread is inside, so a leave names
-  // the context its enter had.
-  std::vector<uint32_t> open_regions;
+  // The traced regions this thread is inside, outermost first: a leave
+  // names the context its enter had, and a sample taken inside a region
+  // that encloses code (kRegionEnclosesCode) gets the region in its path.
+  struct OpenRegion {
+    uint32_t node = 0;    // the enter's context
+    uint32_t region = 0;
+    bool encloses = false;
+    // Enclosing only: the enter's return addresses outside the frame that
+    // entered it (innermost first). A stack whose outermost frames are
+    // these, and has one more, runs inside the region.
+    std::vector<uint64_t> outer;
+  };
+  std::vector<OpenRegion> open_regions;
   // A traced call whose enter was read and not yet written. If its leave is
   // the next record but for its events, the drain writes the whole call as
   // one raw::Call; anything else writes the enter first.
@@ -28,6 +38,8 @@ struct DrainedThread {
     uint64_t enter_ns = 0;
     std::array<uint64_t, raw::Call::kMaxEvents> event_ns{};
     uint32_t site = kNoSite;     // its caller stack's entry in call_sites
+    bool encloses = false;       // kRegionEnclosesCode: `outer` is its enter's
+    std::vector<uint64_t> outer;
     // Its enter repeated the site's, and nothing has come since: its shape
     // is the site's enter_shape (events at enter_ns), not copied yet.
     bool shape_at_site = false;
@@ -53,6 +65,7 @@ struct DrainedThread {
   // (RegionRecord's stack_slot / stack_generation).
   struct RememberedStack {
     uint32_t generation = 0, node = 0;
+    std::vector<uint64_t> outer;  // as OpenRegion::outer
   };
   std::array<RememberedStack, CallerStackCache::kEntries> remembered_stacks;
 };

@@ -121,6 +121,12 @@ enum RegionFlags : uint32_t {
   // with its payload (an MPI send at the enter, a receive at the leave):
   // the EventPayload follows the record (after an enter's stack).
   kRegionCarriesEvent = 1u << 17,
+  // The region stands for a stretch of the program's code (an OpenMP
+  // construct, a user range) rather than a call into the runtime: samples
+  // the thread takes inside it, from the frame that entered it or deeper,
+  // get the region in their calling context at that frame. (A traced call's
+  // samples find its region by its wrapper's frame: Drain::TracedCode.)
+  kRegionEnclosesCode = 1u << 18,
 };
 inline constexpr uint32_t kEmptyEventKindShift = 8;
 inline constexpr uint32_t kCarriedEventKindShift = 24;

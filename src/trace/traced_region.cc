@@ -39,7 +39,7 @@ EnteredRegion enter_region(TracingHost& host, uint32_t region) {
   // A stack the drain has already seen goes by its reference alone.
   if (r.stack.generation != 0 && !r.stack.stored) depth = 0;
   const uint64_t now = trace_clock_now();
-  const RegionBody body{region, flags, {}};
+  const RegionBody body{region, flags | kRegionEnclosesCode, {}};
   r.entered = drain.write_or_flush(
       *t, [&] { return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, depth); });
   if (!r.entered) t->traced.dropped_events.fetch_add(1, std::memory_order_relaxed);

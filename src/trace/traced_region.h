@@ -1,6 +1,9 @@
 // Traced regions an adapter enters and leaves on the calling thread and
 // that carry no events of their own (OpenMP constructs): the enter carries
-// the caller's stack, so the region hangs under the code that reached it;
+// the caller's stack, so the region hangs under the code that reached it,
+// and the region encloses code (kRegionEnclosesCode): samples the thread
+// takes inside it, in the frame that entered it or deeper, have the region
+// in their calling context;
 // every record goes through Drain::write_or_flush (a full ring is written
 // out, never lost), and a record that cannot be written at all (larger
 // than the ring) is counted as a lost event. Enter and leave may be in

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "integration_support.h"
 
@@ -64,6 +65,50 @@ TEST(OpenMp, GompConstructsAreRegionsCountedPerThread) {
   // Each thread holds the critical section 1 ms right after a barrier: the
   // other one waits for it.
   EXPECT_GE(t.longest_wait_ns, 100000u);
+}
+
+// How many of the samples with `function` on their path have `regions`
+// above it on the path, in that order.
+struct UnderRegions {
+  uint64_t samples = 0, under = 0;
+};
+UnderRegions samples_under(const Profile& p, const std::string& function, const std::vector<std::string>& regions) {
+  UnderRegions u;
+  for (const otf2::SampleEvent& s : p.samples()) {
+    const std::vector<std::string>& path = p.path_names(s.context);
+    const auto at =
+        std::find_if(path.begin(), path.end(), [&](const std::string& n) { return n.find(function) != std::string::npos; });
+    if (at == path.end()) continue;
+    ++u.samples;
+    auto from = path.begin();
+    bool all = true;
+    for (const std::string& region : regions) {
+      from = std::find_if(from, at, [&](const std::string& n) { return n.rfind(region + " @", 0) == 0; });
+      if (from == at) {
+        all = false;
+        break;
+      }
+    }
+    u.under += all;
+  }
+  return u;
+}
+
+TEST(OpenMp, SamplesInsideAConstructHaveItInTheirCallingContext) {
+  TempDir dir;
+  const RunResult r = profile({"-o", dir / "out", "-F", "2000"}, {fixture("openmp_workload"), "20"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const Profile p(dir / "out");
+  // The loop's chunks run in the outlined body itself, between the loop's
+  // start and end calls; the critical section's code between its calls.
+  const UnderRegions loop = samples_under(p, "work_in_loop", {"!$omp parallel", "!$omp for"});
+  const UnderRegions critical = samples_under(p, "work_in_critical", {"!$omp parallel", "!$omp critical"});
+  ASSERT_GT(loop.samples, 0u) << "20 regions spin 2.5 ms of CPU in the loop";
+  ASSERT_GT(critical.samples, 0u) << "each thread spins 20 ms of CPU in the critical section";
+  EXPECT_GE(loop.under, loop.samples * 95 / 100) << loop.under << " of " << loop.samples;
+  EXPECT_GE(critical.under, critical.samples * 95 / 100) << critical.under << " of " << critical.samples;
+  // And not under a construct they are not in.
+  EXPECT_EQ(samples_under(p, "work_in_critical", {"!$omp for"}).under, 0u);
 }
 
 #endif
