@@ -278,11 +278,6 @@ const Drain::TracedCode* Drain::traced_code_at(uint64_t address) const {
 
 namespace {
 
-// An enter whose stack reaches the thread's root and encloses code.
-bool encloses_code(uint32_t flags) {
-  return (flags & kRegionEnclosesCode) && !(flags & (kSampleTruncated | kSampleUnwindFailed));
-}
-
 uint32_t root_for(uint32_t flags) {
   return (flags & kSampleTruncated)      ? raw::kRootTruncated
          : (flags & kSampleUnwindFailed) ? raw::kRootUnwindFailed
@@ -312,25 +307,32 @@ uint32_t Drain::in_kernel_leaf_locked(uint32_t flags, uint32_t node) {
   return (flags & kSampleInKernel) ? cct_.child(node, raw::kKernelModule, 0, &new_nodes_) : node;
 }
 
-void Drain::outer_frames(const uint64_t* ips, uint32_t depth, std::vector<uint64_t>* outer) const {
+void Drain::entering_frames(const uint64_t* ips, uint32_t depth, uint32_t flags, std::vector<uint64_t>* frames) const {
+  frames->clear();
+  // A stack cut short does not end at the thread's root: nothing to share.
+  if (flags & (kSampleTruncated | kSampleUnwindFailed)) return;
   // Innermost first: the runtime's own frames (the adapter's wrapper), then
   // the program's frame that entered the region, then its callers.
   uint32_t entered = 0;
   while (entered < depth && own_code(ips[entered] - 1)) ++entered;
-  outer->assign(ips + std::min(depth, entered + 1), ips + depth);
+  frames->assign(ips + entered, ips + depth);
 }
 
 Drain::EnclosingRegions Drain::enclosing_regions(const DrainedThread& d, const uint64_t* ips, uint32_t depth,
                                                  uint32_t flags) const {
   EnclosingRegions e;
-  // A stack cut short does not end at the thread's root, so its outermost
-  // frames say nothing.
-  if (flags & (kSampleTruncated | kSampleUnwindFailed)) return e;
+  // Every one open is around the stack in time; only where it goes in the
+  // path depends on the frames. A stack cut short goes under all of them.
+  const bool whole = !(flags & (kSampleTruncated | kSampleUnwindFailed));
   for (const DrainedThread::OpenRegion& r : d.open_regions) {
-    const size_t outer = r.outer.size();
-    if (!r.encloses || outer >= depth || e.count == EnclosingRegions::kMax) continue;
-    if (!std::equal(r.outer.begin(), r.outer.end(), ips + (depth - outer))) continue;
-    e.at[e.count++] = {static_cast<uint32_t>(depth - outer - 1), r.region};
+    if (!r.encloses || e.count == EnclosingRegions::kMax) continue;
+    // Outermost frames in common.
+    const size_t most = whole ? std::min<size_t>(r.frames.size(), depth) : 0;
+    size_t common = 0;
+    while (common < most && r.frames[r.frames.size() - 1 - common] == ips[depth - 1 - common]) ++common;
+    const size_t callers = r.frames.empty() ? 0 : r.frames.size() - 1;
+    const size_t after = (common >= callers && depth > callers) ? depth - callers - 1 : depth - common;
+    e.at[e.count++] = {static_cast<uint32_t>(after), r.region};
   }
   // Outermost frame first, and in the order entered at one frame.
   std::stable_sort(e.at, e.at + e.count, [](const auto& a, const auto& b) { return a.frame > b.frame; });
@@ -407,7 +409,7 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint
     DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot];
     known.generation = r.stack_generation;
     known.node = node;
-    outer_frames(r.ips(), depth, &known.outer);
+    entering_frames(r.ips(), depth, r.flags, &known.frames);
   }
   return node;
 }
@@ -510,15 +512,15 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   call.enter_ns = ns;
   call.site = DrainedThread::kNoSite;
   call.shape_at_site = false;
-  call.encloses = encloses_code(r.flags);
+  call.encloses = (r.flags & kRegionEnclosesCode) != 0;
   if (call.encloses) {
     const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot % DrainedThread::kNoSite];
     if (r.header.aux != 0)
-      outer_frames(r.ips(), r.header.aux, &call.outer);
+      entering_frames(r.ips(), r.header.aux, r.flags, &call.frames);
     else if (r.stack_generation != 0 && known.generation == r.stack_generation)
-      call.outer = known.outer;
+      call.frames = known.frames;
     else
-      call.encloses = false;  // its stack was lost with the enter that carried it
+      call.frames.clear();  // its stack was lost with the enter that carried it
   }
   t.drained.call_unwritten = true;
   convert_carried_events_locked(t, r, ns);
@@ -545,8 +547,8 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   call.site = slot;
   call.shape_at_site = true;
   const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[slot];
-  call.encloses = encloses_code(t.drained.call_sites[slot].enter.flags) && known.generation == t.drained.call_sites[slot].generation;
-  if (call.encloses) call.outer = known.outer;
+  call.encloses = (t.drained.call_sites[slot].enter.flags & kRegionEnclosesCode) != 0;
+  if (call.encloses) call.frames = known.frames;  // the site's generation is the stack's
   t.drained.call_unwritten = true;
 }
 
@@ -636,7 +638,7 @@ void Drain::write_unwritten_call_locked(ThreadState& t) {
   open.node = call.shape.node;
   open.region = call.shape.region;
   open.encloses = call.encloses;
-  if (call.encloses) open.outer.swap(call.outer);
+  if (call.encloses) open.frames.swap(call.frames);
   writer_.append(raw::Enter{{t.index, call.enter_ns, call.shape.region, call.shape.node}});
   for (uint32_t i = 0; i < call.shape.event_count; ++i) writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
 }

@@ -190,9 +190,12 @@ class Drain {
   static constexpr uint32_t kNoRegion = 0xffffffffu;
   // `node`, or its [kernel] child for a sample taken in kernel mode.
   uint32_t in_kernel_leaf_locked(uint32_t flags, uint32_t node);
-  // The regions enclosing code (kRegionEnclosesCode) open on a thread that
-  // a stack runs inside, each after the frame that entered it, outermost
-  // first.
+  // The regions enclosing code (kRegionEnclosesCode) open on a thread, for
+  // a stack the thread has now (a sample, a nested enter): each goes after
+  // the frame that entered it when the stack's callers of that frame are
+  // the enter's, else after the outermost frames the two stacks share (an
+  // OpenMP runtime that enters from one function and runs the code from
+  // another); outermost first.
   struct EnclosingRegions {
     struct At {
       uint32_t frame;  // index into the stack's ips: the region comes after it
@@ -208,9 +211,9 @@ class Drain {
   uint32_t insert_regions_locked(EnclosingRegions& e, uint32_t frame, uint32_t node);
   uint32_t intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
                                uint64_t timestamp_ns, uint32_t* innermost_region, EnclosingRegions* enclosing);
-  // The enter's return addresses outside the frame that entered it
-  // (DrainedThread::OpenRegion::outer).
-  void outer_frames(const uint64_t* ips, uint32_t depth, std::vector<uint64_t>* outer) const;
+  // An enter's return addresses from the program's frame that entered the
+  // region outwards (DrainedThread::OpenRegion::frames).
+  void entering_frames(const uint64_t* ips, uint32_t depth, uint32_t flags, std::vector<uint64_t>* frames) const;
   bool own_code(uint64_t address) const { return address >= options_.own_code_start && address < options_.own_code_end; }
   // One native frame under `node` (the loop step of intern_stack_locked).
   uint32_t intern_native_locked(uint32_t node, uint64_t address, uint64_t timestamp_ns, ModuleInfo* module,

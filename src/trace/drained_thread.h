@@ -24,10 +24,10 @@ struct DrainedThread {
     uint32_t node = 0;    // the enter's context
     uint32_t region = 0;
     bool encloses = false;
-    // Enclosing only: the enter's return addresses outside the frame that
-    // entered it (innermost first). A stack whose outermost frames are
-    // these, and has one more, runs inside the region.
-    std::vector<uint64_t> outer;
+    // Enclosing only: the enter's return addresses from the program's frame
+    // that entered it outwards (innermost first; none when its unwind fell
+    // short). Where a sample's stack shares them, the region goes in.
+    std::vector<uint64_t> frames;
   };
   std::vector<OpenRegion> open_regions;
   // A traced call whose enter was read and not yet written. If its leave is
@@ -38,8 +38,8 @@ struct DrainedThread {
     uint64_t enter_ns = 0;
     std::array<uint64_t, raw::Call::kMaxEvents> event_ns{};
     uint32_t site = kNoSite;     // its caller stack's entry in call_sites
-    bool encloses = false;       // kRegionEnclosesCode: `outer` is its enter's
-    std::vector<uint64_t> outer;
+    bool encloses = false;       // kRegionEnclosesCode: `frames` are its enter's
+    std::vector<uint64_t> frames;
     // Its enter repeated the site's, and nothing has come since: its shape
     // is the site's enter_shape (events at enter_ns), not copied yet.
     bool shape_at_site = false;
@@ -65,7 +65,7 @@ struct DrainedThread {
   // (RegionRecord's stack_slot / stack_generation).
   struct RememberedStack {
     uint32_t generation = 0, node = 0;
-    std::vector<uint64_t> outer;  // as OpenRegion::outer
+    std::vector<uint64_t> frames;  // as OpenRegion::frames
   };
   std::array<RememberedStack, CallerStackCache::kEntries> remembered_stacks;
 };
