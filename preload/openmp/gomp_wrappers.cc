@@ -7,21 +7,20 @@ namespace hp = hybridprof::openmp;
 
 #define OUTLINED &hp::traced_body
 #define PACKET &packet
-#define GOMP_FUNCTION(ret, name, params, args, construct, role)                                          \
-  extern "C" __attribute__((noinline)) ret name params {                                                 \
-    using Real = ret(*) params;                                                                          \
-    static const Real real = reinterpret_cast<Real>(hp::require_gomp_function(#name));                  \
-    return hp::intercept<hp::Construct::construct, hp::Role::role>(real, __builtin_return_address(0) HYBRIDPROF_GOMP_ARGS args); \
+#define GOMP_FUNCTION(ret, name, params, args, construct, role)                                           \
+  extern "C" __attribute__((noinline)) ret name params {                                                  \
+    static const hp::RealGompFunction real(#name);                                                        \
+    return hp::intercept<hp::Construct::construct, hp::Role::role, ret(*) params>(                        \
+        real, __builtin_return_address(0) HYBRIDPROF_GOMP_ARGS args);                                     \
   }
 #define HYBRIDPROF_GOMP_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
-#define GOMP_FORK(name, params, args, construct, role)                                                   \
-  extern "C" __attribute__((noinline)) void name params {                                                \
-    using Real = void (*) params;                                                                        \
-    static const Real real = reinterpret_cast<Real>(hp::require_gomp_function(#name));                  \
-    hp::ForkPacket local{fn, data, hp::Construct::construct};                                            \
-    constexpr bool kStart = hp::Role::role == hp::Role::kForkStart;                                      \
-    hp::ForkPacket& packet = kStart ? *hp::keep_fork_packet(local) : local;                              \
-    real args;                                                                                           \
-    if (kStart) hp::after_fork_start(&packet);                                                           \
+#define GOMP_FORK(name, params, args, construct, role)                                                    \
+  extern "C" __attribute__((noinline)) void name params {                                                 \
+    static const hp::RealGompFunction real(#name);                                                        \
+    hp::ForkPacket local{fn, data, hp::Construct::construct, real.traced()};                              \
+    constexpr bool kStart = hp::Role::role == hp::Role::kForkStart;                                       \
+    hp::ForkPacket& packet = kStart ? *hp::keep_fork_packet(local) : local;                               \
+    reinterpret_cast<void(*) params>(real.function) args;                                                 \
+    if (kStart) hp::after_fork_start(&packet);                                                            \
   }
 #include "openmp/gomp_functions.def"

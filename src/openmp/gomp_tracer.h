@@ -1,8 +1,6 @@
 // OpenMP from GCC's runtime, libgomp, which has no OMPT: what each
 // intercepted GOMP_ entry point (gomp_functions.def) records around the
-// real one. Every construct is a traced region of paradigm OpenMP on the
-// thread that meets it, named after the construct and where it is in the
-// code ("!$omp for @solver.c:42"):
+// real one, as regions of openmp_regions.h:
 //   kFork           a parallel region: the outlined body runs inside the
 //                   region on every thread of the team (a combined
 //                   parallel loop or sections: its loop or sections too);
@@ -13,6 +11,9 @@
 //                   (acquiring a critical section);
 //   kFinishWaiting  kFinish, the call a region of its wait (a loop's
 //                   implicit barrier).
+// LLVM's libomp (and Intel's) define the GOMP_ entry points too, for
+// GCC-built code; when it reports through OMPT (ompt_tool.cc) the wrappers
+// only call through, so nothing is recorded twice.
 //
 // Not the signal path: wrappers run in the program's threads like any
 // library code and may lock and allocate.
@@ -20,23 +21,29 @@
 
 #include <cstdint>
 
+#include "openmp/openmp_regions.h"
+
 namespace hybridprof::openmp {
 
-enum class Construct : uint8_t {
-  kParallel, kLoop, kSections, kSingle, kBarrier, kCritical, kAtomic, kOrdered, kTask, kTaskwait, kTaskgroup,
-};
 enum class Role : uint8_t { kFork, kForkStart, kJoin, kCall, kStart, kFinish, kStartWaiting, kFinishWaiting };
 
-// The real libgomp function `name` (the next definition after ours, or
-// libgomp's where it is not in the global scope); aborts with a message
-// when there is none (a program calling it has one loaded).
-void* require_gomp_function(const char* name);
+// A GOMP_ entry point's real function: the next definition after ours, or
+// libgomp's where it is not in the global scope (aborts with a message when
+// there is none: a program calling it has one loaded).
+struct RealGompFunction {
+  explicit RealGompFunction(const char* name);
+  void* function;
+  bool in_ompt_runtime;  // defined by a runtime that may report through OMPT
+  // This call is traced here: not when its runtime reports through OMPT.
+  bool traced() const;
+};
 
 // What a fork hands libgomp instead of the outlined body and its data.
 struct ForkPacket {
   void (*fn)(void*);
   void* data;
   Construct construct;  // kParallel, or the loop / sections of a combined construct
+  bool traced;
 };
 // Runs the outlined body of `packet` (a ForkPacket) inside its regions.
 void traced_body(void* packet);
@@ -51,15 +58,17 @@ void after_call(Construct c, Role r);
 // traced_body; kForkStart's master enters them after the real call.
 void after_fork_start(ForkPacket* packet);
 
-// Calls `real` inside what role `R` of construct `C` records (not kFork,
-// kForkStart: gomp_wrappers.cc).
+// Calls the real function inside what role `R` of construct `C` records
+// (not kFork, kForkStart: gomp_wrappers.cc).
 template <Construct C, Role R, typename Real, typename... Args>
-inline auto intercept(Real real, const void* site, Args... args) {
+inline auto intercept(const RealGompFunction& real, const void* site, Args... args) {
+  const auto fn = reinterpret_cast<Real>(real.function);
+  if (!real.traced()) return fn(args...);
   before_call(C, R, site);
   struct After {
     ~After() { after_call(C, R); }
   } after;
-  return real(args...);
+  return fn(args...);
 }
 
 }  // namespace hybridprof::openmp

@@ -391,27 +391,31 @@ uint32_t Drain::intern_mixed_locked(const DrainedThread& d, const MixedSampleRec
 uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
   const uint32_t depth = r.header.aux;
   const bool remembered = r.stack_generation != 0 && r.stack_slot < t.drained.remembered_stacks.size();
+  // The enter's own frame is the region's (its wrapper is traced code);
+  // when the unwind did not show it (or the adapter enters every region
+  // from one place: OpenMP's), the region ends the path.
+  const auto with_region = [&](uint32_t stack_node, uint32_t innermost) {
+    return innermost == r.region ? stack_node : cct_.child(stack_node, raw::kTracedRegionModule, r.region, &new_nodes_);
+  };
   if (remembered && depth == 0) {
     // A stack seen before. Its return addresses were live on the thread's
     // stack at this enter, so their code is still what it was then.
     const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot];
-    if (known.generation == r.stack_generation) return known.node;
+    if (known.generation == r.stack_generation) return with_region(known.node, known.innermost_region);
     // The enter that carried it was lost to a full ring.
     return cct_.child(raw::kRootUnwindFailed, raw::kTracedRegionModule, r.region, &new_nodes_);
   }
   uint32_t innermost = kNoRegion;
   EnclosingRegions enclosing = enclosing_regions(t.drained, r.ips(), depth, r.flags);
-  uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), depth, true, timestamp_ns, &innermost, &enclosing);
-  // The enter's own frame is the region's (its wrapper is traced code);
-  // when the unwind did not show it, the region still ends the path.
-  if (innermost != r.region) node = cct_.child(node, raw::kTracedRegionModule, r.region, &new_nodes_);
+  const uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), depth, true, timestamp_ns, &innermost, &enclosing);
   if (remembered) {
     DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot];
     known.generation = r.stack_generation;
     known.node = node;
+    known.innermost_region = innermost;
     entering_frames(r.ips(), depth, r.flags, &known.frames);
   }
-  return node;
+  return with_region(node, innermost);
 }
 
 void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {

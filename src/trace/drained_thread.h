@@ -61,10 +61,13 @@ struct DrainedThread {
   };
   static constexpr uint32_t kNoSite = CallerStackCache::kEntries;
   std::array<CallSite, CallerStackCache::kEntries> call_sites;
-  // The context node of each stack the thread's CallerStackCache remembers
-  // (RegionRecord's stack_slot / stack_generation).
+  // The context of each stack the thread's CallerStackCache remembers
+  // (RegionRecord's stack_slot / stack_generation): regions of several
+  // kinds may be entered from one stack.
   struct RememberedStack {
-    uint32_t generation = 0, node = 0;
+    uint32_t generation = 0;
+    uint32_t node = 0;  // the stack's, without the region entered from it
+    uint32_t innermost_region = 0;  // the traced region of its innermost frame kept, if any
     std::vector<uint64_t> frames;  // as OpenRegion::frames
   };
   std::array<RememberedStack, CallerStackCache::kEntries> remembered_stacks;

@@ -13,13 +13,11 @@
 namespace hybridprof::integration {
 namespace {
 
-#ifdef HP_HAVE_GOMP_FIXTURE
-
 // Per thread, enters by construct (the region's name up to " @"), and the
 // longest critical-section wait.
 struct OpenMpTrace {
   std::map<uint64_t, std::map<std::string, int>> enters, leaves;
-  std::map<std::string, std::string> full_names;  // construct -> a region's whole name
+  std::map<uint64_t, std::map<std::string, int>> named;  // per thread, enters by whole name
   uint64_t longest_wait_ns = 0;
 };
 
@@ -33,8 +31,8 @@ OpenMpTrace read_openmp(const std::string& dir) {
                        const otf2::RegionInfo& r = a.regions.at(e.region);
                        if (r.paradigm != otf2::Paradigm::kOpenMp) return;
                        const std::string construct = r.name.substr(0, r.name.find(" @"));
-                       t.full_names[construct] = r.name;
                        ++(e.enter ? t.enters : t.leaves)[e.location][construct];
+                       if (e.enter) ++t.named[e.location][r.name];
                        if (construct != "!$omp critical (waiting)") return;
                        if (e.enter) wait_began[e.location] = e.timestamp;
                        else t.longest_wait_ns = std::max(t.longest_wait_ns, e.timestamp - wait_began[e.location]);
@@ -43,29 +41,76 @@ OpenMpTrace read_openmp(const std::string& dir) {
   return t;
 }
 
-TEST(OpenMp, GompConstructsAreRegionsCountedPerThread) {
+// Runs the fixture (`program`: its name in the fixtures) for `regions`
+// regions and checks each of its 2 threads entered the constructs as
+// `expected` says, left each, and that a thread waited for the critical
+// section the other held. Returns the trace.
+OpenMpTrace expect_constructs(const std::string& program, int regions, const std::map<std::string, int>& expected) {
   TempDir dir;
-  constexpr int kRegions = 20;
-  const RunResult r = profile({"-o", dir / "out"}, {fixture("openmp_workload"), std::to_string(kRegions)});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const RunResult r = profile({"-o", dir / "out"}, {fixture(program), std::to_string(regions)});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
   const OpenMpTrace t = read_openmp(dir / "out");
-  ASSERT_EQ(t.enters.size(), 2u) << "two threads met OpenMP constructs";
-  const std::map<std::string, int> expected{
-      {"!$omp parallel", 2 * kRegions},         {"!$omp for", 2 * kRegions},
-      {"!$omp implicit barrier", kRegions},     {"!$omp barrier", 2 * kRegions},
-      {"!$omp critical", kRegions},             {"!$omp critical (waiting)", kRegions},
-      {"!$omp single", kRegions},
-  };
+  EXPECT_EQ(t.enters.size(), 2u) << "two threads met OpenMP constructs";
   for (const auto& [location, enters] : t.enters) {
     EXPECT_EQ(enters, expected) << "thread " << location;
     EXPECT_EQ(t.leaves.at(location), enters) << "every region entered is left";
   }
-  for (const auto& [construct, name] : t.full_names)
-    EXPECT_NE(name.find(" @openmp_workload.cc:"), std::string::npos) << name;
   // Each thread holds the critical section 1 ms right after a barrier: the
   // other one waits for it.
   EXPECT_GE(t.longest_wait_ns, 100000u);
+  return t;
 }
+
+// Every thread entered construct @ the fixture's line (openmp_workload.cc)
+// as often as `lines` says; each parallel region (40, 52) once a region.
+void expect_lines(const OpenMpTrace& t, int regions, const std::map<std::pair<std::string, int>, int>& lines) {
+  std::map<std::pair<std::string, int>, int> all = lines;
+  all[{"!$omp parallel", 40}] = regions;
+  all[{"!$omp parallel", 52}] = regions;
+  for (const auto& [location, named] : t.named)
+    for (const auto& [construct_line, count] : all) {
+      const std::string name = construct_line.first + " @openmp_workload.cc:" + std::to_string(construct_line.second);
+      EXPECT_EQ(named.count(name) ? named.at(name) : 0, count) << name << " on thread " << location;
+    }
+}
+
+#ifdef HP_HAVE_GOMP_FIXTURE
+
+TEST(OpenMp, GompConstructsAreRegionsCountedPerThread) {
+  constexpr int kRegions = 20;
+  const OpenMpTrace t = expect_constructs("openmp_workload", kRegions,
+                                          {
+                                              {"!$omp parallel", 2 * kRegions},
+                                              {"!$omp for", 2 * kRegions},
+                                              {"!$omp implicit barrier", kRegions},
+                                              {"!$omp barrier", 2 * kRegions},
+                                              {"!$omp critical", kRegions},
+                                              {"!$omp critical (waiting)", kRegions},
+                                              {"!$omp single", kRegions},
+                                          });
+  expect_lines(t, kRegions, {{{"!$omp barrier", 44}, kRegions}, {{"!$omp critical", 45}, kRegions}, {{"!$omp single", 49}, kRegions}});
+}
+
+#endif
+
+#ifdef HP_HAVE_OMPT_FIXTURE
+
+TEST(OpenMp, OmptConstructsAreRegionsCountedPerThread) {
+  constexpr int kRegions = 20;
+  const OpenMpTrace t = expect_constructs("openmp_workload_clang", kRegions,
+                                          {
+                                              {"!$omp parallel", 2 * kRegions},
+                                              {"!$omp for", 2 * kRegions},
+                                              {"!$omp implicit barrier", 2 * kRegions},
+                                              {"!$omp barrier", kRegions},
+                                              {"!$omp critical", kRegions},
+                                              {"!$omp critical (waiting)", kRegions},
+                                              {"!$omp single", kRegions},
+                                          });
+  expect_lines(t, kRegions, {{{"!$omp barrier", 44}, kRegions}, {{"!$omp critical", 45}, kRegions}, {{"!$omp single", 49}, kRegions}});
+}
+
+#endif
 
 // How many of the samples with `function` on their path have `regions`
 // above it on the path, in that order.
@@ -94,13 +139,14 @@ UnderRegions samples_under(const Profile& p, const std::string& function, const 
   return u;
 }
 
-TEST(OpenMp, SamplesInsideAConstructHaveItInTheirCallingContext) {
+void expect_samples_under_constructs(const std::string& program) {
   TempDir dir;
-  const RunResult r = profile({"-o", dir / "out", "-F", "2000"}, {fixture("openmp_workload"), "20"});
+  const RunResult r = profile({"-o", dir / "out", "-F", "2000"}, {fixture(program), "20"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const Profile p(dir / "out");
   // The loop's chunks run in the outlined body itself, between the loop's
-  // start and end calls; the critical section's code between its calls.
+  // start and end; the critical section's code between its acquire and
+  // release.
   const UnderRegions loop = samples_under(p, "work_in_loop", {"!$omp parallel", "!$omp for"});
   const UnderRegions critical = samples_under(p, "work_in_critical", {"!$omp parallel", "!$omp critical"});
   ASSERT_GT(loop.samples, 0u) << "20 regions spin 2.5 ms of CPU in the loop";
@@ -111,6 +157,15 @@ TEST(OpenMp, SamplesInsideAConstructHaveItInTheirCallingContext) {
   EXPECT_EQ(samples_under(p, "work_in_critical", {"!$omp for"}).under, 0u);
 }
 
+#ifdef HP_HAVE_GOMP_FIXTURE
+TEST(OpenMp, GompSamplesInsideAConstructHaveItInTheirCallingContext) {
+  expect_samples_under_constructs("openmp_workload");
+}
+#endif
+#ifdef HP_HAVE_OMPT_FIXTURE
+TEST(OpenMp, OmptSamplesInsideAConstructHaveItInTheirCallingContext) {
+  expect_samples_under_constructs("openmp_workload_clang");
+}
 #endif
 
 }  // namespace

@@ -87,7 +87,9 @@ ContextFrame traced_region_frame(const RawProcess& p, const raw::RegionDef& r, s
   auto module = p.modules.find(r.code_module);
   if (r.code_module == raw::kUnknownModule || module == p.modules.end()) return frame;
   const std::vector<symbolizer::SourceFrame> code = symbolizer.resolve(module->second.path, r.code_offset);
-  const symbolizer::SourceFrame& function = code.back();  // out of line: where the construct's body begins
+  // Innermost: a construct in an outlined body that the compiler inlined
+  // into its caller (clang's ._debug__ bodies) is on its own line there.
+  const symbolizer::SourceFrame& function = code.front();
   if (!function.resolved || function.file.empty()) {
     frame.region += " @" + function.function;
     return frame;

@@ -1,0 +1,170 @@
+#include "openmp/openmp_regions.h"
+
+#include <atomic>
+#include <iterator>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "otf2/types.h"
+#include "trace/drain.h"
+#include "trace/event_source.h"
+#include "trace/region_ids.h"
+#include "trace/traced_region.h"
+#include "trace/tracing_host.h"
+
+namespace hybridprof::openmp {
+namespace {
+
+const char* construct_name(Construct c) {
+  switch (c) {
+    case Construct::kParallel: return "!$omp parallel";
+    case Construct::kLoop: return "!$omp for";
+    case Construct::kSections: return "!$omp sections";
+    case Construct::kSingle: return "!$omp single";
+    case Construct::kBarrier: return "!$omp barrier";
+    case Construct::kImplicitBarrier: return "!$omp implicit barrier";
+    case Construct::kCritical: return "!$omp critical";
+    case Construct::kAtomic: return "!$omp atomic";
+    case Construct::kOrdered: return "!$omp ordered";
+    case Construct::kLock: return "omp_set_lock";
+    case Construct::kTask: return "!$omp task";
+    case Construct::kTaskwait: return "!$omp taskwait";
+    case Construct::kTaskgroup: return "!$omp taskgroup";
+    case Construct::kMasked: return "!$omp masked";
+    case Construct::kDistribute: return "!$omp distribute";
+    case Construct::kTaskloop: return "!$omp taskloop";
+    case Construct::kWorkshare: return "!$omp workshare";
+    case Construct::kReduction: return "!$omp reduction";
+  }
+  return "!$omp";
+}
+
+// A region is a construct, or a construct's wait (kind + kConstructs).
+uint32_t kind_of(Construct c, bool waiting) { return static_cast<uint32_t>(c) + (waiting ? kConstructs : 0); }
+
+std::string region_name(uint32_t kind) {
+  const auto c = static_cast<Construct>(kind % kConstructs);
+  if (kind < kConstructs) return construct_name(c);
+  // A loop's or sections' wait at its end is its implicit barrier.
+  if (c == Construct::kLoop || c == Construct::kSections) return construct_name(Construct::kImplicitBarrier);
+  return std::string(construct_name(c)) + " (waiting)";
+}
+
+// A new raw stream (the process's, a fork child's) has none of the
+// regions' definitions: each is defined again at its next use.
+std::atomic<uint64_t> g_stream{1};
+
+class OpenMpSource final : public EventSource {
+ public:
+  const char* name() const override { return "openmp"; }
+  void process_started(Drain&) override { g_stream.fetch_add(1, std::memory_order_acq_rel); }
+};
+HYBRIDPROF_EVENT_SOURCE(OpenMpSource)
+
+// Region ids by (kind, code address), one per construct in the code.
+class RegionTable {
+ public:
+  uint32_t id(TracingHost& host, uint32_t kind, uint64_t code) {
+    const uint64_t stream = g_stream.load(std::memory_order_acquire);
+    std::lock_guard lock(mutex_);
+    Entry& e = entries_[key(kind, code)];
+    if (e.id == 0) e.id = reserve_region_ids(1);
+    if (e.stream != stream) {
+      host.drain().define_code_region(e.id, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code);
+      e.stream = stream;
+    }
+    return e.id;
+  }
+  static uint64_t key(uint32_t kind, uint64_t code) { return code << 6 | kind; }
+  static_assert(2 * kConstructs <= 64, "a kind fits the key's low 6 bits");
+
+ private:
+  struct Entry {
+    uint32_t id = 0;
+    uint64_t stream = 0;  // the raw stream it was defined in
+  };
+  std::mutex mutex_;
+  std::unordered_map<uint64_t, Entry> entries_;
+};
+
+RegionTable& regions() {
+  static RegionTable* table = new RegionTable();  // leaked: used until the process ends
+  return *table;
+}
+
+// The thread's recent lookups, so a construct met again takes no lock.
+struct CachedRegion {
+  uint64_t key = 0, stream = 0;
+  uint32_t id = 0;
+};
+thread_local CachedRegion t_cache[64];
+
+uint32_t region_id(TracingHost& host, uint32_t kind, uint64_t code) {
+  const uint64_t key = RegionTable::key(kind, code);
+  const uint64_t stream = g_stream.load(std::memory_order_acquire);
+  CachedRegion& c = t_cache[(key ^ key >> 17) % std::size(t_cache)];
+  if (c.key == key && c.stream == stream) return c.id;
+  c = {key, stream, regions().id(host, kind, code)};
+  return c.id;
+}
+
+// The regions open on this thread that a later call closes, innermost last.
+struct OpenRegion {
+  uint32_t kind;
+  EnteredRegion region;
+};
+struct OpenRegions {
+  static constexpr uint32_t kMax = 64;
+  OpenRegion open[kMax];
+  uint32_t depth = 0;
+};
+thread_local OpenRegions t_open;
+
+void close_innermost() {
+  const OpenRegion& r = t_open.open[--t_open.depth];
+  if (TracingHost* host = tracing_host()) leave_region(*host, r.region);
+}
+
+}  // namespace
+
+TracingHost* traced_host() {
+  TracingHost* host = tracing_host();
+  if (host == nullptr || !host->tracing()) return nullptr;
+  prepare_trace_clock(*host);
+  return host;
+}
+
+void open(TracingHost& host, Construct c, bool waiting, uint64_t code) {
+  const uint32_t kind = kind_of(c, waiting);
+  const EnteredRegion r = enter_region(host, region_id(host, kind, code));
+  if (r.thread == nullptr) return;
+  if (t_open.depth == OpenRegions::kMax) {  // deeper than any program nests: not kept open
+    leave_region(host, r);
+    return;
+  }
+  t_open.open[t_open.depth++] = {kind, r};
+}
+
+void close(Construct c, bool waiting) {
+  if (t_open.depth == 0 || t_open.open[t_open.depth - 1].kind != kind_of(c, waiting)) return;
+  close_innermost();
+}
+
+bool close_through(Construct c, bool waiting) {
+  const uint32_t kind = kind_of(c, waiting);
+  for (uint32_t d = t_open.depth; d-- > 0;) {
+    if (t_open.open[d].kind != kind) continue;
+    close_above(d);
+    return true;
+  }
+  return false;
+}
+
+uint32_t open_depth() { return t_open.depth; }
+
+void close_above(uint32_t depth) {
+  while (t_open.depth > depth) close_innermost();
+}
+
+}  // namespace hybridprof::openmp

@@ -1,0 +1,48 @@
+// OpenMP constructs as traced regions, whichever runtime reports them
+// (GCC's libgomp through its intercepted GOMP_ entry points, LLVM's libomp
+// through OMPT): each is a region of paradigm OpenMP on the thread that
+// meets it, named after the construct and where it is in the code
+// ("!$omp for @solver.c:42"), entered and left on that thread. A region
+// stays open across calls (a loop from its start to its end) on a per-thread
+// stack, and encloses the code run meanwhile (trace/traced_region.h).
+//
+// Not the signal path: called from the program's threads (wrappers, OMPT
+// callbacks) like any library code; may lock and allocate.
+#pragma once
+
+#include <cstdint>
+
+namespace hybridprof {
+class TracingHost;
+}
+
+namespace hybridprof::openmp {
+
+enum class Construct : uint8_t {
+  kParallel, kLoop, kSections, kSingle, kBarrier, kImplicitBarrier, kCritical, kAtomic, kOrdered, kLock, kTask,
+  kTaskwait, kTaskgroup, kMasked, kDistribute, kTaskloop, kWorkshare, kReduction,
+};
+inline constexpr uint32_t kConstructs = static_cast<uint32_t>(Construct::kReduction) + 1;
+
+// The tracing host when this thread's constructs are traced now (the
+// trace clock is then decided), else null.
+TracingHost* traced_host();
+
+// Enters construct `c` (or its wait: "!$omp critical (waiting)") met at
+// `code` (an address in the program: the outlined body of a parallel
+// region, or just before the call the construct made) on this thread.
+void open(TracingHost& host, Construct c, bool waiting, uint64_t code);
+// Leaves the innermost open region of construct `c` (or its wait) if it is
+// the innermost one; a call whose start was not seen (before tracing
+// began) closes nothing.
+void close(Construct c, bool waiting);
+// Leaves the innermost open region of `c` and every one opened after it (a
+// runtime that reports the end of a region before those inside it); false
+// when none of `c` is open.
+bool close_through(Construct c, bool waiting);
+// How many regions are open on this thread; close_above(n) leaves the ones
+// opened after there were n.
+uint32_t open_depth();
+void close_above(uint32_t depth);
+
+}  // namespace hybridprof::openmp
