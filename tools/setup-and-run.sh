@@ -14,7 +14,8 @@ packages=(g++ make cmake pkg-config
           libopen-trace-format2-dev otf2-tools
           libgtest-dev libgmock-dev googletest libbenchmark-dev
           vite linux-perf time procps openmpi-bin libopenmpi-dev gfortran libc6-dbg
-          python3 python3-mpi4py python3-numpy python3-torch)
+          python3 python3-mpi4py python3-numpy python3-torch
+          clang libomp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
