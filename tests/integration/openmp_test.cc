@@ -5,6 +5,7 @@
 // source line, enters matching leaves.
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,23 @@ OpenMpTrace expect_constructs(const std::string& program, int regions, const std
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   const OpenMpTrace t = read_openmp(dir / "out");
   EXPECT_EQ(t.enters.size(), 2u) << "two threads met OpenMP constructs";
+  // The report's OpenMP section: each parallel region called `regions`
+  // times by 2 threads ("Time%  Time  Calls  Avg  Threads ...").
+  const RunResult report = run({report_tool(), dir / "out"});
+  for (int line : {40, 52}) {
+    const std::string name = "!$omp parallel @openmp_workload.cc:" + std::to_string(line);
+    bool found = false;
+    for (const std::string& row : split_lines(report.out)) {
+      if (row.size() < name.size() || row.compare(row.size() - name.size(), name.size(), name) != 0) continue;
+      std::istringstream cells(row);
+      std::string share, time, unit, calls, avg, avg_unit, threads;
+      cells >> share >> time >> unit >> calls >> avg >> avg_unit >> threads;
+      EXPECT_EQ(calls, std::to_string(regions)) << row;
+      EXPECT_EQ(threads, "2") << row;
+      found = true;
+    }
+    EXPECT_TRUE(found) << name << " in the report:\n" << report.out;
+  }
   for (const auto& [location, enters] : t.enters) {
     EXPECT_EQ(enters, expected) << "thread " << location;
     EXPECT_EQ(t.leaves.at(location), enters) << "every region entered is left";

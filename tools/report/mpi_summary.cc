@@ -8,17 +8,6 @@
 namespace hybridprof::report {
 namespace {
 
-std::string time_text(uint64_t ns) {
-  char buf[32];
-  if (ns >= 1000000000ull)
-    std::snprintf(buf, sizeof buf, "%.3f s", double(ns) / 1e9);
-  else if (ns >= 1000000ull)
-    std::snprintf(buf, sizeof buf, "%.3f ms", double(ns) / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f us", double(ns) / 1e3);
-  return buf;
-}
-
 std::string bytes_text(uint64_t bytes) {
   char buf[32];
   if (bytes >= (1ull << 30))

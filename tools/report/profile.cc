@@ -78,6 +78,7 @@ std::string folded_frame(std::string name) {
 SampleCounts count_samples(otf2::ArchiveReader& reader) {
   SampleCounts counts;
   counts.mpi = std::make_shared<MpiStats>(reader.archive());
+  counts.openmp = std::make_shared<OpenMpStats>(reader.archive());
   reader.read_events(
       [&](const otf2::SampleEvent& s) {
         ++counts.total;
@@ -88,6 +89,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
       [&](const otf2::RegionEvent& e) {
         ++counts.region_events;
         counts.mpi->add(e);
+        counts.openmp->add(e);
       },
       [&](const otf2::MpiEvent& e) { counts.mpi->add(e); });
   return counts;

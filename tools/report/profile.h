@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mpi_summary.h"
+#include "openmp_summary.h"
 #include "otf2/archive_reader.h"
 
 namespace hybridprof::report {
@@ -21,6 +22,7 @@ struct SampleCounts {
   std::map<uint64_t, uint64_t> by_thread;   // location -> samples
   uint64_t region_events = 0;               // Enter/Leave records (enter_leave archives, traced regions)
   std::shared_ptr<MpiStats> mpi;            // MPI calls and messages
+  std::shared_ptr<OpenMpStats> openmp;      // OpenMP constructs
 };
 SampleCounts count_samples(otf2::ArchiveReader&);
 

@@ -54,4 +54,15 @@ void Table::print(std::ostream& out, const std::string& indent) const {
   for (const auto& row : rows_) print_row(row);
 }
 
+std::string time_text(uint64_t ns) {
+  char buf[32];
+  if (ns >= 1000000000ull)
+    std::snprintf(buf, sizeof buf, "%.3f s", double(ns) / 1e9);
+  else if (ns >= 1000000ull)
+    std::snprintf(buf, sizeof buf, "%.3f ms", double(ns) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f us", double(ns) / 1e3);
+  return buf;
+}
+
 }  // namespace hybridprof::report

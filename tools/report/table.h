@@ -2,6 +2,7 @@
 // between columns, widths in characters (UTF-8 aware).
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -33,5 +34,7 @@ size_t display_width(const std::string&);
 std::string truncate_display(const std::string&, size_t width);
 // "12.5%"; "-" when the total is 0.
 std::string percent(uint64_t part, uint64_t total);
+// "1.250 ms": seconds, milliseconds or microseconds, three decimals.
+std::string time_text(uint64_t ns);
 
 }  // namespace hybridprof::report

@@ -1,0 +1,142 @@
+#include "openmp_summary.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "table.h"
+
+namespace hybridprof::report {
+namespace {
+
+// The construct of a region name ("!$omp for @a.c:3" -> "!$omp for").
+std::string construct_of(const std::string& name) { return name.substr(0, name.find(" @")); }
+
+bool is_parallel(const std::string& construct) { return construct == "!$omp parallel"; }
+bool is_barrier(const std::string& construct) {
+  return construct == "!$omp barrier" || construct == "!$omp implicit barrier";
+}
+// Time a thread spends waiting for others, not working.
+bool is_wait(const std::string& construct) {
+  const std::string waiting = " (waiting)";
+  return is_barrier(construct) || construct == "!$omp taskwait" ||
+         (construct.size() > waiting.size() &&
+          construct.compare(construct.size() - waiting.size(), waiting.size(), waiting) == 0);
+}
+
+}  // namespace
+
+uint64_t OpenMpStats::ParallelRegion::calls() const {
+  uint64_t n = 0;
+  for (const auto& [location, t] : threads) n = std::max(n, t.enters);
+  return n;
+}
+
+uint64_t OpenMpStats::ParallelRegion::total_ns() const {
+  uint64_t n = 0;
+  for (const auto& [location, t] : threads) n = std::max(n, t.time_ns);
+  return n;
+}
+
+double OpenMpStats::ParallelRegion::imbalance() const {
+  uint64_t most = 0, sum = 0;
+  for (const auto& [location, t] : threads) {
+    const uint64_t work = t.time_ns > t.wait_ns ? t.time_ns - t.wait_ns : 0;
+    most = std::max(most, work);
+    sum += work;
+  }
+  return sum ? double(most) * double(threads.size()) / double(sum) : 0;
+}
+
+uint64_t OpenMpStats::ParallelRegion::thread_ns() const {
+  uint64_t n = 0;
+  for (const auto& [location, t] : threads) n += t.time_ns;
+  return n;
+}
+
+uint64_t OpenMpStats::ParallelRegion::barrier_ns() const {
+  uint64_t n = 0;
+  for (const auto& [location, t] : threads) n += t.barrier_ns;
+  return n;
+}
+
+void OpenMpStats::add(const otf2::RegionEvent& e) {
+  auto region = archive_.regions.find(e.region);
+  if (region == archive_.regions.end() || region->second.paradigm != otf2::Paradigm::kOpenMp) return;
+  std::vector<Open>& open = open_[e.location];
+  if (e.enter) {
+    open.push_back({e.region, e.timestamp});
+    return;
+  }
+  if (open.empty() || open.back().region != e.region) return;  // unmatched: ignored
+  const Open left = open.back();
+  open.pop_back();
+  const uint64_t ns = e.timestamp > left.enter_ns ? e.timestamp - left.enter_ns : 0;
+  const std::string& name = region->second.name;
+  const std::string construct = construct_of(name);
+  if (is_parallel(construct)) {
+    ThreadShare& t = parallel_[name].threads[e.location];
+    ++t.enters;
+    t.time_ns += ns;
+    t.wait_ns += left.wait_ns;
+    t.barrier_ns += left.barrier_ns;
+    return;
+  }
+  if (!is_wait(construct)) return;
+  Wait& w = waits_[name];
+  ++w.count;
+  w.total_ns += ns;
+  // Into the innermost parallel region the thread is in.
+  for (auto it = open.rbegin(); it != open.rend(); ++it) {
+    if (!is_parallel(construct_of(archive_.regions.at(it->region).name))) continue;
+    it->wait_ns += ns;
+    if (is_barrier(construct)) it->barrier_ns += ns;
+    break;
+  }
+}
+
+void print_openmp_summary(std::ostream& out, const OpenMpStats& stats, size_t top) {
+  if (stats.empty()) return;
+  using A = Table::Align;
+  if (!stats.parallel_regions().empty()) {
+    out << "\nOpenMP parallel regions (a region's time is its longest thread's; work: a thread's time in it\n"
+           "outside barriers and other waits)\n";
+    std::vector<std::pair<std::string, const OpenMpStats::ParallelRegion*>> rows;
+    uint64_t all = 0;
+    for (const auto& [name, r] : stats.parallel_regions()) {
+      rows.push_back({name, &r});
+      all += r.total_ns();
+    }
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+      return a.second->total_ns() != b.second->total_ns() ? a.second->total_ns() > b.second->total_ns()
+                                                          : a.first < b.first;
+    });
+    Table table({{"Time%", A::kRight}, {"Time", A::kRight}, {"Calls", A::kRight}, {"Avg", A::kRight},
+                 {"Threads", A::kRight}, {"Imbalance", A::kRight}, {"Barrier wait", A::kRight}, {"Name", A::kLeft}});
+    for (size_t i = 0; i < rows.size() && i < top; ++i) {
+      const OpenMpStats::ParallelRegion& r = *rows[i].second;
+      char imbalance[32];
+      std::snprintf(imbalance, sizeof imbalance, "%.2fx", r.imbalance());
+      const uint64_t calls = r.calls();
+      table.add_row({percent(r.total_ns(), all), time_text(r.total_ns()), std::to_string(calls),
+                     time_text(calls ? r.total_ns() / calls : 0), std::to_string(r.threads.size()), imbalance,
+                     percent(r.barrier_ns(), r.thread_ns()), rows[i].first});
+    }
+    table.print(out);
+    if (rows.size() > top) out << "  … and " << rows.size() - top << " more parallel regions\n";
+  }
+  if (stats.waits().empty()) return;
+  out << "\nOpenMP waits (all threads)\n";
+  std::vector<std::pair<std::string, OpenMpStats::Wait>> waits(stats.waits().begin(), stats.waits().end());
+  std::sort(waits.begin(), waits.end(), [](const auto& a, const auto& b) {
+    return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
+  });
+  Table table({{"Time", A::kRight}, {"Count", A::kRight}, {"Avg", A::kRight}, {"Name", A::kLeft}});
+  for (size_t i = 0; i < waits.size() && i < top; ++i) {
+    const auto& [name, w] = waits[i];
+    table.add_row({time_text(w.total_ns), std::to_string(w.count), time_text(w.count ? w.total_ns / w.count : 0), name});
+  }
+  table.print(out);
+  if (waits.size() > top) out << "  … and " << waits.size() - top << " more\n";
+}
+
+}  // namespace hybridprof::report

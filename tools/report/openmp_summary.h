@@ -1,0 +1,57 @@
+// The OpenMP section of the report (in the style of nvprof's summary): per
+// parallel region its calls, total and average time, how unevenly its
+// threads worked (max / mean of each thread's time in it outside waits) and
+// the share of its threads' time spent in barriers; then where threads
+// waited: barriers, critical sections, locks, taskwaits.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "otf2/archive_reader.h"
+
+namespace hybridprof::report {
+
+class OpenMpStats {
+ public:
+  explicit OpenMpStats(const otf2::Archive& archive) : archive_(archive) {}
+  // Feed every region event, each location's in time order.
+  void add(const otf2::RegionEvent&);
+
+  // One thread's share of one parallel region (all its instances).
+  struct ThreadShare {
+    uint64_t enters = 0, time_ns = 0, wait_ns = 0, barrier_ns = 0;
+  };
+  struct ParallelRegion {
+    std::map<uint64_t, ThreadShare> threads;  // by location
+    uint64_t calls() const;                   // instances: the most any thread entered it
+    uint64_t total_ns() const;                // the longest thread's time in it
+    double imbalance() const;                 // max / mean of the threads' work (time outside waits)
+    uint64_t thread_ns() const;               // summed over its threads
+    uint64_t barrier_ns() const;
+  };
+  struct Wait {
+    uint64_t count = 0, total_ns = 0;
+  };
+  const std::map<std::string, ParallelRegion>& parallel_regions() const { return parallel_; }
+  const std::map<std::string, Wait>& waits() const { return waits_; }
+  bool empty() const { return parallel_.empty() && waits_.empty(); }
+
+ private:
+  struct Open {
+    uint32_t region;
+    uint64_t enter_ns;
+    uint64_t wait_ns = 0, barrier_ns = 0;  // a parallel region's, so far
+  };
+  const otf2::Archive& archive_;
+  std::map<uint64_t, std::vector<Open>> open_;  // per location: OpenMP regions entered, not left
+  std::map<std::string, ParallelRegion> parallel_;
+  std::map<std::string, Wait> waits_;
+};
+
+void print_openmp_summary(std::ostream&, const OpenMpStats&, size_t top);
+
+}  // namespace hybridprof::report
