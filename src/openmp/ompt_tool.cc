@@ -22,13 +22,7 @@ std::atomic<bool> g_reports{false};
 
 bool ompt_reports() { return g_reports.load(std::memory_order_relaxed); }
 
-#ifndef HYBRIDPROF_HAVE_OMPT
-
-bool ompt_supported() { return false; }
-
-#else
-
-bool ompt_supported() { return true; }
+#ifdef HYBRIDPROF_HAVE_OMPT
 
 namespace {
 

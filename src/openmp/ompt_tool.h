@@ -21,11 +21,9 @@ namespace hybridprof::openmp {
 // and its GOMP_ entry points need no tracing of their own.
 bool ompt_reports();
 
-// Built with OMPT's interface (omp-tools.h): ompt_start_tool is defined.
-bool ompt_supported();
-
 // ompt_start_tool's work: its ompt_start_tool_result_t, or null to step
-// aside for another tool. Defined when ompt_supported().
+// aside for another tool. Defined when built with OMPT's interface
+// (omp-tools.h; preload/openmp/ompt_start_tool.cc then calls it).
 void* start_ompt_tool(unsigned omp_version, const char* runtime_version);
 
 }  // namespace hybridprof::openmp

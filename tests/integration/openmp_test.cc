@@ -95,6 +95,8 @@ void expect_lines(const OpenMpTrace& t, int regions, const std::map<std::pair<st
 #ifdef HP_HAVE_GOMP_FIXTURE
 
 TEST(OpenMp, GompConstructsAreRegionsCountedPerThread) {
+  // GCC ends a single with an explicit GOMP_barrier call; the combined
+  // parallel loop's end is its join, not seen.
   constexpr int kRegions = 20;
   const OpenMpTrace t = expect_constructs("openmp_workload", kRegions,
                                           {
@@ -114,6 +116,8 @@ TEST(OpenMp, GompConstructsAreRegionsCountedPerThread) {
 #ifdef HP_HAVE_OMPT_FIXTURE
 
 TEST(OpenMp, OmptConstructsAreRegionsCountedPerThread) {
+  // libomp reports the single's barrier as implicit; a parallel region's
+  // closing barrier ends the region on each thread and is not a region.
   constexpr int kRegions = 20;
   const OpenMpTrace t = expect_constructs("openmp_workload_clang", kRegions,
                                           {
