@@ -1,6 +1,7 @@
 // The libgomp entry points the runtime interposes, generated from the list
 // in src/openmp/gomp_functions.def: each calls the real one inside what its
-// role records (openmp/gomp_tracer.h).
+// role records (openmp/gomp_tracer.h); and GOMP_task, whose task is traced
+// where it runs.
 #include "openmp/gomp_tracer.h"
 
 namespace hp = hybridprof::openmp;
@@ -20,7 +21,17 @@ namespace hp = hybridprof::openmp;
     hp::ForkPacket local{fn, data, hp::Construct::construct, real.traced()};                              \
     constexpr bool kStart = hp::Role::role == hp::Role::kForkStart;                                       \
     hp::ForkPacket& packet = kStart ? *hp::keep_fork_packet(local) : local;                               \
+    hp::before_fork(packet, num_threads);                                                                 \
     reinterpret_cast<void(*) params>(real.function) args;                                                 \
     if (kStart) hp::after_fork_start(&packet);                                                            \
+    else hp::after_fork(packet);                                                                          \
   }
 #include "openmp/gomp_functions.def"
+
+extern "C" __attribute__((noinline)) void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*),
+                                                    long arg_size, long arg_align, bool if_clause, unsigned flags,
+                                                    void** depend, int priority, void* detach) {
+  static const hp::RealGompFunction real("GOMP_task");
+  hp::create_task(real, __builtin_return_address(0), fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend,
+                  priority, detach);
+}

@@ -228,18 +228,7 @@ void MpiCall::write_held_event() {
 }
 
 void MpiCall::write_event(const HeldEvent& e) {
-  BusyScope busy(thread_);
-  ThreadRing& ring = thread_->ring;
-  const bool written = drain_->write_or_flush(*thread_, [&]() __attribute__((always_inline)) {
-    auto* r = reinterpret_cast<EventRecord*>(ring.reserve_exclusive(
-        sizeof(EventRecord), static_cast<uint16_t>(RecordType::kEvent), static_cast<uint16_t>(event_kind(e.kind))));
-    if (r == nullptr) return false;
-    r->timestamp = e.timestamp;
-    r->payload = e.payload;
-    ring.commit_exclusive();
-    return true;
-  });
-  if (!written) thread_->traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
+  write_traced_event(*drain_, *thread_, event_kind(e.kind), e.timestamp, e.payload);
 }
 
 // --- Sizes ----------------------------------------------------------------------

@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <memory>
 
 #include "common/fatal.h"
 #include "openmp/ompt_tool.h"
@@ -62,6 +64,72 @@ RealGompFunction::RealGompFunction(const char* name)
     : function(require_gomp_function(name)), in_ompt_runtime(openmp::in_ompt_runtime(function)) {}
 
 bool RealGompFunction::traced() const { return !(in_ompt_runtime && ompt_reports()); }
+
+namespace {
+
+// What a traced task's data begins with: libgomp copies it with the
+// program's own data, which follows at `offset`.
+struct TaskHeader {
+  void (*fn)(void*);
+  uint64_t code;
+  uint64_t offset;
+};
+
+void traced_task(void* arg) {
+  const auto* header = static_cast<const TaskHeader*>(arg);
+  void* data = static_cast<char*>(arg) + header->offset;
+  TracingHost* host = traced_host();
+  if (host == nullptr) return header->fn(data);
+  const uint32_t depth = open_depth();
+  open(*host, Construct::kTask, false, header->code);
+  header->fn(data);
+  close_above(depth);
+}
+
+constexpr unsigned kTaskDetach = 1u << 13;  // libgomp's GOMP_TASK_FLAG_DETACH
+
+}  // namespace
+
+void create_task(const RealGompFunction& real, const void* site, void (*fn)(void*), void* data,
+                 void (*cpyfn)(void*, void*), long arg_size, long arg_align, bool if_clause, unsigned flags,
+                 void** depend, int priority, void* detach) {
+  const auto real_task = reinterpret_cast<GompTaskFunction>(real.function);
+  if (!real.traced() || cpyfn != nullptr || (flags & kTaskDetach) != 0 || arg_size < 0 || arg_align <= 0 ||
+      traced_host() == nullptr)
+    return real_task(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
+  // The header, then the program's data at its own alignment. libgomp
+  // copies both before GOMP_task returns (or runs the task right away).
+  const long align = std::max<long>(arg_align, alignof(TaskHeader));
+  const long offset = (static_cast<long>(sizeof(TaskHeader)) + align - 1) / align * align;
+  const long size = offset + arg_size;
+  alignas(64) char local[256];
+  std::unique_ptr<char[]> heap;
+  char* arg = local;
+  if (size > static_cast<long>(sizeof local) || align > 64) {
+    heap = std::make_unique<char[]>(static_cast<size_t>(size + align));
+    const auto at = reinterpret_cast<uintptr_t>(heap.get());
+    arg = heap.get() + ((at + align - 1) / align * align - at);
+  }
+  *reinterpret_cast<TaskHeader*>(arg) = {fn, reinterpret_cast<uint64_t>(site) - 1, static_cast<uint64_t>(offset)};
+  if (arg_size > 0) std::memcpy(arg + offset, data, static_cast<size_t>(arg_size));
+  real_task(&traced_task, arg, nullptr, size, align, if_clause, flags, depend, priority, detach);
+}
+
+void before_fork(const ForkPacket& packet, unsigned num_threads) {
+  if (!packet.traced) return;
+  TracingHost* host = traced_host();
+  if (host == nullptr) return;
+  if (num_threads == 0) {
+    static const RealGompFunction max_threads("omp_get_max_threads");
+    num_threads = static_cast<unsigned>(reinterpret_cast<int (*)()>(max_threads.function)());
+  }
+  fork(*host, num_threads);
+}
+
+void after_fork(const ForkPacket& packet) {
+  if (!packet.traced) return;
+  if (TracingHost* host = traced_host()) join(*host);
+}
 
 void traced_body(void* p) {
   const auto* packet = static_cast<const ForkPacket*>(p);
@@ -127,7 +195,7 @@ void after_call(Construct c, Role r) {
       break;
     case Role::kJoin:
       close(Construct::kParallel, false);
-      if (t_packets.depth > 0) --t_packets.depth;
+      if (t_packets.depth > 0) after_fork(t_packets.packets[--t_packets.depth]);
       break;
     default:
       break;

@@ -6,6 +6,7 @@
 //                   parallel loop or sections: its loop or sections too);
 //   kForkStart/kJoin  the same, for the older start/end pair;
 //   kCall           the call is the region (a barrier, a taskwait);
+// and GOMP_task (create_task) a task where it runs;
 //   kStart/kFinish  the region runs from one call to the other (a loop);
 //   kStartWaiting   kStart, the call itself a "(waiting)" region inside it
 //                   (acquiring a critical section);
@@ -45,10 +46,28 @@ struct ForkPacket {
   Construct construct;  // kParallel, or the loop / sections of a combined construct
   bool traced;
 };
+// Around the real fork of a traced packet: the team's fork (`num_threads`
+// as the call gives it, 0: the default) and, for kFork, its join.
+void before_fork(const ForkPacket& packet, unsigned num_threads);
+void after_fork(const ForkPacket& packet);
 // Runs the outlined body of `packet` (a ForkPacket) inside its regions.
 void traced_body(void* packet);
-// kForkStart: a copy of `packet` that lives until the matching kJoin.
+// kForkStart: a copy of `packet` that lives until the matching kJoin
+// (whose after_call joins the team).
 ForkPacket* keep_fork_packet(const ForkPacket& packet);
+
+// GOMP_task's parameters, and its wrapper's work: the task runs inside a
+// region "!$omp task" named after where it was created (`site`: the
+// wrapper's return address), on whichever thread runs it, as OMPT reports
+// tasks. Tasks with a copy constructor (cpyfn) or a detach clause go to
+// the real function as they are (libgomp writes into their data): not
+// traced.
+using GompTaskFunction = void (*)(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size,
+                                  long arg_align, bool if_clause, unsigned flags, void** depend, int priority,
+                                  void* detach);
+void create_task(const RealGompFunction& real, const void* site, void (*fn)(void*), void* data,
+                 void (*cpyfn)(void*, void*), long arg_size, long arg_align, bool if_clause, unsigned flags,
+                 void** depend, int priority, void* detach);
 
 // Around the real call, for the roles but kFork / kForkStart. `site`: the
 // wrapper's return address.

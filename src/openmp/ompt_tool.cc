@@ -49,11 +49,18 @@ void scope(ompt_scope_endpoint_t endpoint, Construct c, uint64_t code) {
 //   parallel        the region's code, untagged.
 ompt_get_task_info_t g_get_task_info = nullptr;
 
-void on_parallel_begin(ompt_data_t* encountering, const ompt_frame_t*, ompt_data_t* parallel, unsigned, int,
-                       const void* codeptr_ra) {
+void on_parallel_begin(ompt_data_t* encountering, const ompt_frame_t*, ompt_data_t* parallel, unsigned requested,
+                       int flags, const void* codeptr_ra) {
   const uint64_t code = code_at(codeptr_ra);
   if (parallel) parallel->value = code;
   if (encountering && !(encountering->value & 1)) encountering->value = code << 1;
+  if (flags & ompt_parallel_team)
+    if (TracingHost* host = traced_host()) fork(*host, requested);
+}
+
+void on_parallel_end(ompt_data_t*, ompt_data_t*, int flags, const void*) {
+  if (flags & ompt_parallel_team)
+    if (TracingHost* host = traced_host()) join(*host);
 }
 
 // The code of the parallel region a worker's implicit task begins. The
@@ -204,6 +211,7 @@ int initialize(ompt_function_lookup_t lookup, int, ompt_data_t*) {
   // GOMP_ entry points to their wrappers then.
   if (!set(ompt_callback_parallel_begin, &on_parallel_begin) || !set(ompt_callback_implicit_task, &on_implicit_task))
     return 0;
+  set(ompt_callback_parallel_end, &on_parallel_end);
   set(ompt_callback_thread_end, &on_thread_end);
   set(ompt_callback_work, &on_work);
   set(ompt_callback_sync_region, &on_sync_region);

@@ -6,8 +6,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "openmp/openmp_events.h"
 #include "otf2/types.h"
 #include "trace/drain.h"
+#include "trace/event_sets.h"
 #include "trace/event_source.h"
 #include "trace/region_ids.h"
 #include "trace/traced_region.h"
@@ -121,6 +123,18 @@ struct OpenRegions {
 };
 thread_local OpenRegions t_open;
 
+// The kind of a fork or join in the process's numbering; kNoEventSet when
+// the numbering is full (never so far: then there are none).
+uint32_t event_kind(EventKind k) {
+  static const uint32_t base = register_event_set(kEventSetName, static_cast<uint32_t>(EventKind::kCount));
+  return base == kNoEventSet ? kNoEventSet : base + static_cast<uint32_t>(k);
+}
+
+void write_event(TracingHost& host, EventKind k, const EventPayload& payload) {
+  const uint32_t kind = event_kind(k);
+  if (kind != kNoEventSet) write_traced_event(host, kind, payload);
+}
+
 void close_innermost() {
   const OpenRegion& r = t_open.open[--t_open.depth];
   if (TracingHost* host = tracing_host()) leave_region(*host, r.region);
@@ -160,6 +174,12 @@ bool close_through(Construct c, bool waiting) {
   }
   return false;
 }
+
+void fork(TracingHost& host, uint32_t requested_threads) {
+  write_event(host, EventKind::kFork, fork_payload(requested_threads));
+}
+
+void join(TracingHost& host) { write_event(host, EventKind::kJoin, {}); }
 
 uint32_t open_depth() { return t_open.depth; }
 

@@ -40,6 +40,11 @@ void close(Construct c, bool waiting);
 // runtime that reports the end of a region before those inside it); false
 // when none of `c` is open.
 bool close_through(Construct c, bool waiting);
+// The team of a parallel region met on this thread forks (asking for
+// `requested_threads`) and joins: OTF2's ThreadFork and ThreadJoin, on
+// the thread that meets the region, around its parallel regions.
+void fork(TracingHost& host, uint32_t requested_threads);
+void join(TracingHost& host);
 // How many regions are open on this thread; close_above(n) leaves the ones
 // opened after there were n.
 uint32_t open_depth();

@@ -222,6 +222,7 @@ struct EventSink {
   const std::function<void(const SampleEvent&)>* on_sample;
   const std::function<void(const RegionEvent&)>* on_region;
   const std::function<void(const MpiEvent&)>* on_mpi;
+  const std::function<void(const ForkJoinEvent&)>* on_fork_join;
   const Archive* archive;
   std::exception_ptr error;  // rethrown once OTF2 has returned
 
@@ -279,6 +280,21 @@ OTF2_CallbackCode on_context_leave_event(OTF2_LocationRef location, OTF2_TimeSta
     (*sink->on_region)(RegionEvent{location, time, it == sink->archive->contexts.end() ? kUndefined : it->second.region,
                                    false, context});
   });
+}
+
+OTF2_CallbackCode deliver_fork_join(void* u, const ForkJoinEvent& e) {
+  auto* sink = static_cast<EventSink*>(u);
+  return sink->deliver([&] {
+    if (*sink->on_fork_join) (*sink->on_fork_join)(e);
+  });
+}
+OTF2_CallbackCode on_thread_fork(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                                 OTF2_Paradigm model, uint32_t requested) {
+  return deliver_fork_join(u, ForkJoinEvent{l, t, true, from_otf2_paradigm(model, {}), requested});
+}
+OTF2_CallbackCode on_thread_join(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                                 OTF2_Paradigm model) {
+  return deliver_fork_join(u, ForkJoinEvent{l, t, false, from_otf2_paradigm(model, {}), 0});
 }
 
 OTF2_CallbackCode deliver_mpi(void* u, const MpiEvent& e) {
@@ -437,7 +453,8 @@ const Archive& ArchiveReader::archive() const { return archive_; }
 
 void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& on_sample,
                                 const std::function<void(const RegionEvent&)>& on_region,
-                                const std::function<void(const MpiEvent&)>& on_mpi) {
+                                const std::function<void(const MpiEvent&)>& on_mpi,
+                                const std::function<void(const ForkJoinEvent&)>& on_fork_join) {
   OTF2_Reader* reader = handle_->reader;
   for (const auto& [location, thread] : archive_.threads) {
     check_read(OTF2_Reader_SelectLocation(reader, location), "selecting location " + std::to_string(location));
@@ -469,7 +486,9 @@ void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& o
   OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(
       callbacks, on_mpi_request<MpiEventKind::kNonBlockingCollectiveRequest>);
   OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(callbacks, on_nbc_complete);
-  EventSink sink{&on_sample, &on_region, &on_mpi, &archive_, nullptr};
+  OTF2_EvtReaderCallbacks_SetThreadForkCallback(callbacks, on_thread_fork);
+  OTF2_EvtReaderCallbacks_SetThreadJoinCallback(callbacks, on_thread_join);
+  EventSink sink{&on_sample, &on_region, &on_mpi, &on_fork_join, &archive_, nullptr};
 
   std::string failure;
   OTF2_ErrorCode failure_status = OTF2_SUCCESS;

@@ -114,6 +114,15 @@ struct MpiEvent {
   uint64_t request = 0;
 };
 
+// A thread team's fork or join (OTF2 ThreadFork / ThreadJoin), on the
+// thread that forks it.
+struct ForkJoinEvent {
+  uint64_t location = 0, timestamp = 0;
+  bool fork = true;
+  Paradigm paradigm = Paradigm::kUnknown;
+  uint32_t requested_threads = 0;  // a fork's
+};
+
 class ArchiveReader {
  public:
   // Opens <anchor>.otf2, or a directory containing traces.otf2 (or exactly
@@ -131,11 +140,12 @@ class ArchiveReader {
   // threads. Timestamps are global ones: OTF2 applies the location's clock
   // offsets (see ArchiveWriter::add_clock_offset), as other OTF2 readers do.
   // on_region gets Enter/Leave and CallingContextEnter/Leave; on_mpi the MPI
-  // records. Exceptions from the callbacks stop the reading and propagate.
+  // records; on_fork_join ThreadFork/ThreadJoin. Exceptions from the callbacks stop the reading and propagate.
   // Throws std::runtime_error("corrupt archive: ...") on unreadable events.
   void read_events(const std::function<void(const SampleEvent&)>& on_sample,
                    const std::function<void(const RegionEvent&)>& on_region = {},
-                   const std::function<void(const MpiEvent&)>& on_mpi = {});
+                   const std::function<void(const MpiEvent&)>& on_mpi = {},
+                   const std::function<void(const ForkJoinEvent&)>& on_fork_join = {});
 
  private:
   struct Handle;

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/trace_clock.h"
 #include "trace/drain.h"
+#include "trace/records.h"
 #include "trace/thread_state.h"
 #include "trace/tracing_host.h"
 
@@ -58,6 +59,25 @@ void leave_region(TracingHost& host, const EnteredRegion& r) {
   // drain closes it; count it.
   if (!drain.write_or_flush(t, [&] { return t.traced.calls.leave(t.ring, now, body, r.stack); }))
     t.traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool write_traced_event(Drain& drain, ThreadState& t, uint32_t kind, uint64_t timestamp, const EventPayload& payload) {
+  BusyScope busy(&t);
+  const bool written = drain.write_or_flush(t, [&]() __attribute__((always_inline)) {
+    auto* r = reinterpret_cast<EventRecord*>(t.ring.reserve_exclusive(
+        sizeof(EventRecord), static_cast<uint16_t>(RecordType::kEvent), static_cast<uint16_t>(kind)));
+    if (r == nullptr) return false;
+    r->timestamp = timestamp;
+    r->payload = payload;
+    t.ring.commit_exclusive();
+    return true;
+  });
+  if (!written) t.traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
+  return written;
+}
+
+void write_traced_event(TracingHost& host, uint32_t kind, const EventPayload& payload) {
+  if (ThreadState* t = host.current_thread()) write_traced_event(host.drain(), *t, kind, trace_clock_now(), payload);
 }
 
 }  // namespace hybridprof

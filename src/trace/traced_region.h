@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <string>
 
+#include "trace/event_payload.h"
 #include "unwind/caller_stack_cache.h"
 
 namespace hybridprof {
 
+class Drain;
 class TracingHost;
 struct ThreadState;
 
@@ -40,5 +42,13 @@ struct EnteredRegion {
 EnteredRegion enter_region(TracingHost& host, uint32_t region);
 // Leaves what enter_region entered, on the same thread, now.
 void leave_region(TracingHost& host, const EnteredRegion& r);
+
+// A traced event of `kind` (trace/event_sets.h) at `timestamp` (a trace
+// clock reading) on thread `t`, the calling thread; counted as lost when
+// it cannot be written. False then.
+bool write_traced_event(Drain& drain, ThreadState& t, uint32_t kind, uint64_t timestamp, const EventPayload& payload);
+// The same, now, on the calling thread (after prepare_trace_clock);
+// nothing on an untraced thread.
+void write_traced_event(TracingHost& host, uint32_t kind, const EventPayload& payload);
 
 }  // namespace hybridprof

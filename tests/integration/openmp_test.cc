@@ -1,8 +1,10 @@
-// OpenMP programs built by GCC under the launcher: every construct libgomp
-// is called for is a region of paradigm OpenMP on the thread that met it,
-// counted exactly against the fixture's schedule
-// (tests/fixtures/openmp_workload.cc), named after the construct and its
-// source line, enters matching leaves.
+// OpenMP programs built by GCC (libgomp, intercepted) and by clang
+// (libomp, OMPT) under the launcher: every construct the runtime reports
+// is a region of paradigm OpenMP on the thread that met it, counted exactly
+// against the fixtures' schedules (tests/fixtures/openmp_workload.cc,
+// openmp_nested_tasks.cc), named after the construct and its source line,
+// enters matching leaves; each team's fork and join on the thread that
+// forked it; samples inside a construct under it.
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -14,12 +16,21 @@
 namespace hybridprof::integration {
 namespace {
 
-// Per thread, enters by construct (the region's name up to " @"), and the
-// longest critical-section wait.
+// Per thread, enters by construct (the region's name up to " @"), the
+// longest critical-section wait, and the teams forked and joined.
 struct OpenMpTrace {
   std::map<uint64_t, std::map<std::string, int>> enters, leaves;
   std::map<uint64_t, std::map<std::string, int>> named;  // per thread, enters by whole name
   uint64_t longest_wait_ns = 0;
+  std::map<uint64_t, int> forks, joins;  // per thread
+  std::map<uint32_t, int> requested;     // forks by the number of threads asked for
+  int not_openmp = 0;                    // forks and joins of another paradigm
+  // Enters of region `name` (whole) on all threads.
+  int total(const std::string& name) const {
+    int n = 0;
+    for (const auto& [location, by_name] : named) n += by_name.count(name) ? by_name.at(name) : 0;
+    return n;
+  }
 };
 
 OpenMpTrace read_openmp(const std::string& dir) {
@@ -38,7 +49,12 @@ OpenMpTrace read_openmp(const std::string& dir) {
                        if (e.enter) wait_began[e.location] = e.timestamp;
                        else t.longest_wait_ns = std::max(t.longest_wait_ns, e.timestamp - wait_began[e.location]);
                      },
-                     [](const otf2::MpiEvent&) {});
+                     [](const otf2::MpiEvent&) {},
+                     [&](const otf2::ForkJoinEvent& e) {
+                       t.not_openmp += e.paradigm != otf2::Paradigm::kOpenMp;
+                       ++(e.fork ? t.forks : t.joins)[e.location];
+                       if (e.fork) ++t.requested[e.requested_threads];
+                     });
   return t;
 }
 
@@ -69,6 +85,11 @@ OpenMpTrace expect_constructs(const std::string& program, int regions, const std
     }
     EXPECT_TRUE(found) << name << " in the report:\n" << report.out;
   }
+  // The master forks and joins each of the 2 * regions teams of 2.
+  EXPECT_EQ(t.forks, (std::map<uint64_t, int>{{t.enters.begin()->first, 2 * regions}}));
+  EXPECT_EQ(t.joins, t.forks);
+  EXPECT_EQ(t.requested, (std::map<uint32_t, int>{{2, 2 * regions}}));
+  EXPECT_EQ(t.not_openmp, 0);
   for (const auto& [location, enters] : t.enters) {
     EXPECT_EQ(enters, expected) << "thread " << location;
     EXPECT_EQ(t.leaves.at(location), enters) << "every region entered is left";
@@ -135,7 +156,8 @@ TEST(OpenMp, OmptConstructsAreRegionsCountedPerThread) {
 #endif
 
 // How many of the samples with `function` on their path have `regions`
-// above it on the path, in that order.
+// (a construct, or a region's whole name) above it on the path, in that
+// order.
 struct UnderRegions {
   uint64_t samples = 0, under = 0;
 };
@@ -150,7 +172,7 @@ UnderRegions samples_under(const Profile& p, const std::string& function, const 
     auto from = path.begin();
     bool all = true;
     for (const std::string& region : regions) {
-      from = std::find_if(from, at, [&](const std::string& n) { return n.rfind(region + " @", 0) == 0; });
+      from = std::find_if(from, at, [&](const std::string& n) { return n == region || n.rfind(region + " @", 0) == 0; });
       if (from == at) {
         all = false;
         break;
@@ -188,6 +210,55 @@ TEST(OpenMp, GompSamplesInsideAConstructHaveItInTheirCallingContext) {
 TEST(OpenMp, OmptSamplesInsideAConstructHaveItInTheirCallingContext) {
   expect_samples_under_constructs("openmp_workload_clang");
 }
+#endif
+
+// Nested parallel regions and tasks (openmp_nested_tasks.cc): each round
+// forks an outer team of 2 whose 2 threads each fork an inner team of 2,
+// then a team of 2 where one thread creates 8 tasks and waits for them.
+void expect_nested_teams_and_tasks(const std::string& program) {
+  constexpr int kRounds = 10;
+  TempDir dir;
+  const RunResult r = profile({"-o", dir / "out", "-F", "2000"}, {fixture(program), std::to_string(kRounds)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const OpenMpTrace t = read_openmp(dir / "out");
+  const std::string at = " @openmp_nested_tasks.cc:";
+  const std::string outer = "!$omp parallel" + at + "38", inner = "!$omp parallel" + at + "40",
+                    tasking = "!$omp parallel" + at + "43", task = "!$omp task" + at + "48";
+  EXPECT_EQ(t.total(outer), 2 * kRounds);
+  EXPECT_EQ(t.total(inner), 4 * kRounds) << "each outer thread's inner team of 2";
+  EXPECT_EQ(t.total(tasking), 2 * kRounds);
+  EXPECT_EQ(t.total(task), 8 * kRounds) << "every task, where it ran";
+  EXPECT_EQ(t.total("!$omp taskwait" + at + "51"), kRounds);
+  for (const auto& [location, enters] : t.enters) EXPECT_EQ(t.leaves.at(location), enters) << "thread " << location;
+  // Forks on the thread that met the region: the initial thread 3 a round
+  // (outer, its inner, tasking), the outer team's other thread 1 (its inner).
+  std::vector<int> forks;
+  for (const auto& [location, n] : t.forks) forks.push_back(n);
+  std::sort(forks.begin(), forks.end());
+  EXPECT_EQ(forks, (std::vector<int>{kRounds, 3 * kRounds}));
+  EXPECT_EQ(t.joins, t.forks);
+  EXPECT_EQ(t.requested, (std::map<uint32_t, int>{{2, 4 * kRounds}}));
+
+  // Inner work is under its inner region; on the outer team's threads, under
+  // the outer region too. Tasks' work is under the task where it ran (not
+  // always under the parallel region: libgomp runs tasks at the team's
+  // closing barrier too, after the outlined body returned).
+  const Profile p(dir / "out");
+  const UnderRegions in_inner = samples_under(p, "work_in_inner", {inner});
+  ASSERT_GT(in_inner.samples, 0u) << "4 threads spin 2 ms of CPU a round";
+  EXPECT_GE(in_inner.under, in_inner.samples * 95 / 100) << in_inner.under << " of " << in_inner.samples;
+  EXPECT_GT(samples_under(p, "work_in_inner", {outer, inner}).under, 0u)
+      << "the outer threads do half the inner work, nested in both regions";
+  const UnderRegions in_task = samples_under(p, "work_in_task", {task});
+  ASSERT_GT(in_task.samples, 0u) << "8 tasks spin 500 us of CPU a round";
+  EXPECT_GE(in_task.under, in_task.samples * 95 / 100) << in_task.under << " of " << in_task.samples;
+}
+
+#ifdef HP_HAVE_GOMP_FIXTURE
+TEST(OpenMp, GompNestedTeamsAndTasks) { expect_nested_teams_and_tasks("openmp_nested_tasks"); }
+#endif
+#ifdef HP_HAVE_OMPT_FIXTURE
+TEST(OpenMp, OmptNestedTeamsAndTasks) { expect_nested_teams_and_tasks("openmp_nested_tasks_clang"); }
 #endif
 
 }  // namespace

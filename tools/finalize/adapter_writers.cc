@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "mpi/mpi_otf2_events.h"
+#include "openmp/openmp_otf2_events.h"
 
 namespace hybridprof::finalize {
 namespace {
@@ -16,6 +17,7 @@ struct AdapterWriters {
 const std::vector<AdapterWriters>& adapters() {
   static const std::vector<AdapterWriters> all = {
       {&mpi::otf2_event_writer(), &mpi::comm_definition_writer()},
+      {&openmp::otf2_event_writer(), nullptr},
   };
   return all;
 }
