@@ -329,6 +329,47 @@ TEST_F(Mpi, ViteDrawsAnArrowForEveryMessage) {
   }
 }
 
+// MPI + OpenMP (mpi_openmp.c): 2 ranks with teams of 2 threads, in one
+// archive: each rank's two threads enter its parallel region every round,
+// its initial thread forks and joins the team and calls MPI_Allreduce; the
+// viewer archive opens in ViTE without a complaint.
+TEST_F(Mpi, HybridJobHasEveryRanksThreadsAndTheirConstructs) {
+  constexpr int kRanks = 2, kRounds = 10;
+  const std::string program = fixture("mpi_openmp");
+  if (!file_exists(program)) GTEST_SKIP() << "mpi_openmp was not built (no OpenMP for C)";
+  const RunResult r = mpirun(kRanks, {program, std::to_string(kRounds)}, {"--enter-leave"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  const otf2::Archive& a = t.reader.archive();
+  ASSERT_EQ(a.processes.size(), size_t(kRanks));
+  std::map<uint64_t, int> parallel, forks, joins;  // per thread
+  t.reader.read_events([](const otf2::SampleEvent&) {},
+                       [&](const otf2::RegionEvent& e) {
+                         if (e.enter && a.regions.at(e.region).name == "!$omp parallel @mpi_openmp.c:35")
+                           ++parallel[e.location];
+                       },
+                       {}, [&](const otf2::ForkJoinEvent& e) { ++(e.fork ? forks : joins)[e.location]; });
+  std::map<int, int> threads_of_rank;
+  for (const auto& [location, n] : parallel) {
+    EXPECT_EQ(n, kRounds) << "thread " << location;
+    ++threads_of_rank[t.rank_of(location)];
+  }
+  EXPECT_EQ(threads_of_rank, (std::map<int, int>{{0, 2}, {1, 2}}));
+  const std::vector<uint64_t>& world = mpi_world_locations(a);
+  ASSERT_EQ(world.size(), size_t(kRanks));
+  EXPECT_EQ(forks, (std::map<uint64_t, int>{{world[0], kRounds}, {world[1], kRounds}}))
+      << "each rank's initial thread forks its team every round";
+  EXPECT_EQ(joins, forks);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kAllreduce), size_t(kRounds)) << "rank " << rank;
+    EXPECT_EQ(t.enters.at(rank).at("MPI_Init_thread"), 1u);
+  }
+  if (!have_program("vite")) return;
+  const ViteExport vite = vite_export(dir + "/enter-leave/traces.otf2", scratch.path());
+  EXPECT_TRUE(vite.parsed_clean) << vite.run.describe();
+  EXPECT_TRUE(vite.complaints.empty()) << "vite said: " << vite.complaints.front();
+}
+
 TEST_F(Mpi, Mpi4pyRingIsTracedThroughTheCApi) {
   const std::string python = HP_MPI4PY_PYTHON;
   if (python.empty()) GTEST_SKIP() << "no python3 with mpi4py (Debian: python3-mpi4py)";
