@@ -212,6 +212,29 @@ TEST(OpenMp, OmptSamplesInsideAConstructHaveItInTheirCallingContext) {
 }
 #endif
 
+#ifdef HP_HAVE_OMPT_FIXTURE
+// A runtime serves one OMPT tool: the one the user names in
+// OMP_TOOL_LIBRARIES gets it, hybridprof says so in one line (and in the
+// archive's notices), and samples the program as ever.
+TEST(OpenMp, AnOmptToolTheUserNamesGetsTheRuntime) {
+  TempDir dir;
+  RunOptions options;
+  options.env["OMP_TOOL_LIBRARIES"] = fixture("libother_ompt_tool.so");
+  const RunResult r = profile({"-o", dir / "out"}, {fixture("openmp_workload_clang"), "5"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("other_ompt_tool: initialized"), std::string::npos) << r.err;
+  int lines = 0;
+  for (const std::string& line : split_lines(r.err)) lines += line.find("OMP_TOOL_LIBRARIES") != std::string::npos;
+  EXPECT_EQ(lines, 1) << r.err;
+  const OpenMpTrace t = read_openmp(dir / "out");
+  EXPECT_TRUE(t.enters.empty()) << "no construct traced";
+  const Profile p(dir / "out");
+  EXPECT_FALSE(p.samples().empty());
+  const RunResult report = run({report_tool(), dir / "out"});
+  EXPECT_NE(report.out.find("OMP_TOOL_LIBRARIES names another OMPT tool"), std::string::npos) << report.out;
+}
+#endif
+
 // Nested parallel regions and tasks (openmp_nested_tasks.cc): each round
 // forks an outer team of 2 whose 2 threads each fork an inner team of 2,
 // then a team of 2 where one thread creates 8 tasks and waits for them.
