@@ -100,6 +100,39 @@ class PythonMlView : public IntegrationTest {
   std::string skip_reason;
 };
 
+// PyTorch's intra-op parallelism on the CPU is OpenMP (libgomp): with 2
+// ATen threads, the MLP's elementwise operators run as parallel regions on
+// the main thread and a libgomp worker. On the main thread they hang under
+// the Python frames that launched them (train_step -> TinyMlp.forward ...),
+// in the calling context of the samples taken inside them.
+TEST_F(PythonMlView, IntraOpParallelRegionsHangUnderThePythonFramesThatLaunchedThem) {
+  const bool profiled =
+      profile_fixture({kDebianPython, fixture("python_torch_train.py"), "300"}, "import torch");
+  if (!skip_reason.empty()) GTEST_SKIP() << skip_reason;
+  ASSERT_TRUE(profiled);
+  const Profile p(scratch / "D");
+  const auto is_parallel = [](const std::string& n) { return n.rfind("!$omp parallel @", 0) == 0; };
+  const auto is_step = [](const std::string& n) { return n.rfind("train_step", 0) == 0; };
+  std::map<uint64_t, uint64_t> in_region, under_step;  // per thread
+  for (const otf2::SampleEvent& e : p.samples()) {
+    const std::vector<std::string>& path = p.path_names(e.context);
+    const auto region = std::find_if(path.begin(), path.end(), is_parallel);
+    if (region == path.end()) continue;
+    ++in_region[e.location];
+    under_step[e.location] += std::find_if(path.begin(), region, is_step) != region;
+  }
+  ASSERT_EQ(in_region.size(), 2u) << "the main thread and libgomp's worker sampled in parallel regions";
+  // The main thread's samples in a region are under train_step; the
+  // worker's have no Python frame.
+  const auto main_thread = std::max_element(under_step.begin(), under_step.end(),
+                                            [](const auto& a, const auto& b) { return a.second < b.second; });
+  EXPECT_GE(main_thread->second, in_region[main_thread->first] * 95 / 100)
+      << main_thread->second << " of " << in_region[main_thread->first];
+  for (const auto& [location, n] : under_step) {
+    if (location != main_thread->first) EXPECT_EQ(n, 0u) << "the worker runs no Python";
+  }
+}
+
 // The MLP: Linear layers (at::linear -> addmm) forward, autograd's engine
 // backward, SGD's step; no DataLoader, so no input pipeline.
 TEST_F(PythonMlView, TorchTrainingLoopPhasesAndOperators) {
