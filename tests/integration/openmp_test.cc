@@ -58,6 +58,22 @@ OpenMpTrace read_openmp(const std::string& dir) {
   return t;
 }
 
+// The report's row of parallel region `name` ("Time%  Time  Calls  Avg
+// Threads ... Name") says `calls` and `threads`.
+void expect_report_row(const std::string& report, const std::string& name, int calls, int threads) {
+  bool found = false;
+  for (const std::string& row : split_lines(report)) {
+    if (row.size() < name.size() || row.compare(row.size() - name.size(), name.size(), name) != 0) continue;
+    std::istringstream cells(row);
+    std::string share, time, unit, row_calls, avg, avg_unit, row_threads;
+    cells >> share >> time >> unit >> row_calls >> avg >> avg_unit >> row_threads;
+    EXPECT_EQ(row_calls, std::to_string(calls)) << row;
+    EXPECT_EQ(row_threads, std::to_string(threads)) << row;
+    found = true;
+  }
+  EXPECT_TRUE(found) << name << " in the report:\n" << report;
+}
+
 // Runs the fixture (`program`: its name in the fixtures) for `regions`
 // regions and checks each of its 2 threads entered the constructs as
 // `expected` says, left each, and that a thread waited for the critical
@@ -69,22 +85,10 @@ OpenMpTrace expect_constructs(const std::string& program, int regions, const std
   const OpenMpTrace t = read_openmp(dir / "out");
   EXPECT_EQ(t.enters.size(), 2u) << "two threads met OpenMP constructs";
   // The report's OpenMP section: each parallel region called `regions`
-  // times by 2 threads ("Time%  Time  Calls  Avg  Threads ...").
-  const RunResult report = run({report_tool(), dir / "out"});
-  for (int line : {40, 52}) {
-    const std::string name = "!$omp parallel @openmp_workload.cc:" + std::to_string(line);
-    bool found = false;
-    for (const std::string& row : split_lines(report.out)) {
-      if (row.size() < name.size() || row.compare(row.size() - name.size(), name.size(), name) != 0) continue;
-      std::istringstream cells(row);
-      std::string share, time, unit, calls, avg, avg_unit, threads;
-      cells >> share >> time >> unit >> calls >> avg >> avg_unit >> threads;
-      EXPECT_EQ(calls, std::to_string(regions)) << row;
-      EXPECT_EQ(threads, "2") << row;
-      found = true;
-    }
-    EXPECT_TRUE(found) << name << " in the report:\n" << report.out;
-  }
+  // times by 2 threads.
+  const std::string report = run({report_tool(), dir / "out"}).out;
+  for (int line : {40, 52})
+    expect_report_row(report, "!$omp parallel @openmp_workload.cc:" + std::to_string(line), regions, 2);
   // The master forks and joins each of the 2 * regions teams of 2.
   EXPECT_EQ(t.forks, (std::map<uint64_t, int>{{t.enters.begin()->first, 2 * regions}}));
   EXPECT_EQ(t.joins, t.forks);
@@ -261,6 +265,13 @@ void expect_nested_teams_and_tasks(const std::string& program) {
   EXPECT_EQ(forks, (std::vector<int>{kRounds, 3 * kRounds}));
   EXPECT_EQ(t.joins, t.forks);
   EXPECT_EQ(t.requested, (std::map<uint32_t, int>{{2, 4 * kRounds}}));
+  // The report counts an inner region's calls by its forks, 2 a round.
+  const std::string report = run({report_tool(), dir / "out"}).out;
+  expect_report_row(report, outer, kRounds, 2);
+  expect_report_row(report, tasking, kRounds, 2);
+  int inner_threads = 0;  // libgomp starts new threads for nested teams; libomp keeps them
+  for (const auto& [location, named] : t.named) inner_threads += named.count(inner) ? 1 : 0;
+  expect_report_row(report, inner, 2 * kRounds, inner_threads);
 
   // Inner work is under its inner region; on the outer team's threads, under
   // the outer region too. Tasks' work is under the task where it ran (not

@@ -26,9 +26,16 @@ bool is_wait(const std::string& construct) {
 }  // namespace
 
 uint64_t OpenMpStats::ParallelRegion::calls() const {
+  if (forked != 0) return forked;
   uint64_t n = 0;
   for (const auto& [location, t] : threads) n = std::max(n, t.enters);
   return n;
+}
+
+uint64_t OpenMpStats::ParallelRegion::thread_average_ns() const {
+  uint64_t enters = 0;
+  for (const auto& [location, t] : threads) enters += t.enters;
+  return enters ? thread_ns() / enters : 0;
 }
 
 uint64_t OpenMpStats::ParallelRegion::total_ns() const {
@@ -59,12 +66,20 @@ uint64_t OpenMpStats::ParallelRegion::barrier_ns() const {
   return n;
 }
 
+void OpenMpStats::add(const otf2::ForkJoinEvent& e) {
+  if (e.paradigm == otf2::Paradigm::kOpenMp) forked_[e.location] = e.fork;
+}
+
 void OpenMpStats::add(const otf2::RegionEvent& e) {
   auto region = archive_.regions.find(e.region);
   if (region == archive_.regions.end() || region->second.paradigm != otf2::Paradigm::kOpenMp) return;
   std::vector<Open>& open = open_[e.location];
   if (e.enter) {
     open.push_back({e.region, e.timestamp});
+    // The forking thread enters the region it forked first.
+    bool& forked = forked_[e.location];
+    if (forked && is_parallel(construct_of(region->second.name))) ++parallel_[region->second.name].forked;
+    forked = false;
     return;
   }
   if (open.empty() || open.back().region != e.region) return;  // unmatched: ignored
@@ -98,8 +113,8 @@ void print_openmp_summary(std::ostream& out, const OpenMpStats& stats, size_t to
   if (stats.empty()) return;
   using A = Table::Align;
   if (!stats.parallel_regions().empty()) {
-    out << "\nOpenMP parallel regions (a region's time is its longest thread's; work: a thread's time in it\n"
-           "outside barriers and other waits)\n";
+    out << "\nOpenMP parallel regions (a region's time is its longest thread's; Avg: a thread's time in one\n"
+           "call; work: a thread's time in it outside barriers and other waits)\n";
     std::vector<std::pair<std::string, const OpenMpStats::ParallelRegion*>> rows;
     uint64_t all = 0;
     for (const auto& [name, r] : stats.parallel_regions()) {
@@ -118,7 +133,7 @@ void print_openmp_summary(std::ostream& out, const OpenMpStats& stats, size_t to
       std::snprintf(imbalance, sizeof imbalance, "%.2fx", r.imbalance());
       const uint64_t calls = r.calls();
       table.add_row({percent(r.total_ns(), all), time_text(r.total_ns()), std::to_string(calls),
-                     time_text(calls ? r.total_ns() / calls : 0), std::to_string(r.threads.size()), imbalance,
+                     time_text(r.thread_average_ns()), std::to_string(r.threads.size()), imbalance,
                      percent(r.barrier_ns(), r.thread_ns()), rows[i].first});
     }
     table.print(out);

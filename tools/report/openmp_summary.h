@@ -18,8 +18,9 @@ namespace hybridprof::report {
 class OpenMpStats {
  public:
   explicit OpenMpStats(const otf2::Archive& archive) : archive_(archive) {}
-  // Feed every region event, each location's in time order.
+  // Feed every region event and fork, each location's in time order.
   void add(const otf2::RegionEvent&);
+  void add(const otf2::ForkJoinEvent&);
 
   // One thread's share of one parallel region (all its instances).
   struct ThreadShare {
@@ -27,7 +28,12 @@ class OpenMpStats {
   };
   struct ParallelRegion {
     std::map<uint64_t, ThreadShare> threads;  // by location
-    uint64_t calls() const;                   // instances: the most any thread entered it
+    uint64_t forked = 0;                      // entered right after a fork: an instance each
+    // Instances: the forks of it (inner regions of nested parallelism are
+    // forked by several threads); without forks in the archive, the most
+    // any thread entered it.
+    uint64_t calls() const;
+    uint64_t thread_average_ns() const;       // a thread's mean time in one instance
     uint64_t total_ns() const;                // the longest thread's time in it
     double imbalance() const;                 // max / mean of the threads' work (time outside waits)
     uint64_t thread_ns() const;               // summed over its threads
@@ -48,6 +54,7 @@ class OpenMpStats {
   };
   const otf2::Archive& archive_;
   std::map<uint64_t, std::vector<Open>> open_;  // per location: OpenMP regions entered, not left
+  std::map<uint64_t, bool> forked_;             // per location: forked a team, its region not yet entered
   std::map<std::string, ParallelRegion> parallel_;
   std::map<std::string, Wait> waits_;
 };

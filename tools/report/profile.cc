@@ -91,7 +91,8 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
         counts.mpi->add(e);
         counts.openmp->add(e);
       },
-      [&](const otf2::MpiEvent& e) { counts.mpi->add(e); });
+      [&](const otf2::MpiEvent& e) { counts.mpi->add(e); },
+      [&](const otf2::ForkJoinEvent& e) { counts.openmp->add(e); });
   return counts;
 }
 

@@ -68,6 +68,24 @@ TEST(OpenMpSummary, WorkWaitsAndImbalancePerParallelRegion) {
   EXPECT_NE(text.find("!$omp critical (waiting) @a.c:14"), std::string::npos) << text;
 }
 
+// Nested parallelism: an inner region forked by each of 2 outer threads
+// is 2 calls, whatever the most any one thread entered it.
+TEST(OpenMpSummary, CallsAreTheForksOfARegion) {
+  const otf2::Archive a = openmp_archive();
+  OpenMpStats s(a);
+  for (uint64_t outer : {0, 1}) {
+    s.add(otf2::ForkJoinEvent{outer, 0, true, otf2::Paradigm::kOpenMp, 2});
+    region(s, outer, kParallel, 10, 50);  // forked: an instance
+    s.add(otf2::ForkJoinEvent{outer, 60, false, otf2::Paradigm::kOpenMp, 0});
+  }
+  region(s, 7, kParallel, 10, 30);  // the inner teams' other threads
+  region(s, 8, kParallel, 10, 30);
+  const OpenMpStats::ParallelRegion& r = s.parallel_regions().at("!$omp parallel @a.c:10");
+  EXPECT_EQ(r.calls(), 2u);
+  EXPECT_EQ(r.threads.size(), 4u);
+  EXPECT_EQ(r.thread_average_ns(), (40u + 40u + 20u + 20u) / 4);
+}
+
 TEST(OpenMpSummary, UnmatchedLeavesAndOtherParadigmsAreIgnored) {
   const otf2::Archive a = openmp_archive();
   OpenMpStats s(a);
