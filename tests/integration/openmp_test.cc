@@ -16,6 +16,14 @@
 namespace hybridprof::integration {
 namespace {
 
+// Source lines of the fixtures' constructs.
+namespace workload {  // openmp_workload.cc
+constexpr int kParallel = 35, kBarrier = 39, kCritical = 40, kSingle = 44, kParallelFor = 47;
+}
+namespace nested {  // openmp_nested_tasks.cc
+constexpr int kOuter = 25, kInner = 27, kTasking = 30, kTask = 35, kTaskwait = 38;
+}
+
 // Per thread, enters by construct (the region's name up to " @"), the
 // longest critical-section wait, and the teams forked and joined.
 struct OpenMpTrace {
@@ -87,7 +95,7 @@ OpenMpTrace expect_constructs(const std::string& program, int regions, const std
   // The report's OpenMP section: each parallel region called `regions`
   // times by 2 threads.
   const std::string report = run({report_tool(), dir / "out"}).out;
-  for (int line : {40, 52})
+  for (int line : {workload::kParallel, workload::kParallelFor})
     expect_report_row(report, "!$omp parallel @openmp_workload.cc:" + std::to_string(line), regions, 2);
   // The master forks and joins each of the 2 * regions teams of 2.
   EXPECT_EQ(t.forks, (std::map<uint64_t, int>{{t.enters.begin()->first, 2 * regions}}));
@@ -108,8 +116,8 @@ OpenMpTrace expect_constructs(const std::string& program, int regions, const std
 // as often as `lines` says; each parallel region (40, 52) once a region.
 void expect_lines(const OpenMpTrace& t, int regions, const std::map<std::pair<std::string, int>, int>& lines) {
   std::map<std::pair<std::string, int>, int> all = lines;
-  all[{"!$omp parallel", 40}] = regions;
-  all[{"!$omp parallel", 52}] = regions;
+  all[{"!$omp parallel", workload::kParallel}] = regions;
+  all[{"!$omp parallel", workload::kParallelFor}] = regions;
   for (const auto& [location, named] : t.named)
     for (const auto& [construct_line, count] : all) {
       const std::string name = construct_line.first + " @openmp_workload.cc:" + std::to_string(construct_line.second);
@@ -133,7 +141,9 @@ TEST(OpenMp, GompConstructsAreRegionsCountedPerThread) {
                                               {"!$omp critical (waiting)", kRegions},
                                               {"!$omp single", kRegions},
                                           });
-  expect_lines(t, kRegions, {{{"!$omp barrier", 44}, kRegions}, {{"!$omp critical", 45}, kRegions}, {{"!$omp single", 49}, kRegions}});
+  expect_lines(t, kRegions, {{{"!$omp barrier", workload::kBarrier}, kRegions},
+                             {{"!$omp critical", workload::kCritical}, kRegions},
+                             {{"!$omp single", workload::kSingle}, kRegions}});
 }
 
 #endif
@@ -154,7 +164,9 @@ TEST(OpenMp, OmptConstructsAreRegionsCountedPerThread) {
                                               {"!$omp critical (waiting)", kRegions},
                                               {"!$omp single", kRegions},
                                           });
-  expect_lines(t, kRegions, {{{"!$omp barrier", 44}, kRegions}, {{"!$omp critical", 45}, kRegions}, {{"!$omp single", 49}, kRegions}});
+  expect_lines(t, kRegions, {{{"!$omp barrier", workload::kBarrier}, kRegions},
+                             {{"!$omp critical", workload::kCritical}, kRegions},
+                             {{"!$omp single", workload::kSingle}, kRegions}});
 }
 
 #endif
@@ -249,13 +261,15 @@ void expect_nested_teams_and_tasks(const std::string& program) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const OpenMpTrace t = read_openmp(dir / "out");
   const std::string at = " @openmp_nested_tasks.cc:";
-  const std::string outer = "!$omp parallel" + at + "38", inner = "!$omp parallel" + at + "40",
-                    tasking = "!$omp parallel" + at + "43", task = "!$omp task" + at + "48";
+  const std::string outer = "!$omp parallel" + at + std::to_string(nested::kOuter),
+                    inner = "!$omp parallel" + at + std::to_string(nested::kInner),
+                    tasking = "!$omp parallel" + at + std::to_string(nested::kTasking),
+                    task = "!$omp task" + at + std::to_string(nested::kTask);
   EXPECT_EQ(t.total(outer), 2 * kRounds);
   EXPECT_EQ(t.total(inner), 4 * kRounds) << "each outer thread's inner team of 2";
   EXPECT_EQ(t.total(tasking), 2 * kRounds);
   EXPECT_EQ(t.total(task), 8 * kRounds) << "every task, where it ran";
-  EXPECT_EQ(t.total("!$omp taskwait" + at + "51"), kRounds);
+  EXPECT_EQ(t.total("!$omp taskwait" + at + std::to_string(nested::kTaskwait)), kRounds);
   for (const auto& [location, enters] : t.enters) EXPECT_EQ(t.leaves.at(location), enters) << "thread " << location;
   // Forks on the thread that met the region: the initial thread 3 a round
   // (outer, its inner, tasking), the outer team's other thread 1 (its inner).
