@@ -115,11 +115,10 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   thread_ = t;
   drain_ = &host->drain();
   BusyScope busy(t);
-  if (!t->traced.caller_stacks) t->traced.caller_stacks = std::make_unique<CallerStackCache>(host->config().max_depth);
-  uint32_t flags = 0;
-  stack_depth_ = t->traced.caller_stacks->capture(t->unwind_scratch, &flags, &stack_, /*copy_remembered=*/false);
-  // A stack the drain has already seen goes by its reference alone.
-  if (stack_.generation != 0 && !stack_.stored) stack_depth_ = 0;
+  const CallerStack stack = capture_caller_stack(*t, host->config().max_depth);
+  stack_ = stack.ref;
+  stack_depth_ = stack.depth;
+  uint32_t flags = stack.flags;
   // A blocking collective's begin is at the enter's time: the enter carries it.
   if (begins_collective && g_mpi_event_base != kNoEventSet)
     flags |= kRegionCarriesEmptyEvent | event_kind(MpiEventKind::kCollectiveBegin) << kEmptyEventKindShift;

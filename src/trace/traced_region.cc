@@ -34,15 +34,12 @@ EnteredRegion enter_region(TracingHost& host, uint32_t region) {
   r.region = region;
   Drain& drain = host.drain();
   BusyScope busy(t);
-  if (!t->traced.caller_stacks) t->traced.caller_stacks = std::make_unique<CallerStackCache>(host.config().max_depth);
-  uint32_t flags = 0;
-  uint32_t depth = t->traced.caller_stacks->capture(t->unwind_scratch, &flags, &r.stack, /*copy_remembered=*/false);
-  // A stack the drain has already seen goes by its reference alone.
-  if (r.stack.generation != 0 && !r.stack.stored) depth = 0;
+  const CallerStack stack = capture_caller_stack(*t, host.config().max_depth);
+  r.stack = stack.ref;
   const uint64_t now = trace_clock_now();
-  const RegionBody body{region, flags | kRegionEnclosesCode, {}};
+  const RegionBody body{region, stack.flags | kRegionEnclosesCode, {}};
   r.entered = drain.write_or_flush(
-      *t, [&] { return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, depth); });
+      *t, [&] { return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, stack.depth); });
   if (!r.entered) t->traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
   return r;
 }

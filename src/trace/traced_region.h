@@ -15,21 +15,40 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "trace/event_payload.h"
+#include "trace/thread_state.h"
 #include "unwind/caller_stack_cache.h"
 
 namespace hybridprof {
 
 class Drain;
 class TracingHost;
-struct ThreadState;
 
 // Before an adapter's first traced record: how traced records are timed
 // (common/trace_clock.h), decided once per address space for every
 // adapter. Returns what was decided, for a notice.
 const std::string& prepare_trace_clock(TracingHost& host);
+
+// The calling thread's caller stack for a traced enter, under its busy
+// guard: the remembered stack it is (`ref`), the unwinder's flags, and how
+// many of its return addresses (in t.unwind_scratch, until the guard is
+// released) the enter record must carry: 0 when the drain has seen the
+// stack already. Inlined, so the stack begins at the producer's caller.
+struct CallerStack {
+  CallerStackCache::Ref ref;
+  uint32_t flags = 0;
+  uint32_t depth = 0;
+};
+__attribute__((always_inline)) inline CallerStack capture_caller_stack(ThreadState& t, uint32_t max_depth) {
+  if (!t.traced.caller_stacks) t.traced.caller_stacks = std::make_unique<CallerStackCache>(max_depth);
+  CallerStack s;
+  s.depth = t.traced.caller_stacks->capture(t.unwind_scratch, &s.flags, &s.ref, /*copy_remembered=*/false);
+  if (s.ref.generation != 0 && !s.ref.stored) s.depth = 0;
+  return s;
+}
 
 struct EnteredRegion {
   ThreadState* thread = nullptr;  // null: nothing was entered (untraced thread)
