@@ -47,10 +47,7 @@ for i in $(seq "$runs"); do
   for b in "${benches[@]}"; do
     run "$b.plain" "$bin/$b" "$inner"
     for v in traced:1 profiled:1000; do
-      "$bin/hybridprof" -F "${v#*:}" -o "$work/$b.$i" -- "$bin/$b" "$inner" >"$work/out" 2>"$work/err" ||
-        { cat "$work/err" >&2; exit 1; }
-      grep '^threads=' "$work/out" | tr ' ' '\n' >"$work/figures"
-      for c in "${constructs[@]}"; do sed -n "s/^${c}_ns=//p" "$work/figures" >>"$work/$b.${v%%:*}.$c"; done
+      run "$b.${v%%:*}" "$bin/hybridprof" -F "${v#*:}" -o "$work/$b.$i" -- "$bin/$b" "$inner"
       "$bin/hybridprof-report" "$work/$b.$i" >"$work/report" 2>/dev/null || true
       awk '/traced events lost/ {n += $3} END {print n + 0}' "$work/report" >>"$work/lost"
       rm -rf "$work/$b.$i"
