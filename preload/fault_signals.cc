@@ -62,20 +62,29 @@ bool is_fault_signal(int signal) {
 
 // SIGNAL PATH. Plain loads are safe to fault only while the kernel calls
 // on_fault_signal for both signals (a program may have replaced it with a
-// raw system call, or a crash restored the default) and the interrupted
-// code did not block them (a blocked fault signal kills at once). Two
+// raw system call, or a crash restored the default) and the reading code
+// does not block them (a blocked fault signal kills at once). Two
 // rt_sigaction queries: a fraction of what one process_vm_readv costs.
-bool fault_tolerant_reads_usable(const void* ucontext) {
-  if (!g_installed.load(std::memory_order_acquire) || ucontext == nullptr) return false;
-  const sigset_t& interrupted = static_cast<const ucontext_t*>(ucontext)->uc_sigmask;
+static bool fault_tolerant_reads_usable_with(const sigset_t& mask) {
+  if (!g_installed.load(std::memory_order_acquire)) return false;
   for (int signal : kFaultSignals) {
-    if (sigismember(&interrupted, signal)) return false;
+    if (sigismember(&mask, signal)) return false;
     struct sigaction now;
     if (real().sigaction(signal, nullptr, &now) != 0 || !(now.sa_flags & SA_SIGINFO) ||
         now.sa_sigaction != on_fault_signal)
       return false;
   }
   return true;
+}
+
+bool fault_tolerant_reads_usable(const void* ucontext) {
+  return ucontext != nullptr && fault_tolerant_reads_usable_with(static_cast<const ucontext_t*>(ucontext)->uc_sigmask);
+}
+
+// The thread's mask is asked for: a third system call.
+bool fault_tolerant_reads_usable_here(const void*) {
+  sigset_t now;
+  return real().pthread_sigmask(SIG_BLOCK, nullptr, &now) == 0 && fault_tolerant_reads_usable_with(now);
 }
 
 }  // namespace hybridprof::preload

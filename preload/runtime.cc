@@ -17,6 +17,7 @@
 #include "common/launcher_rank.h"
 #include "common/trace_clock.h"
 #include "preload/real_functions.h"
+#include "sigsafe/fault_tolerant_copy.h"
 #include "sigsafe/safe_read.h"
 #include "trace/event_source.h"
 #include "trace/tracing_host.h"
@@ -107,6 +108,8 @@ void at_exit() { finish_process(raw::EndReason::kExit, -1); }
 
 // The runtime as the adapters' host (trace/tracing_host.h).
 class RuntimeHost final : public TracingHost {
+  static constexpr uint64_t kPythonLookupIntervalNs = 10'000'000;
+
  public:
   explicit RuntimeHost(Runtime& rt) : rt_(rt) {}
   bool tracing() const override { return sampling_enabled(); }
@@ -118,6 +121,21 @@ class RuntimeHost final : public TracingHost {
   const RuntimeConfig& config() const override { return rt_.config; }
   std::string raw_dir() const override { return rt_.raw_dir; }
   void say(const std::string& line) override { preload::say(line); }
+  uint32_t read_python_frames(ThreadState& t, uint32_t* flags) override {
+    if (!rt_.python.enabled()) return 0;
+    if (t.sampled.python_thread_state == 0) {
+      // Not seen running Python yet (an OpenMP worker may never be): its
+      // lookup walks the interpreter's thread list, a few system calls,
+      // so it is tried again only after a while, not at every construct.
+      const uint64_t now = monotonic_ns();
+      if (now < t.traced.python_lookup_after_ns) return 0;
+      t.traced.python_lookup_after_ns = now + kPythonLookupIntervalNs;
+    }
+    // Plain copies where a fault is survived, as in the handler (checked
+    // at the first read: a thread running no Python pays nothing).
+    FaultTolerantReads reads(fault_tolerant_reads_usable_here, nullptr);
+    return preload::read_python_frames(rt_, t, flags);
+  }
   void finish_process(raw::EndReason reason, int64_t status) override { preload::finish_process(reason, status); }
   // on_exit (glibc): like atexit, but it is told the exit status; the hook
   // runs once, whichever of exit and _exit comes first.

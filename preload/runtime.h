@@ -72,6 +72,11 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext);
 // What the sample handler runs with blocked: every signal but the ones a
 // fault raises (a fault under a blocked signal kills without a word).
 sigset_t sample_handler_mask();
+// SIGNAL PATH (and the producers'), under t's busy guard on its own
+// thread: its Python frames into t.sampled.python_scratch (python_stack.h),
+// how many; 0 when the program is no CPython we read or the thread runs no
+// Python. Sets kSamplePythonIncomplete in *flags for a chain cut short.
+uint32_t read_python_frames(Runtime& rt, ThreadState& t, uint32_t* flags);
 // Records the samples deferred while the thread was busy (ThreadState's
 // record_deferred): the thread itself, outside handlers.
 void record_deferred_samples(ThreadState& t);
@@ -88,6 +93,9 @@ bool is_fault_signal(int signal);
 // SIGNAL PATH: may a sample handler interrupting `ucontext` arm
 // FaultTolerantReads?
 bool fault_tolerant_reads_usable(const void* ucontext);
+// The same for the calling thread outside handlers (a traced call reading
+// its Python frames); its argument is unused.
+bool fault_tolerant_reads_usable_here(const void*);
 
 // What the program asked for the signals the runtime handles
 // (interpose_signal.cc). The handlers forward to it.

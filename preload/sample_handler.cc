@@ -29,20 +29,6 @@ bool looks_like_sample(const siginfo_t* info) {
          (info->si_code == SI_TIMER && info->si_value.sival_int == sampling::kTimerCookie);
 }
 
-// SIGNAL PATH (and the deferred path). This thread's Python frames, if the
-// program is CPython and the thread runs Python (read from the
-// interpreter's memory, see python_stack.h), into t.sampled.python_scratch.
-uint32_t read_python_frames(Runtime& rt, ThreadState& t, uint32_t* flags) {
-  if (!rt.python.enabled() || !t.sampled.python_window) return 0;
-  bool complete = true;
-  // pthread_self() reads the thread pointer: safe here; CPython keys its
-  // thread states by the same value.
-  const uint32_t n = rt.python.read(uint64_t(pthread_self()), &t.sampled.python_thread_state, t.sampled.python_window.get(),
-                                    t.sampled.python_scratch, kPythonScratchFrames, &complete);
-  if (!complete) *flags |= kSamplePythonIncomplete;
-  return n;
-}
-
 // SIGNAL PATH (and the deferred path), under the busy guard. Writes a
 // sample of `weight` periods: the native stack in t.unwind_scratch[0..depth)
 // and the Python frames in t.sampled.python_scratch[0..python_depth).
@@ -116,6 +102,18 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
 }
 
 }  // namespace
+
+// SIGNAL PATH (and the deferred and traced paths), under the busy guard.
+uint32_t read_python_frames(Runtime& rt, ThreadState& t, uint32_t* flags) {
+  if (!rt.python.enabled() || !t.sampled.python_window) return 0;
+  bool complete = true;
+  // pthread_self() reads the thread pointer: safe here; CPython keys its
+  // thread states by the same value.
+  const uint32_t n = rt.python.read(uint64_t(pthread_self()), &t.sampled.python_thread_state, t.sampled.python_window.get(),
+                                    t.sampled.python_scratch, kPythonScratchFrames, &complete);
+  if (!complete) *flags |= kSamplePythonIncomplete;
+  return n;
+}
 
 // Not a signal handler: the thread itself, where its outermost busy section
 // ended (ThreadState::record_deferred). The samples that landed in it are

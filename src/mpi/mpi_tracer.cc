@@ -115,18 +115,20 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   thread_ = t;
   drain_ = &host->drain();
   BusyScope busy(t);
-  const CallerStack stack = capture_caller_stack(*t, host->config().max_depth);
+  const CallerStack stack = capture_caller_stack(*host, *t);
   stack_ = stack.ref;
   stack_depth_ = stack.depth;
+  python_depth_ = stack.python_depth;
   uint32_t flags = stack.flags;
   // A blocking collective's begin is at the enter's time: the enter carries it.
   if (begins_collective && g_mpi_event_base != kNoEventSet)
     flags |= kRegionCarriesEmptyEvent | event_kind(MpiEventKind::kCollectiveBegin) << kEmptyEventKindShift;
   enter_flags_ = flags;
   enter_ns_ = trace_clock_now();
-  // Addresses wait in the unwind scratch, which a sample may reuse once the
-  // busy guard is gone: a new stack's enter cannot wait for begin().
-  if (stack_depth_ != 0) write_enter(nullptr);
+  // Addresses and Python frames wait in the thread's scratch, which a
+  // sample may reuse once the busy guard is gone: a new stack's enter
+  // cannot wait for begin().
+  if (stack_depth_ != 0 || python_depth_ != 0) write_enter(nullptr);
 }
 
 RegionBody MpiCall::body(uint32_t flags, const HeldEvent* carried) const {
@@ -154,7 +156,7 @@ void MpiCall::write_enter(const HeldEvent* carried) {
   // wrappers' common path.)
   if (!drain_->write_or_flush(t, [&]() __attribute__((always_inline)) {
         return t.traced.calls.enter(t.ring, enter_ns_, body(enter_flags_, carried), stack_, t.unwind_scratch,
-                                    stack_depth_);
+                                    stack_depth_, t.sampled.python_scratch, python_depth_);
       })) {
     // A record larger than the ring: the hooks still run (some talk to the
     // other ranks, which expect it); only this call's region (and the event

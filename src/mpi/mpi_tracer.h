@@ -87,6 +87,7 @@ class MpiCall {
   MpiFunction function_;
   uint32_t enter_flags_ = 0;
   uint32_t stack_depth_ = 0;  // addresses in the thread's unwind scratch for the enter
+  uint32_t python_depth_ = 0;  // Python frames in the thread's Python scratch for the enter
   CallerStackCache::Ref stack_;
   uint64_t enter_ns_ = 0;
   uint64_t end_ns_ = 0;

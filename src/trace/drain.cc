@@ -345,48 +345,40 @@ uint32_t Drain::insert_regions_locked(EnclosingRegions& e, uint32_t frame, uint3
   return node;
 }
 
-uint32_t Drain::intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
-                                    uint64_t timestamp_ns, uint32_t* innermost_region, EnclosingRegions* enclosing) {
+uint32_t Drain::intern_stack_locked(uint32_t node, const StackView& s, uint32_t* flags, uint32_t* innermost_region,
+                                    EnclosingRegions* enclosing) {
   ModuleInfo module;
-  if (innermost_region) *innermost_region = kNoRegion;
   bool have_module = false;
-  for (uint32_t i = depth; i-- > 0;) {
+  if (innermost_region) *innermost_region = kNoRegion;
+  const auto native = [&](uint32_t i) {
     if (enclosing) node = insert_regions_locked(*enclosing, i + 1, node);
     // Return addresses point after the call: step back into it so the
     // call's own line is what gets symbolized.
-    const uint64_t address = (i == 0 && !all_return_addresses) ? ips[0] : ips[i] - 1;
-    node = intern_native_locked(node, address, timestamp_ns, &module, &have_module, innermost_region);
+    const uint64_t address = (i == 0 && !s.all_return_addresses) ? s.ips[0] : s.ips[i] - 1;
+    node = intern_native_locked(node, address, s.timestamp_ns, &module, &have_module, innermost_region);
+  };
+  if (s.python_depth == 0) {
+    for (uint32_t i = s.depth; i-- > 0;) native(i);
+  } else {
+    if (!merge_stacks(s.ips, s.depth, s.python, s.python_depth, options_.python.eval_start, options_.python.eval_end,
+                      &merged_))
+      *flags |= kSamplePythonIncomplete;
+    for (size_t k = merged_.size(); k-- > 0;) {
+      const MergedFrame& m = merged_[k];
+      if (!m.python) {
+        native(m.index);
+        continue;
+      }
+      const python::PythonFrame& f = s.python[m.index];
+      const uint32_t code = python_codes_ ? python_codes_->id_for(f, &new_codes_) : 0;
+      const uint64_t offset = (uint64_t{code} << 32) | uint32_t(f.byte_offset < 0 ? 0 : f.byte_offset + 1);
+      node = cct_.child(node, raw::kPythonModule, offset, &new_nodes_);
+      if (innermost_region) *innermost_region = kNoRegion;
+    }
   }
   if (enclosing) node = insert_regions_locked(*enclosing, 0, node);
   return node;
 }
-
-uint32_t Drain::intern_mixed_locked(const DrainedThread& d, const MixedSampleRecord& s, uint32_t* flags) {
-  const uint64_t* ips = s.ips();
-  const auto* frames = reinterpret_cast<const python::PythonFrame*>(s.python_frames());
-  if (!merge_stacks(ips, s.header.aux, frames, s.python_depth, options_.python.eval_start, options_.python.eval_end,
-                    &merged_))
-    *flags |= kSamplePythonIncomplete;
-  EnclosingRegions enclosing = enclosing_regions(d, ips, s.header.aux, *flags);
-  uint32_t node = root_for(*flags);
-  ModuleInfo module;
-  bool have_module = false;
-  for (size_t k = merged_.size(); k-- > 0;) {
-    const MergedFrame& m = merged_[k];
-    if (!m.python) {
-      node = insert_regions_locked(enclosing, m.index + 1, node);
-      const uint64_t address = m.index == 0 ? ips[0] : ips[m.index] - 1;
-      node = intern_native_locked(node, address, s.timestamp_ns, &module, &have_module, nullptr);
-      continue;
-    }
-    const python::PythonFrame& f = frames[m.index];
-    const uint32_t code = python_codes_ ? python_codes_->id_for(f, &new_codes_) : 0;
-    const uint64_t offset = (uint64_t{code} << 32) | uint32_t(f.byte_offset < 0 ? 0 : f.byte_offset + 1);
-    node = cct_.child(node, raw::kPythonModule, offset, &new_nodes_);
-  }
-  return insert_regions_locked(enclosing, 0, node);
-}
-
 
 uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
   const uint32_t depth = r.header.aux;
@@ -407,7 +399,14 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint
   }
   uint32_t innermost = kNoRegion;
   EnclosingRegions enclosing = enclosing_regions(t.drained, r.ips(), depth, r.flags);
-  const uint32_t node = intern_stack_locked(root_for(r.flags), r.ips(), depth, true, timestamp_ns, &innermost, &enclosing);
+  StackView stack{r.ips(), depth, true, timestamp_ns};
+  if (r.flags & kRegionPythonFrames) {
+    const RegionPythonFrames* python = region_python_frames(r);
+    stack.python = python->frames();
+    stack.python_depth = python->depth;
+  }
+  uint32_t flags = r.flags;
+  const uint32_t node = intern_stack_locked(root_for(flags), stack, &flags, &innermost, &enclosing);
   if (remembered) {
     DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot];
     known.generation = r.stack_generation;
@@ -418,28 +417,36 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint
   return with_region(node, innermost);
 }
 
+void Drain::append_new_definitions_locked() {
+  for (const auto& c : new_codes_) writer_.append(c);
+  for (const auto& n : new_nodes_) writer_.append(n);
+}
+
 void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
   new_nodes_.clear();
+  new_codes_.clear();
   switch (static_cast<RecordType>(h.type)) {
     case RecordType::kSample: {
       write_unwritten_call_locked(t);
       const auto& s = reinterpret_cast<const SampleRecord&>(h);
       EnclosingRegions enclosing = enclosing_regions(t.drained, s.ips(), h.aux, s.flags);
-      const uint32_t node = in_kernel_leaf_locked(
-          s.flags, intern_stack_locked(root_for(s.flags), s.ips(), h.aux, false, s.timestamp_ns, nullptr, &enclosing));
-      for (const auto& n : new_nodes_) writer_.append(n);
-      writer_.append(raw::Sample{t.index, s.timestamp_ns, node, s.flags, s.weight ? s.weight : 1});
+      uint32_t flags = s.flags;
+      const uint32_t stack =
+          intern_stack_locked(root_for(flags), StackView{s.ips(), h.aux, false, s.timestamp_ns}, &flags, nullptr, &enclosing);
+      const uint32_t node = in_kernel_leaf_locked(flags, stack);
+      append_new_definitions_locked();
+      writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;
     }
     case RecordType::kMixedSample: {
       write_unwritten_call_locked(t);
       const auto& s = reinterpret_cast<const MixedSampleRecord&>(h);
+      EnclosingRegions enclosing = enclosing_regions(t.drained, s.ips(), h.aux, s.flags);
       uint32_t flags = s.flags;
-      new_codes_.clear();
-      const uint32_t stack = intern_mixed_locked(t.drained, s, &flags);
-      const uint32_t node = in_kernel_leaf_locked(flags, stack);
-      for (const auto& c : new_codes_) writer_.append(c);
-      for (const auto& n : new_nodes_) writer_.append(n);
+      const StackView view{s.ips(), h.aux, false, s.timestamp_ns,
+                           reinterpret_cast<const python::PythonFrame*>(s.python_frames()), s.python_depth};
+      const uint32_t node = in_kernel_leaf_locked(flags, intern_stack_locked(root_for(flags), view, &flags, nullptr, &enclosing));
+      append_new_definitions_locked();
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;
     }
@@ -462,7 +469,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       const uint64_t begin = clock_.to_ns(f.begin), end = std::max(begin, clock_.to_ns(f.end));
       const uint32_t parent = t.drained.open_regions.empty() ? raw::kRootComplete : t.drained.open_regions.back().node;
       const uint32_t node = cct_.child(parent, raw::kTracedRegionModule, ring_flush_region(), &new_nodes_);
-      for (const auto& n : new_nodes_) writer_.append(n);
+      append_new_definitions_locked();
       writer_.append(raw::Enter{{t.index, begin, ring_flush_region(), node}});
       writer_.append(raw::Leave{{t.index, end, ring_flush_region(), node}});
       t.drained.ring_flushes += 1;
@@ -509,7 +516,7 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   const uint64_t ns = clock_.to_ns(r.timestamp);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint32_t node = enter_context_locked(t, r, ns);
-  for (const auto& n : new_nodes_) writer_.append(n);
+  append_new_definitions_locked();
   call.shape = raw::CallShape{};
   call.shape.region = r.region;
   call.shape.node = node;

@@ -163,6 +163,9 @@ class Drain {
     }
     return true;
   }
+  // The CCT nodes and Python codes the record being converted defined,
+  // into the stream before the record that names them.
+  void append_new_definitions_locked();
   // One ring record into the stream; RepeatRecords do not come here
   // (drain_rings_locked takes them first: they are most of an MPI rank's).
   void convert_locked(ThreadState& t, const RecordHeader& h);
@@ -184,9 +187,8 @@ class Drain {
   void convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload);
   // Event sets registered since the stream last defined them (event_sets.h).
   void define_new_event_sets_locked();
-  // Interns a stack (innermost first) under `node`; `all_return_addresses`
-  // when ips[0] is a return address too (not an interrupted instruction).
-  // *innermost_region: the traced region of the innermost frame kept, or kNoRegion.
+  // Interning a stack (intern_stack_locked): *innermost_region is the
+  // traced region of the innermost frame kept, or kNoRegion.
   static constexpr uint32_t kNoRegion = 0xffffffffu;
   // `node`, or its [kernel] child for a sample taken in kernel mode.
   uint32_t in_kernel_leaf_locked(uint32_t flags, uint32_t node);
@@ -209,8 +211,21 @@ class Drain {
   // Adds to `node` the regions of `e` not inserted yet that come after
   // frame `frame` or further out.
   uint32_t insert_regions_locked(EnclosingRegions& e, uint32_t frame, uint32_t node);
-  uint32_t intern_stack_locked(uint32_t node, const uint64_t* ips, uint32_t depth, bool all_return_addresses,
-                               uint64_t timestamp_ns, uint32_t* innermost_region, EnclosingRegions* enclosing);
+  // A stack to intern: native addresses, innermost first (ips[0] the
+  // interrupted instruction unless all_return_addresses), and on a thread
+  // running Python its Python frames, merged in (stack_merge.h).
+  struct StackView {
+    const uint64_t* ips = nullptr;
+    uint32_t depth = 0;
+    bool all_return_addresses = false;
+    uint64_t timestamp_ns = 0;  // when it was taken (which modules were loaded)
+    const python::PythonFrame* python = nullptr;
+    uint32_t python_depth = 0;
+  };
+  // Sets kSamplePythonIncomplete in *flags when the Python frames did not
+  // merge whole.
+  uint32_t intern_stack_locked(uint32_t node, const StackView& s, uint32_t* flags, uint32_t* innermost_region,
+                               EnclosingRegions* enclosing);
   // An enter's return addresses from the program's frame that entered the
   // region outwards (DrainedThread::OpenRegion::frames).
   void entering_frames(const uint64_t* ips, uint32_t depth, uint32_t flags, std::vector<uint64_t>* frames) const;
@@ -218,8 +233,6 @@ class Drain {
   // One native frame under `node` (the loop step of intern_stack_locked).
   uint32_t intern_native_locked(uint32_t node, uint64_t address, uint64_t timestamp_ns, ModuleInfo* module,
                                 bool* have_module, uint32_t* innermost_region);
-  // A sample with Python frames: merged (stack_merge.h), then interned.
-  uint32_t intern_mixed_locked(const DrainedThread& d, const MixedSampleRecord& s, uint32_t* flags);
   const TracedCode* traced_code_at(uint64_t address) const;
   void end_thread_locked(ThreadState* t);
   void finish_locked(const raw::ProcessEnd& end);

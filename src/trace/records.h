@@ -127,6 +127,12 @@ enum RegionFlags : uint32_t {
   // get the region in their calling context at that frame. (A traced call's
   // samples find its region by its wrapper's frame: Drain::TracedCode.)
   kRegionEnclosesCode = 1u << 18,
+  // An enter made on a thread running Python: the Python frames of its
+  // caller follow the record (region_python_frames), after the carried
+  // event, so the region hangs under the Python code that reached it as a
+  // sample there would. Such a stack is never remembered (one native stack
+  // runs many Python stacks): generation 0, the native IPs in full.
+  kRegionPythonFrames = 1u << 19,
 };
 inline constexpr uint32_t kEmptyEventKindShift = 8;
 inline constexpr uint32_t kCarriedEventKindShift = 24;
@@ -141,6 +147,27 @@ inline const EventPayload* carried_event(const RegionRecord& r) {
   return reinterpret_cast<const EventPayload*>(r.ips() + r.header.aux);
 }
 inline EventPayload* carried_event(RegionRecord& r) { return reinterpret_cast<EventPayload*>(r.ips() + r.header.aux); }
+
+// An enter's Python frames (kRegionPythonFrames): their count, then the
+// frames (python::PythonFrame, innermost first, as a mixed sample's).
+struct RegionPythonFrames {
+  uint32_t depth;
+  uint32_t reserved;
+  const python::PythonFrame* frames() const { return reinterpret_cast<const python::PythonFrame*>(this + 1); }
+  python::PythonFrame* frames() { return reinterpret_cast<python::PythonFrame*>(this + 1); }
+};
+static_assert(sizeof(RegionPythonFrames) == 8);
+inline RegionPythonFrames* region_python_frames(RegionRecord& r) {
+  return reinterpret_cast<RegionPythonFrames*>(reinterpret_cast<unsigned char*>(r.ips() + r.header.aux) +
+                                               ((r.flags & kRegionCarriesEvent) ? sizeof(EventPayload) : 0));
+}
+inline const RegionPythonFrames* region_python_frames(const RegionRecord& r) {
+  return region_python_frames(const_cast<RegionRecord&>(r));
+}
+inline constexpr uint32_t region_python_frames_bytes(uint32_t python_depth) {
+  return python_depth == 0 ? 0u
+                           : static_cast<uint32_t>(sizeof(RegionPythonFrames) + sizeof(python::PythonFrame) * python_depth);
+}
 
 // A region's enter or leave that says exactly what the last one written in
 // full from the same remembered caller stack said (region, flags, carried

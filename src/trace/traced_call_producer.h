@@ -1,5 +1,5 @@
-// TracedCallProducer: what traced-event producers (the MPI wrappers, and
-// the OpenMP and CUDA callbacks to come) keep per thread. Used only on the
+// TracedCallProducer: what traced-event producers (the MPI wrappers, the
+// OpenMP and CUDA callbacks) keep per thread. Used only on the
 // thread itself, outside signal handlers, under the reentrancy guard's
 // kRuntime section.
 #pragma once
@@ -16,6 +16,13 @@ namespace hybridprof {
 struct TracedCallProducer {
   // The stacks of the thread's recent traced calls. Made at the first one.
   std::unique_ptr<CallerStackCache> caller_stacks;
+  // The same for calls made with Python frames above them, whose records
+  // carry the whole stack (kRegionPythonFrames): it only spares the
+  // unwind, its entries are never named to the drain. Made at the first.
+  std::unique_ptr<CallerStackCache> python_caller_stacks;
+  // A thread not yet seen running Python is looked up in the interpreter's
+  // thread list again from this time on (monotonic ns), not at every call.
+  uint64_t python_lookup_after_ns = 0;
   TracedCallWriter calls;  // ... and how they write enters and leaves
   // Events lost: the ring was full and could not be written out (the
   // record larger than the ring, or the drain stopped). Read by the drain.

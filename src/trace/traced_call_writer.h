@@ -37,24 +37,35 @@ class TracedCallWriter {
   // The enter of `body.region` at `timestamp` (a trace clock reading), made
   // from caller stack `stack`; its return addresses ips[0..depth) go into
   // the record when the drain has not seen the stack (depth 0: it has).
+  // A caller running Python adds its Python frames python[0..python_depth)
+  // (its stack is then not remembered: kRegionPythonFrames).
   // False when the ring had no room (nothing written). Enter and leave are
   // forced inline: they are the traced-call path, and a wrapper's rare
   // full-ring retry (Drain::write_or_flush) makes a second use of them.
   __attribute__((always_inline)) bool enter(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack,
-             const uint64_t* ips, uint32_t depth) {
+             const uint64_t* ips, uint32_t depth, const python::PythonFrame* python = nullptr,
+             uint32_t python_depth = 0) {
     const bool has_site = remembered(stack);
     if (has_site && depth == 0) {
       const Site& s = sites_[stack.slot];
       if (s.generation == stack.generation && s.enter == body)
         return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot);
     }
-    const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(EventPayload) : 0));
+    const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(EventPayload) : 0) +
+                                    region_python_frames_bytes(python_depth));
     auto* r = reinterpret_cast<RegionRecord*>(
         ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionEnter), static_cast<uint16_t>(depth)));
     if (r == nullptr) return false;
     fill(*r, timestamp, body, stack);
     if (depth != 0) std::memcpy(r->ips(), ips, 8u * depth);  // ips may be null then
     if (body.carries()) *carried_event(*r) = body.event;
+    if (python_depth != 0) {
+      r->flags |= kRegionPythonFrames;
+      RegionPythonFrames* p = region_python_frames(*r);
+      p->depth = python_depth;
+      p->reserved = 0;
+      std::memcpy(static_cast<void*>(p->frames()), python, sizeof(python::PythonFrame) * python_depth);
+    }
     ring.commit_exclusive();
     if (has_site) sites_[stack.slot] = Site{stack.generation, false, body, {}};
     return true;

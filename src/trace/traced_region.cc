@@ -34,12 +34,14 @@ EnteredRegion enter_region(TracingHost& host, uint32_t region) {
   r.region = region;
   Drain& drain = host.drain();
   BusyScope busy(t);
-  const CallerStack stack = capture_caller_stack(*t, host.config().max_depth);
+  const CallerStack stack = capture_caller_stack(host, *t);
   r.stack = stack.ref;
   const uint64_t now = trace_clock_now();
   const RegionBody body{region, stack.flags | kRegionEnclosesCode, {}};
-  r.entered = drain.write_or_flush(
-      *t, [&] { return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, stack.depth); });
+  r.entered = drain.write_or_flush(*t, [&] {
+    return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, stack.depth,
+                                 t->sampled.python_scratch, stack.python_depth);
+  });
   if (!r.entered) t->traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
   return r;
 }

@@ -20,12 +20,12 @@
 
 #include "trace/event_payload.h"
 #include "trace/thread_state.h"
+#include "trace/tracing_host.h"
 #include "unwind/caller_stack_cache.h"
 
 namespace hybridprof {
 
 class Drain;
-class TracingHost;
 
 // Before an adapter's first traced record: how traced records are timed
 // (common/trace_clock.h), decided once per address space for every
@@ -33,18 +33,29 @@ class TracingHost;
 const std::string& prepare_trace_clock(TracingHost& host);
 
 // The calling thread's caller stack for a traced enter, under its busy
-// guard: the remembered stack it is (`ref`), the unwinder's flags, and how
+// guard: the remembered stack it is (`ref`), the unwinder's flags, how
 // many of its return addresses (in t.unwind_scratch, until the guard is
-// released) the enter record must carry: 0 when the drain has seen the
-// stack already. Inlined, so the stack begins at the producer's caller.
+// released) the enter record must carry (0 when the drain has seen the
+// stack already) and, on a thread running Python, how many Python frames
+// (in t.sampled.python_scratch, as long): then the stack is not
+// remembered, since one native stack runs many Python ones. Inlined, so
+// the stack begins at the producer's caller.
 struct CallerStack {
   CallerStackCache::Ref ref;
   uint32_t flags = 0;
   uint32_t depth = 0;
+  uint32_t python_depth = 0;
 };
-__attribute__((always_inline)) inline CallerStack capture_caller_stack(ThreadState& t, uint32_t max_depth) {
-  if (!t.traced.caller_stacks) t.traced.caller_stacks = std::make_unique<CallerStackCache>(max_depth);
+__attribute__((always_inline)) inline CallerStack capture_caller_stack(TracingHost& host, ThreadState& t) {
   CallerStack s;
+  const uint32_t max_depth = host.config().max_depth;
+  s.python_depth = host.read_python_frames(t, &s.flags);
+  if (s.python_depth != 0) {
+    if (!t.traced.python_caller_stacks) t.traced.python_caller_stacks = std::make_unique<CallerStackCache>(max_depth);
+    s.depth = t.traced.python_caller_stacks->capture(t.unwind_scratch, &s.flags);
+    return s;
+  }
+  if (!t.traced.caller_stacks) t.traced.caller_stacks = std::make_unique<CallerStackCache>(max_depth);
   s.depth = t.traced.caller_stacks->capture(t.unwind_scratch, &s.flags, &s.ref, /*copy_remembered=*/false);
   if (s.ref.generation != 0 && !s.ref.stored) s.depth = 0;
   return s;

@@ -36,6 +36,15 @@ class TracingHost {
   // The process ends now: every source's last records, the stream closed
   // (once; later calls do nothing).
   virtual void finish_process(raw::EndReason reason, int64_t status) = 0;
+  // The calling thread's Python frames now, innermost first, into
+  // t.sampled.python_scratch (t is the calling thread's state, under its
+  // busy guard): how many; 0 when it runs no Python (or the program is no
+  // Python we can read). Sets kSamplePythonIncomplete in *flags when the
+  // chain could not be read to its end.
+  virtual uint32_t read_python_frames(ThreadState& t, uint32_t* flags) {
+    (void)t, (void)flags;
+    return 0;
+  }
   // Runs `hook` once as the process leaves, by exit or by _exit (which
   // skips atexit handlers), with the exit status.
   virtual void at_process_exit(void (*hook)(int status)) = 0;

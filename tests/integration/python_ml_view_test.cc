@@ -131,6 +131,26 @@ TEST_F(PythonMlView, IntraOpParallelRegionsHangUnderThePythonFramesThatLaunchedT
     if (location == main_thread->first) continue;
     EXPECT_EQ(n, 0u) << "the worker runs no Python";
   }
+
+  // The regions' enters hang there too: each of the main thread's is made
+  // under the Python function that ran the operator (at least one region a
+  // sine), the worker's under no Python.
+  std::map<uint64_t, uint64_t> enters, enters_under_launcher;
+  otf2::ArchiveReader reader(scratch / "D");
+  reader.read_events([](const otf2::SampleEvent&) {},
+                     [&](const otf2::RegionEvent& e) {
+                       if (!e.enter || !is_parallel(p.archive().regions.at(e.region).name)) return;
+                       const std::vector<std::string>& path = p.path_names(e.context);
+                       ++enters[e.location];
+                       enters_under_launcher[e.location] += std::any_of(path.begin(), path.end(), is_launcher);
+                     },
+                     [](const otf2::MpiEvent&) {}, [](const otf2::ForkJoinEvent&) {});
+  EXPECT_GE(enters[main_thread->first], 60u);
+  EXPECT_EQ(enters_under_launcher[main_thread->first], enters[main_thread->first]);
+  for (const auto& [location, n] : enters_under_launcher) {
+    if (location == main_thread->first) continue;
+    EXPECT_EQ(n, 0u) << "the worker runs no Python";
+  }
 }
 
 // The MLP: Linear layers (at::linear -> addmm) forward, autograd's engine

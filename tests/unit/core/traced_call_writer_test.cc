@@ -113,5 +113,34 @@ TEST_F(TracedCallWriterTest, ARecordThatFoundNoRoomIsNotRemembered) {
   EXPECT_EQ(written(), (Written{"E72", "L32", "e0", "l0"}));
 }
 
+// An enter from a thread running Python carries its Python frames after
+// the addresses and the carried event, and is never a repeat: the same
+// native stack runs other Python code at the next call.
+TEST_F(TracedCallWriterTest, AnEnterUnderPythonCarriesItsFramesAfterItsEvent) {
+  python::PythonFrame frames[2];
+  frames[0].code = 0xc0de0, frames[0].byte_offset = 12;
+  frames[1].code = 0xc0de1, frames[1].byte_offset = 34, frames[1].flags = python::kEndsEvalCall;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(writer_.enter(ring_, 100, carrying(kSend, 1), Ref{}, ips_, 3, frames, 2));
+    ASSERT_TRUE(writer_.leave(ring_, 150, bare(kSend), Ref{}));
+  }
+  int enters = 0;
+  ring_.consume([&](const RecordHeader& h) {
+    if (h.type != uint16_t(RecordType::kRegionEnter)) return;
+    ++enters;
+    const auto& r = reinterpret_cast<const RegionRecord&>(h);
+    ASSERT_EQ(h.aux, 3u);
+    EXPECT_EQ(h.size, 32u + 3 * 8 + 40 + 8 + 2 * 40);
+    EXPECT_EQ(r.flags & kRegionPythonFrames, kRegionPythonFrames);
+    EXPECT_EQ(carried_event(r)->word[1], 1u) << "the event where it always is";
+    const RegionPythonFrames* python = region_python_frames(r);
+    ASSERT_EQ(python->depth, 2u);
+    EXPECT_EQ(python->frames()[0].code, 0xc0de0u);
+    EXPECT_EQ(python->frames()[1].byte_offset, 34);
+    EXPECT_EQ(python->frames()[1].flags, uint32_t{python::kEndsEvalCall});
+  });
+  EXPECT_EQ(enters, 2);
+}
+
 }  // namespace
 }  // namespace hybridprof
