@@ -10,6 +10,8 @@
 
 #include "common/fatal.h"
 #include "openmp/ompt_tool.h"
+#include "openmp/openmp_regions.h"
+#include "trace/traced_region.h"
 
 namespace hybridprof::openmp {
 namespace {

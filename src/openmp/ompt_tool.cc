@@ -11,6 +11,7 @@
 #include <omp-tools.h>
 
 #include "trace/drain.h"
+#include "trace/traced_region.h"
 #include "trace/tracing_host.h"
 #define HYBRIDPROF_HAVE_OMPT 1
 #endif

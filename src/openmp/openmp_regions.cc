@@ -142,13 +142,6 @@ void close_innermost() {
 
 }  // namespace
 
-TracingHost* traced_host() {
-  TracingHost* host = tracing_host();
-  if (host == nullptr || !host->tracing()) return nullptr;
-  prepare_trace_clock(*host);
-  return host;
-}
-
 void open(TracingHost& host, Construct c, bool waiting, uint64_t code) {
   const uint32_t kind = kind_of(c, waiting);
   const EnteredRegion r = enter_region(host, region_id(host, kind, code));

@@ -24,10 +24,6 @@ enum class Construct : uint8_t {
 };
 inline constexpr uint32_t kConstructs = static_cast<uint32_t>(Construct::kReduction) + 1;
 
-// The tracing host when this thread's constructs are traced now (the
-// trace clock is then decided), else null.
-TracingHost* traced_host();
-
 // Enters construct `c` (or its wait: "!$omp critical (waiting)") met at
 // `code` (an address in the program: the outlined body of a parallel
 // region, or just before the call the construct made) on this thread.

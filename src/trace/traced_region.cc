@@ -26,6 +26,13 @@ const std::string& prepare_trace_clock(TracingHost& host) {
   return note;
 }
 
+TracingHost* traced_host() {
+  TracingHost* host = tracing_host();
+  if (host == nullptr || !host->tracing()) return nullptr;
+  prepare_trace_clock(*host);
+  return host;
+}
+
 EnteredRegion enter_region(TracingHost& host, uint32_t region) {
   EnteredRegion r;
   ThreadState* t = host.current_thread();

@@ -32,6 +32,10 @@ class Drain;
 // adapter. Returns what was decided, for a notice.
 const std::string& prepare_trace_clock(TracingHost& host);
 
+// The tracing host when traced records are made now (the trace clock is
+// then decided), else null.
+TracingHost* traced_host();
+
 // The calling thread's caller stack for a traced enter, under its busy
 // guard: the remembered stack it is (`ref`), the unwinder's flags, how
 // many of its return addresses (in t.unwind_scratch, until the guard is

@@ -132,6 +132,13 @@ int run(int argc, char** argv) {
 
   const char* preload = std::getenv("LD_PRELOAD");
   set_env("LD_PRELOAD", preload && *preload ? std::string(preload) + ":" + runtime : runtime);
+  // NVTX loads its injection library from here at a program's first NVTX
+  // call; one the user named is theirs (one injection per process).
+  const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+  if (nvtx && *nvtx && std::string(nvtx) != runtime)
+    std::fprintf(stderr, "hybridprof: NVTX_INJECTION64_PATH names another tool (%s): NVTX ranges are not traced\n", nvtx);
+  else
+    set_env("NVTX_INJECTION64_PATH", runtime);
   set_env(env::kOutputDir, dir);
   set_env(env::kEvent, o.event);
   unsetenv(env::kFrequency);

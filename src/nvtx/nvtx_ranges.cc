@@ -1,0 +1,286 @@
+#include "nvtx/nvtx_ranges.h"
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <iterator>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "otf2/types.h"
+#include "trace/drain.h"
+#include "trace/event_source.h"
+#include "trace/region_ids.h"
+#include "trace/traced_region.h"
+#include "trace/tracing_host.h"
+
+namespace hybridprof::nvtx {
+
+struct Domain {
+  explicit Domain(std::string n) : name(std::move(n)) {}
+  const std::string name;  // "" for the default domain
+  std::mutex mutex;        // guards the two below
+  std::unordered_map<uint32_t, std::string> categories;
+  std::deque<std::string> strings;  // registered: their addresses are the handles
+};
+
+namespace {
+
+// Domains live as long as the process (their handles may be used until it
+// ends, destructors included): never destroyed.
+std::mutex g_domains_mutex;
+std::deque<Domain>& domains() {
+  static auto* all = new std::deque<Domain>();
+  return *all;
+}
+
+// A new raw stream (the process's, a fork child's) has none of the
+// regions' definitions: each is defined again at its next use.
+std::atomic<uint64_t> g_stream{1};
+
+std::string region_name(Domain& domain, const Label& label) {
+  std::string name = label.registered ? *label.registered : label.text ? label.text : "(unnamed)";
+  if (!domain.name.empty()) name = domain.name + ": " + name;
+  if (label.category != 0) {
+    std::lock_guard lock(domain.mutex);
+    const auto it = domain.categories.find(label.category);
+    name += " [" + (it != domain.categories.end() ? it->second : "category " + std::to_string(label.category)) + "]";
+  }
+  return name;
+}
+
+// Region ids by name, one per distinct range name in the process.
+class RegionTable {
+ public:
+  uint32_t id(TracingHost& host, const std::string& name) {
+    const uint64_t stream = g_stream.load(std::memory_order_acquire);
+    std::lock_guard lock(mutex_);
+    Entry& e = entries_[name];
+    if (e.id == 0) e.id = reserve_region_ids(1);
+    if (e.stream != stream) {
+      host.drain().append(raw::RegionDef{e.id, name, static_cast<uint32_t>(otf2::Paradigm::kUser), 0, 0});
+      e.stream = stream;
+    }
+    return e.id;
+  }
+
+ private:
+  struct Entry {
+    uint32_t id = 0;
+    uint64_t stream = 0;  // the raw stream it was defined in
+  };
+  std::mutex mutex_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+RegionTable& regions() {
+  static auto* table = new RegionTable();  // used until the process ends
+  return *table;
+}
+
+// The thread's recent labels, so a range met again takes no lock and
+// builds no name. A text label is the same when its characters are (the
+// program may reuse a buffer); a registered one when its handle is.
+struct CachedLabel {
+  const Domain* domain = nullptr;
+  const void* key = nullptr;
+  uint32_t category = 0;
+  uint64_t stream = 0;
+  uint32_t id = 0;
+  std::string text;
+};
+thread_local CachedLabel t_labels[32];
+
+uint32_t region_id(TracingHost& host, Domain& domain, const Label& label) {
+  const void* key = label.registered ? static_cast<const void*>(label.registered) : label.text;
+  const uint64_t stream = g_stream.load(std::memory_order_acquire);
+  const auto hash = reinterpret_cast<uintptr_t>(key) ^ reinterpret_cast<uintptr_t>(&domain) >> 4 ^ label.category;
+  CachedLabel& c = t_labels[(hash ^ hash >> 9) % std::size(t_labels)];
+  if (c.key == key && c.domain == &domain && c.category == label.category && c.stream == stream &&
+      (label.registered || label.text == nullptr || std::strcmp(c.text.c_str(), label.text) == 0))
+    return c.id;
+  c.domain = &domain;
+  c.key = key;
+  c.category = label.category;
+  c.stream = stream;
+  c.text = label.registered || label.text == nullptr ? std::string() : std::string(label.text);
+  c.id = regions().id(host, region_name(domain, label));
+  return c.id;
+}
+
+// The ranges open on this thread, innermost last. Plain data: a thread's
+// end (EventSource::thread_ending) may come after its thread_local
+// destructors have run.
+struct OpenRange {
+  const Domain* domain;
+  uint64_t id;  // a start/end range's; 0 for a push
+  uint32_t region;
+  EnteredRegion entered;
+};
+struct OpenRanges {
+  static constexpr uint32_t kMax = 128;
+  OpenRange open[kMax];
+  uint32_t depth = 0;
+  uint32_t serial = 0;       // the thread's part of its start/end range ids (0: none yet)
+  uint32_t next_range = 0;   // ... and the count of them
+};
+thread_local OpenRanges t_ranges;
+
+// Start/end ranges ended on a thread other than their own, for their own
+// thread to end (an OTF2 location's regions are its own thread's).
+std::mutex g_foreign_mutex;
+std::vector<uint64_t> g_foreign_ends;
+std::atomic<uint32_t> g_foreign_count{0};
+std::atomic<uint32_t> g_serials{0};
+
+uint32_t serial_of(uint64_t id) { return static_cast<uint32_t>(id >> 32); }
+
+EnteredRegion enter(uint32_t region) {
+  TracingHost* host = traced_host();
+  return host ? enter_region(*host, region) : EnteredRegion{};
+}
+void leave(const EnteredRegion& r) {
+  if (TracingHost* host = tracing_host()) leave_region(*host, r);
+}
+
+// Closes the range at `index`: the ones opened after it are left first
+// and entered again after it, so the thread's regions still nest.
+void close_at(uint32_t index) {
+  OpenRanges& t = t_ranges;
+  for (uint32_t j = t.depth; j-- > index;) leave(t.open[j].entered);
+  for (uint32_t j = index + 1; j < t.depth; ++j) {
+    t.open[j - 1] = t.open[j];
+    t.open[j - 1].entered = t.open[j - 1].region ? enter(t.open[j - 1].region) : EnteredRegion{};
+  }
+  --t.depth;
+}
+
+// Open entry of start/end range `id` on this thread, or depth if none.
+uint32_t find_range(uint64_t id) {
+  const OpenRanges& t = t_ranges;
+  for (uint32_t i = t.depth; i-- > 0;)
+    if (t.open[i].id == id) return i;
+  return t.depth;
+}
+
+// Ends this thread's ranges that other threads ended.
+void end_foreign_ranges() {
+  OpenRanges& t = t_ranges;
+  if (g_foreign_count.load(std::memory_order_relaxed) == 0 || t.serial == 0) return;
+  std::vector<uint64_t> mine;
+  {
+    std::lock_guard lock(g_foreign_mutex);
+    for (size_t i = 0; i < g_foreign_ends.size();) {
+      if (serial_of(g_foreign_ends[i]) != t.serial) {
+        ++i;
+        continue;
+      }
+      mine.push_back(g_foreign_ends[i]);
+      g_foreign_ends[i] = g_foreign_ends.back();
+      g_foreign_ends.pop_back();
+    }
+    g_foreign_count.store(static_cast<uint32_t>(g_foreign_ends.size()), std::memory_order_relaxed);
+  }
+  for (uint64_t id : mine)
+    if (const uint32_t i = find_range(id); i < t.depth) close_at(i);
+}
+
+// Opens a range (push or start) or a mark on this thread; false when the
+// thread already has kMax open (not kept open then).
+bool open(Domain* domain, const Label& label, uint64_t id) {
+  end_foreign_ranges();
+  OpenRanges& t = t_ranges;
+  TracingHost* host = traced_host();
+  const uint32_t region = host ? region_id(*host, *domain, label) : 0;
+  if (t.depth == OpenRanges::kMax) return false;
+  t.open[t.depth++] = OpenRange{domain, id, region, host ? enter_region(*host, region) : EnteredRegion{}};
+  return true;
+}
+
+class NvtxSource final : public EventSource {
+ public:
+  const char* name() const override { return "nvtx"; }
+  void process_started(Drain&) override { g_stream.fetch_add(1, std::memory_order_acq_rel); }
+  // What the thread left open ends with it (the drain would close it at
+  // the thread's end anyway; this keeps the order of the leaves).
+  void thread_ending(ThreadState&) override {
+    end_foreign_ranges();
+    while (t_ranges.depth > 0) leave(t_ranges.open[--t_ranges.depth].entered);
+  }
+  void fork_child() override { t_ranges.depth = 0; }
+};
+HYBRIDPROF_EVENT_SOURCE(NvtxSource)
+
+}  // namespace
+
+Domain* default_domain() {
+  static auto* domain = new Domain("");
+  return domain;
+}
+
+Domain* create_domain(const std::string& name) {
+  std::lock_guard lock(g_domains_mutex);
+  return &domains().emplace_back(name);
+}
+
+const std::string* register_string(Domain* domain, const std::string& text) {
+  std::lock_guard lock(domain->mutex);
+  return &domain->strings.emplace_back(text);
+}
+
+void name_category(Domain* domain, uint32_t category, const std::string& name) {
+  std::lock_guard lock(domain->mutex);
+  domain->categories[category] = name;
+}
+
+int push(Domain* domain, const Label& label) {
+  int level = 0;
+  for (uint32_t i = 0; i < t_ranges.depth; ++i) level += t_ranges.open[i].domain == domain && t_ranges.open[i].id == 0;
+  return open(domain, label, 0) ? level : -1;
+}
+
+int pop(Domain* domain) {
+  end_foreign_ranges();
+  OpenRanges& t = t_ranges;
+  int level = -1;
+  uint32_t innermost = t.depth;
+  for (uint32_t i = 0; i < t.depth; ++i) {
+    if (t.open[i].domain != domain || t.open[i].id != 0) continue;
+    ++level;
+    innermost = i;
+  }
+  if (innermost == t.depth) return -1;  // nothing pushed
+  close_at(innermost);
+  return level;
+}
+
+uint64_t start(Domain* domain, const Label& label) {
+  OpenRanges& t = t_ranges;
+  if (t.serial == 0) t.serial = g_serials.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t id = uint64_t{t.serial} << 32 | ++t.next_range;
+  open(domain, label, id);
+  return id;
+}
+
+void end(uint64_t id) {
+  if (id == 0) return;
+  end_foreign_ranges();
+  OpenRanges& t = t_ranges;
+  if (serial_of(id) == t.serial) {
+    if (const uint32_t i = find_range(id); i < t.depth) close_at(i);
+    return;
+  }
+  std::lock_guard lock(g_foreign_mutex);
+  g_foreign_ends.push_back(id);
+  g_foreign_count.store(static_cast<uint32_t>(g_foreign_ends.size()), std::memory_order_relaxed);
+}
+
+void mark(Domain* domain, const Label& label) {
+  end_foreign_ranges();
+  TracingHost* host = traced_host();
+  if (host == nullptr) return;
+  leave_region(*host, enter_region(*host, region_id(*host, *domain, label)));
+}
+
+}  // namespace hybridprof::nvtx

@@ -1,0 +1,108 @@
+// NVTX ranges and marks from a program built with NVTX 3's headers, under
+// the launcher (which makes the runtime NVTX's injection library), read
+// back from the archive: names, counts per thread, nesting, and samples
+// inside a range having it in their calling context.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "integration_support.h"
+
+namespace hybridprof::integration {
+namespace {
+
+#ifdef HP_HAVE_NVTX_FIXTURE
+
+// Per thread: enters of each user region, and the region each was entered
+// in ("" at the top).
+struct NvtxTrace {
+  std::map<uint64_t, std::map<std::string, int>> enters, leaves;
+  std::map<std::string, std::map<std::string, int>> parents;  // region -> enclosing region -> count
+};
+
+NvtxTrace read_nvtx(const std::string& dir) {
+  otf2::ArchiveReader reader(dir);
+  const otf2::Archive& a = reader.archive();
+  NvtxTrace t;
+  std::map<uint64_t, std::vector<std::string>> open;
+  reader.read_events([](const otf2::SampleEvent&) {},
+                     [&](const otf2::RegionEvent& e) {
+                       const otf2::RegionInfo& r = a.regions.at(e.region);
+                       if (r.paradigm != otf2::Paradigm::kUser) return;
+                       std::vector<std::string>& stack = open[e.location];
+                       if (e.enter) {
+                         ++t.enters[e.location][r.name];
+                         ++t.parents[r.name][stack.empty() ? "" : stack.back()];
+                         stack.push_back(r.name);
+                         return;
+                       }
+                       ++t.leaves[e.location][r.name];
+                       EXPECT_FALSE(stack.empty() || stack.back() != r.name)
+                           << r.name << " left while " << (stack.empty() ? "nothing" : stack.back()) << " is innermost";
+                       if (!stack.empty()) stack.pop_back();
+                     },
+                     [](const otf2::MpiEvent&) {}, [](const otf2::ForkJoinEvent&) {});
+  return t;
+}
+
+TEST(Nvtx, RangesAndMarksAreUserRegionsOnTheirThreads) {
+  constexpr int kRounds = 6;
+  TempDir dir;
+  const RunResult r =
+      profile({"-o", dir / "out", "-F", "2000"}, {fixture("nvtx_ranges"), std::to_string(kRounds), "--check-levels"});
+  ASSERT_EQ(r.exit_code, 0) << "a push or pop returned another level than NVTX defines\n" << r.describe();
+  const NvtxTrace t = read_nvtx(dir / "out");
+  ASSERT_EQ(t.enters.size(), 2u) << "the main thread and the worker";
+  // The worker: its pushes, named from a wide string.
+  const auto worker = std::find_if(t.enters.begin(), t.enters.end(), [](const auto& e) { return e.second.count("worker"); });
+  ASSERT_NE(worker, t.enters.end());
+  EXPECT_EQ(worker->second, (std::map<std::string, int>{{"worker", kRounds}}));
+  const auto main_thread = worker == t.enters.begin() ? std::next(t.enters.begin()) : t.enters.begin();
+  // The main thread: "inside" is left and entered again around the end of
+  // "step", which began before it; "handoff" was ended by the worker.
+  EXPECT_EQ(main_thread->second, (std::map<std::string, int>{{"outer", kRounds},
+                                                             {"inner", kRounds},
+                                                             {"tick", kRounds},
+                                                             {"io: read batch [loading]", kRounds},
+                                                             {"step", kRounds},
+                                                             {"inside", 2 * kRounds},
+                                                             {"handoff", 1}}));
+  for (const auto& [location, enters] : t.enters) EXPECT_EQ(t.leaves.at(location), enters) << "every range ends";
+  EXPECT_EQ(t.parents.at("inner"), (std::map<std::string, int>{{"outer", kRounds}}));
+  EXPECT_EQ(t.parents.at("outer"), (std::map<std::string, int>{{"", kRounds}}));
+  EXPECT_EQ(t.parents.at("inside"), (std::map<std::string, int>{{"step", kRounds}, {"", kRounds}}));
+
+  // Samples in spin_inner have both ranges above them, in order.
+  const Profile p(dir / "out");
+  uint64_t samples = 0, under = 0;
+  for (const otf2::SampleEvent& s : p.samples()) {
+    const std::vector<std::string>& path = p.path_names(s.context);
+    const auto leaf = std::find(path.begin(), path.end(), "spin_inner");
+    if (leaf == path.end()) continue;
+    ++samples;
+    const auto outer = std::find(path.begin(), leaf, "outer");
+    under += outer != leaf && std::find(outer, leaf, "inner") != leaf;
+  }
+  ASSERT_GT(samples, 0u) << kRounds << " x 30 ms of CPU in spin_inner";
+  EXPECT_GE(under, samples * 95 / 100) << under << " of " << samples;
+}
+
+TEST(Nvtx, AnInjectionTheUserNamesIsKept) {
+  TempDir dir;
+  RunOptions options;
+  options.env = {{"NVTX_INJECTION64_PATH", "/nonexistent/libother_tool.so"}};
+  const RunResult r = profile({"-o", dir / "out"}, {fixture("nvtx_ranges"), "1"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const std::vector<std::string> lines = r.err_lines();
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.find("NVTX_INJECTION64_PATH names another tool") != std::string::npos; }),
+            1)
+      << r.err;
+  EXPECT_TRUE(read_nvtx(dir / "out").enters.empty()) << "no range is traced";
+}
+
+#endif
+
+}  // namespace
+}  // namespace hybridprof::integration
