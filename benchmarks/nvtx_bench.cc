@@ -10,28 +10,10 @@
 //   nvtx_bench [INNER=20000] [OUTER=21]
 #include <nvtx3/nvToolsExt.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 
-namespace {
-
-template <typename Body>
-double median_ns_per_call(int inner, int outer, Body body) {
-  std::vector<double> per;
-  for (int o = 0; o < outer; ++o) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < inner; ++i) body();
-    const auto t1 = std::chrono::steady_clock::now();
-    per.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / inner);
-  }
-  std::sort(per.begin(), per.end());
-  return per[per.size() / 2];
-}
-
-}  // namespace
+#include "median_time.h"
 
 int main(int argc, char** argv) {
   const int inner = argc > 1 ? std::atoi(argv[1]) : 20000;
@@ -48,15 +30,21 @@ int main(int argc, char** argv) {
   step.message.registered = nvtxDomainRegisterStringA(domain, "step");
   nvtxRangePushA("warm-up");  // NVTX loads its injection at the first call
   nvtxRangePop();
-  const double push_pop = median_ns_per_call(inner, outer, [] {
-    nvtxRangePushA("step");
-    nvtxRangePop();
+  const double push_pop = median_ns_per_call(inner, outer, [](int n) {
+    for (int i = 0; i < n; ++i) {
+      nvtxRangePushA("step");
+      nvtxRangePop();
+    }
   });
-  const double registered = median_ns_per_call(inner, outer, [&] {
-    nvtxDomainRangePushEx(domain, &step);
-    nvtxDomainRangePop(domain);
+  const double registered = median_ns_per_call(inner, outer, [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      nvtxDomainRangePushEx(domain, &step);
+      nvtxDomainRangePop(domain);
+    }
   });
-  const double mark = median_ns_per_call(inner, outer, [] { nvtxMarkA("tick"); });
+  const double mark = median_ns_per_call(inner, outer, [](int n) {
+    for (int i = 0; i < n; ++i) nvtxMarkA("tick");
+  });
   std::printf("push_pop_ns=%.1f registered_push_pop_ns=%.1f mark_ns=%.1f\n", push_pop, registered, mark);
   return 0;
 }

@@ -10,30 +10,16 @@
 //   openmp_syncbench [INNER=2000] [OUTER=21]
 #include <omp.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
+
+#include "median_time.h"
 
 namespace {
 
 // A little work inside each construct, as EPCC's delay(0) keeps the
 // compiler from removing an empty body.
 __attribute__((noinline)) void delay(volatile int* sink) { *sink = *sink + 1; }
-
-template <typename Body>
-double median_ns_per_construct(int inner, int outer, Body body) {
-  std::vector<double> per;
-  for (int o = 0; o < outer; ++o) {
-    const auto t0 = std::chrono::steady_clock::now();
-    body(inner);
-    const auto t1 = std::chrono::steady_clock::now();
-    per.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / inner);
-  }
-  std::sort(per.begin(), per.end());
-  return per[per.size() / 2];
-}
 
 }  // namespace
 
@@ -48,20 +34,20 @@ int main(int argc, char** argv) {
   // The team exists before the first timed region, as in EPCC.
 #pragma omp parallel
   delay(&sink);
-  const double parallel = median_ns_per_construct(inner, outer, [&](int n) {
+  const double parallel = median_ns_per_call(inner, outer, [&](int n) {
     for (int j = 0; j < n; ++j) {
 #pragma omp parallel
       delay(&sink);
     }
   });
-  const double barrier = median_ns_per_construct(inner, outer, [&](int n) {
+  const double barrier = median_ns_per_call(inner, outer, [&](int n) {
 #pragma omp parallel
     for (int j = 0; j < n; ++j) {
       delay(&sink);
 #pragma omp barrier
     }
   });
-  const double critical = median_ns_per_construct(inner, outer, [&](int n) {
+  const double critical = median_ns_per_call(inner, outer, [&](int n) {
 #pragma omp parallel
     for (int j = 0; j < n / omp_get_num_threads(); ++j) {
 #pragma omp critical
