@@ -4,6 +4,7 @@
 // inside a range having it in their calling context.
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,26 @@ TEST(Nvtx, RangesAndMarksAreUserRegionsOnTheirThreads) {
   }
   ASSERT_GT(samples, 0u) << kRounds << " x 30 ms of CPU in spin_inner";
   EXPECT_GE(under, samples * 95 / 100) << under << " of " << samples;
+
+  // The report's user ranges: "inner" nested under "outer", each called
+  // once a round. A row: Time%, Total, Calls, Avg, Min, Max (times with
+  // their units), two spaces, the range indented by its depth.
+  const std::string report = run({report_tool(), dir / "out"}).out;
+  std::map<std::string, std::string> calls;  // the range as printed -> its calls
+  bool in_section = false;
+  for (const std::string& row : split_lines(report)) {
+    if (row.rfind("User ranges", 0) == 0) in_section = true;
+    if (row.empty()) in_section = false;
+    if (!in_section || row.find("%") == std::string::npos || row.find("Time%") != std::string::npos) continue;
+    std::istringstream cells(row);
+    std::string cell[10];
+    for (std::string& c : cell) cells >> c;
+    const auto end = cells.tellg();
+    if (end < 0 || static_cast<size_t>(end) + 2 > row.size()) continue;
+    calls[row.substr(static_cast<size_t>(end) + 2)] = cell[3];
+  }
+  EXPECT_EQ(calls["outer"], std::to_string(kRounds)) << report;
+  EXPECT_EQ(calls["  inner"], std::to_string(kRounds)) << "nested under outer\n" << report;
 }
 
 TEST(Nvtx, AnInjectionTheUserNamesIsKept) {

@@ -79,6 +79,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
   SampleCounts counts;
   counts.mpi = std::make_shared<MpiStats>(reader.archive());
   counts.openmp = std::make_shared<OpenMpStats>(reader.archive());
+  counts.ranges = std::make_shared<RangeStats>(reader.archive());
   reader.read_events(
       [&](const otf2::SampleEvent& s) {
         ++counts.total;
@@ -90,6 +91,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
         ++counts.region_events;
         counts.mpi->add(e);
         counts.openmp->add(e);
+        counts.ranges->add(e);
       },
       [&](const otf2::MpiEvent& e) { counts.mpi->add(e); },
       [&](const otf2::ForkJoinEvent& e) { counts.openmp->add(e); });

@@ -11,6 +11,7 @@
 
 #include "mpi_summary.h"
 #include "openmp_summary.h"
+#include "range_summary.h"
 #include "otf2/archive_reader.h"
 
 namespace hybridprof::report {
@@ -23,6 +24,7 @@ struct SampleCounts {
   uint64_t region_events = 0;               // Enter/Leave records (enter_leave archives, traced regions)
   std::shared_ptr<MpiStats> mpi;            // MPI calls and messages
   std::shared_ptr<OpenMpStats> openmp;      // OpenMP constructs
+  std::shared_ptr<RangeStats> ranges;       // user ranges (NVTX)
 };
 SampleCounts count_samples(otf2::ArchiveReader&);
 
