@@ -11,7 +11,7 @@
 #include "otf2/types.h"
 #include "trace/drain.h"
 #include "trace/event_source.h"
-#include "trace/region_ids.h"
+#include "trace/stream_region_table.h"
 #include "trace/traced_region.h"
 #include "trace/tracing_host.h"
 
@@ -35,10 +35,6 @@ std::deque<Domain>& domains() {
   return *all;
 }
 
-// A new raw stream (the process's, a fork child's) has none of the
-// regions' definitions: each is defined again at its next use.
-std::atomic<uint64_t> g_stream{1};
-
 std::string region_name(Domain& domain, const Label& label) {
   std::string name = label.registered ? *label.registered : label.text ? label.text : "(unnamed)";
   if (!domain.name.empty()) name = domain.name + ": " + name;
@@ -51,31 +47,8 @@ std::string region_name(Domain& domain, const Label& label) {
 }
 
 // Region ids by name, one per distinct range name in the process.
-class RegionTable {
- public:
-  uint32_t id(TracingHost& host, const std::string& name) {
-    const uint64_t stream = g_stream.load(std::memory_order_acquire);
-    std::lock_guard lock(mutex_);
-    Entry& e = entries_[name];
-    if (e.id == 0) e.id = reserve_region_ids(1);
-    if (e.stream != stream) {
-      host.drain().append(raw::RegionDef{e.id, name, static_cast<uint32_t>(otf2::Paradigm::kUser), 0, 0});
-      e.stream = stream;
-    }
-    return e.id;
-  }
-
- private:
-  struct Entry {
-    uint32_t id = 0;
-    uint64_t stream = 0;  // the raw stream it was defined in
-  };
-  std::mutex mutex_;
-  std::unordered_map<std::string, Entry> entries_;
-};
-
-RegionTable& regions() {
-  static auto* table = new RegionTable();  // used until the process ends
+StreamRegionTable<std::string>& regions() {
+  static auto* table = new StreamRegionTable<std::string>();  // used until the process ends
   return *table;
 }
 
@@ -94,7 +67,7 @@ thread_local CachedLabel t_labels[32];
 
 uint32_t region_id(TracingHost& host, Domain& domain, const Label& label) {
   const void* key = label.registered ? static_cast<const void*>(label.registered) : label.text;
-  const uint64_t stream = g_stream.load(std::memory_order_acquire);
+  const uint64_t stream = regions().stream();
   const auto hash = reinterpret_cast<uintptr_t>(key) ^ reinterpret_cast<uintptr_t>(&domain) >> 4 ^ label.category;
   CachedLabel& c = t_labels[(hash ^ hash >> 9) % std::size(t_labels)];
   if (c.key == key && c.domain == &domain && c.category == label.category && c.stream == stream &&
@@ -105,7 +78,10 @@ uint32_t region_id(TracingHost& host, Domain& domain, const Label& label) {
   c.category = label.category;
   c.stream = stream;
   c.text = label.registered || label.text == nullptr ? std::string() : std::string(label.text);
-  c.id = regions().id(host, region_name(domain, label));
+  const std::string name = region_name(domain, label);
+  c.id = regions().id(name, [&](uint32_t fresh) {
+    host.drain().append(raw::RegionDef{fresh, name, static_cast<uint32_t>(otf2::Paradigm::kUser), 0, 0});
+  });
   return c.id;
 }
 
@@ -201,7 +177,7 @@ bool open(Domain* domain, const Label& label, uint64_t id) {
 class NvtxSource final : public EventSource {
  public:
   const char* name() const override { return "nvtx"; }
-  void process_started(Drain&) override { g_stream.fetch_add(1, std::memory_order_acq_rel); }
+  void process_started(Drain&) override { regions().new_stream(); }
   // What the thread left open ends with it (the drain would close it at
   // the thread's end anyway; this keeps the order of the leaves).
   void thread_ending(ThreadState&) override {

@@ -2,16 +2,14 @@
 
 #include <atomic>
 #include <iterator>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "openmp/openmp_events.h"
 #include "otf2/types.h"
 #include "trace/drain.h"
 #include "trace/event_sets.h"
 #include "trace/event_source.h"
-#include "trace/region_ids.h"
+#include "trace/stream_region_table.h"
 #include "trace/traced_region.h"
 #include "trace/tracing_host.h"
 
@@ -53,47 +51,20 @@ std::string region_name(uint32_t kind) {
   return std::string(construct_name(c)) + " (waiting)";
 }
 
-// A new raw stream (the process's, a fork child's) has none of the
-// regions' definitions: each is defined again at its next use.
-std::atomic<uint64_t> g_stream{1};
+// Region ids by (kind, code address), one per construct in the code.
+StreamRegionTable<uint64_t>& regions() {
+  static auto* table = new StreamRegionTable<uint64_t>();  // used until the process ends
+  return *table;
+}
+uint64_t key_of(uint32_t kind, uint64_t code) { return code << 6 | kind; }
+static_assert(2 * kConstructs <= 64, "a kind fits the key's low 6 bits");
 
 class OpenMpSource final : public EventSource {
  public:
   const char* name() const override { return "openmp"; }
-  void process_started(Drain&) override { g_stream.fetch_add(1, std::memory_order_acq_rel); }
+  void process_started(Drain&) override { regions().new_stream(); }
 };
 HYBRIDPROF_EVENT_SOURCE(OpenMpSource)
-
-// Region ids by (kind, code address), one per construct in the code.
-class RegionTable {
- public:
-  uint32_t id(TracingHost& host, uint32_t kind, uint64_t code) {
-    const uint64_t stream = g_stream.load(std::memory_order_acquire);
-    std::lock_guard lock(mutex_);
-    Entry& e = entries_[key(kind, code)];
-    if (e.id == 0) e.id = reserve_region_ids(1);
-    if (e.stream != stream) {
-      host.drain().define_code_region(e.id, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code);
-      e.stream = stream;
-    }
-    return e.id;
-  }
-  static uint64_t key(uint32_t kind, uint64_t code) { return code << 6 | kind; }
-  static_assert(2 * kConstructs <= 64, "a kind fits the key's low 6 bits");
-
- private:
-  struct Entry {
-    uint32_t id = 0;
-    uint64_t stream = 0;  // the raw stream it was defined in
-  };
-  std::mutex mutex_;
-  std::unordered_map<uint64_t, Entry> entries_;
-};
-
-RegionTable& regions() {
-  static RegionTable* table = new RegionTable();  // leaked: used until the process ends
-  return *table;
-}
 
 // The thread's recent lookups, so a construct met again takes no lock.
 struct CachedRegion {
@@ -103,11 +74,14 @@ struct CachedRegion {
 thread_local CachedRegion t_cache[64];
 
 uint32_t region_id(TracingHost& host, uint32_t kind, uint64_t code) {
-  const uint64_t key = RegionTable::key(kind, code);
-  const uint64_t stream = g_stream.load(std::memory_order_acquire);
+  const uint64_t key = key_of(kind, code);
+  const uint64_t stream = regions().stream();
   CachedRegion& c = t_cache[(key ^ key >> 17) % std::size(t_cache)];
   if (c.key == key && c.stream == stream) return c.id;
-  c = {key, stream, regions().id(host, kind, code)};
+  const uint32_t id = regions().id(key, [&](uint32_t fresh) {
+    host.drain().define_code_region(fresh, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code);
+  });
+  c = {key, stream, id};
   return c.id;
 }
 

@@ -1,0 +1,51 @@
+// Region ids an adapter keys its own way (a construct at an address, a
+// range's name): one id per key for the process, its definition written
+// into each raw stream at the key's first use there. A fork child's stream
+// is new and holds none of the parent's definitions: the adapter calls
+// new_stream() from its EventSource::process_started.
+//
+// Not the signal path: may lock and allocate. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "trace/region_ids.h"
+
+namespace hybridprof {
+
+template <typename Key>
+class StreamRegionTable {
+ public:
+  // The id of `key`; define(id) writes its definition (Drain::append,
+  // define_code_region) once per stream.
+  template <typename Define>
+  uint32_t id(const Key& key, Define&& define) {
+    const uint64_t now = stream();
+    std::lock_guard lock(mutex_);
+    Entry& e = entries_[key];
+    if (e.id == 0) e.id = reserve_region_ids(1);
+    if (e.stream != now) {
+      define(e.id);
+      e.stream = now;
+    }
+    return e.id;
+  }
+  // Which stream is being written: a per-thread cache of ids is good for
+  // as long as this stays the same.
+  uint64_t stream() const { return stream_.load(std::memory_order_acquire); }
+  void new_stream() { stream_.fetch_add(1, std::memory_order_acq_rel); }
+
+ private:
+  struct Entry {
+    uint32_t id = 0;
+    uint64_t stream = 0;  // the stream it was last defined in
+  };
+  std::atomic<uint64_t> stream_{1};
+  std::mutex mutex_;
+  std::unordered_map<Key, Entry> entries_;
+};
+
+}  // namespace hybridprof
