@@ -139,6 +139,7 @@ ArchiveWriter::ArchiveWriter(const Options& options) : options_(options), archiv
     archive_->handle = nullptr;
     throw;
   }
+  if (options_.define_event_sets) options_.define_event_sets(*this);
 }
 
 ArchiveWriter::~ArchiveWriter() {
@@ -233,6 +234,21 @@ uint32_t ArchiveWriter::define_interrupt_generator(const std::string& name, bool
       interrupt_generator_refs_.try_emplace({name_ref, 0u, key}, interrupt_generators_.size());
   if (inserted) interrupt_generators_.push_back({name_ref, time_based, period});
   return it->second;
+}
+
+uint32_t ArchiveWriter::define_parameter(const std::string& name) {
+  if (auto it = parameter_refs_.find(name); it != parameter_refs_.end()) return it->second;
+  const uint32_t ref = static_cast<uint32_t>(parameters_.size());
+  parameters_.push_back(define_string(name));
+  parameter_refs_.emplace(name, ref);
+  return ref;
+}
+
+void ArchiveWriter::write_parameter(uint64_t location, uint64_t timestamp, uint32_t parameter, uint64_t value) {
+  check_ref(parameter, parameters_.size(), "parameter");
+  write_event_record(location, timestamp, "OTF2_EvtWriter_ParameterUnsignedInt", [&](OTF2_EvtWriter* e, uint64_t t) {
+    return OTF2_EvtWriter_ParameterUnsignedInt(e, nullptr, t, parameter, value);
+  });
 }
 
 uint32_t ArchiveWriter::define_system_tree_node(const std::string& name, const std::string& class_name,
@@ -660,6 +676,8 @@ void ArchiveWriter::write_global_definitions(const ClockInfo& clock_in) {
     const CallingContext& c = contexts_[ref];
     check(OTF2_GlobalDefWriter_WriteCallingContext(w, ref, c.region, c.source_location, c.parent), what);
   }
+  for (uint32_t ref = 0; ref < parameters_.size(); ++ref)
+    check(OTF2_GlobalDefWriter_WriteParameter(w, ref, parameters_[ref], OTF2_PARAMETER_TYPE_UINT64), what);
   for (uint32_t ref = 0; ref < interrupt_generators_.size(); ++ref) {
     const InterruptGenerator& g = interrupt_generators_[ref];
     // Time based: period in ns = period * 10^-9 s. Count based: plain events.

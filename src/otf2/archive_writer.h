@@ -91,6 +91,10 @@ class ArchiveWriter final : public sink::TraceSink {
     // registry, tools/finalize/adapter_writers.h): write_event hands each
     // event to its set's. Null: no set is known, every event is refused.
     const EventSetWriter* (*event_set_writer)(std::string_view set) = nullptr;
+    // Makes the definitions every set's records may name (their
+    // parameters), at the writer's start: all writers of an archive then
+    // define them in the same order and agree on their refs.
+    void (*define_event_sets)(ArchiveWriter&) = nullptr;
   };
 
   struct Stats {
@@ -126,6 +130,12 @@ class ArchiveWriter final : public sink::TraceSink {
   uint32_t define_calling_context(uint32_t region, uint32_t source_location /*or kUndefined*/, uint32_t parent /*or kUndefined*/) override;
   // Deduplicated by (name, time_based, period).
   uint32_t define_interrupt_generator(const std::string& name, bool time_based, uint64_t period /*ns if time based, events otherwise*/) override;
+  // An OTF2 Parameter of unsigned integer values (a kernel's grid size, a
+  // copy's bytes), deduplicated by name. Define it at the writer's start
+  // (Options::define_event_sets), so a job's writers agree on its ref.
+  uint32_t define_parameter(const std::string& name);
+  // A ParameterUnsignedInt record: `parameter` had `value` at `timestamp`.
+  void write_parameter(uint64_t location, uint64_t timestamp, uint32_t parameter, uint64_t value);
   // Deduplicated by (name, class, parent).
   uint32_t define_system_tree_node(const std::string& name, const std::string& class_name, uint32_t parent /*or kUndefined*/) override;
   uint32_t define_process(const std::string& name, uint32_t system_tree_node) override;  // OTF2 location group (PROCESS)
@@ -270,6 +280,8 @@ class ArchiveWriter final : public sink::TraceSink {
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> source_location_refs_;
   std::vector<InterruptGenerator> interrupt_generators_;
   TripleMap interrupt_generator_refs_;
+  std::vector<uint32_t> parameters_;  // their names' string refs
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> parameter_refs_;
   std::vector<SystemTreeNode> system_tree_nodes_;
   TripleMap system_tree_node_refs_;
   std::vector<Process> processes_;

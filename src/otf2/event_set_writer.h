@@ -18,6 +18,10 @@ class EventSetWriter {
  public:
   virtual ~EventSetWriter() = default;
   virtual std::string_view set_name() const = 0;
+  // The definitions its records name (parameters), made at every archive
+  // writer's start (ArchiveWriter::Options::define_event_sets) so that a
+  // job's writers agree on their refs.
+  virtual void define(ArchiveWriter&) const {}
 
   // What the process's definitions give its events.
   using Refs = sink::EventRefs;

@@ -103,6 +103,7 @@ void Drain::loop() {
     std::lock_guard lock(mutex_);
     if (finished_) return;
     drain_rings_locked();
+    write_device_work_locked(/*all=*/false);
     writer_.flush();
   }
 }
@@ -146,7 +147,37 @@ void Drain::end_location(uint32_t location, uint64_t now_ns) {
   auto open = std::find(appended_locations_.begin(), appended_locations_.end(), location);
   if (open == appended_locations_.end()) return;  // ended already, or never added
   appended_locations_.erase(open);
+  if (!finished_) write_device_work_locked(/*all=*/true, &location);
   if (!finished_) writer_.append(raw::LocationEnd{location, now_ns, {}, {}});
+}
+
+void Drain::append_device_work(const DeviceWork& work) {
+  std::lock_guard lock(mutex_);
+  if (!finished_) device_work_.push(work, passes_);
+}
+
+void Drain::add_tool_code(uint64_t start, uint64_t end) {
+  std::lock_guard lock(mutex_);
+  tool_code_.emplace_back(start, end);
+}
+
+void Drain::write_device_work_locked(bool all, const uint32_t* location) {
+  if (device_work_.empty()) return;
+  device_work_.pop_ready(
+      passes_, all,
+      [&](const DeviceWork& w, uint32_t launch) {
+        new_nodes_.clear();
+        const uint32_t parent = launch == DeviceWorkQueue::kNoLaunch ? raw::kRootComplete : launch;
+        const uint32_t node = cct_.child(parent, raw::kTracedRegionModule, w.region, &new_nodes_);
+        for (const auto& n : new_nodes_) writer_.append(n);
+        uint64_t& last_end = device_work_end_[w.location];
+        const uint64_t begin = std::max(w.begin_ns, last_end), end = std::max(w.end_ns, begin);
+        last_end = end;
+        writer_.append(raw::Enter{{w.location, begin, w.region, node}});
+        if (w.has_event) writer_.append(raw::Event{w.location, begin, w.event_kind, w.event});
+        writer_.append(raw::Leave{{w.location, end, w.region, node}});
+      },
+      location);
 }
 
 uint32_t Drain::region_context(uint32_t region) {
@@ -194,10 +225,12 @@ void Drain::flush_now() {
   std::lock_guard lock(mutex_);
   if (finished_) return;
   drain_rings_locked();
+  write_device_work_locked(/*all=*/false);
   writer_.flush();
 }
 
 void Drain::begin_pass_locked() {
+  ++passes_;
   clock_.anchor();  // traced-call readings of this pass convert from here
   // Modules loaded since the last pass are recorded before any sample
   // taken in them are interned.
@@ -517,6 +550,8 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint32_t node = enter_context_locked(t, r, ns);
   append_new_definitions_locked();
+  if ((r.flags & kRegionLaunchesDeviceWork) && (r.flags & kRegionCarriesEvent))
+    device_work_.remember_launch(carried_event(r)->wide[0], node);
   call.shape = raw::CallShape{};
   call.shape.region = r.region;
   call.shape.node = node;
@@ -671,6 +706,7 @@ void Drain::finish_locked(const raw::ProcessEnd& end) {
   for (ThreadState* t : threads_) {
     writer_.append(raw::LocationEnd{t->index, end.timestamp_ns, t->counters(), thread_name(*t)});
   }
+  write_device_work_locked(/*all=*/true);
   for (uint32_t location : appended_locations_) writer_.append(raw::LocationEnd{location, end.timestamp_ns, {}, {}});
   appended_locations_.clear();
   writer_.append(end);
@@ -716,6 +752,8 @@ void Drain::after_fork_in_child() {
   writer_.abandon();
   threads_.clear();
   appended_locations_.clear();
+  device_work_.clear();
+  device_work_end_.clear();
   cct_.clear();
   next_location_ = 0;
   event_sets_defined_ = 0;

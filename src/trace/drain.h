@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "common/trace_clock.h"
 #include "trace/calling_context_tree.h"
+#include "trace/device_work.h"
 #include "trace/module_table.h"
 #include "trace/python_code_table.h"
 #include "trace/raw_stream.h"
@@ -82,6 +84,17 @@ class Drain {
   // raw::Leave name. Its nodes are in the stream before it returns.
   // Thread-safe.
   uint32_t region_context(uint32_t region);
+  // A device's work on a location of add_location's, under the context of
+  // the traced call that launched it (trace/device_work.h), else under its
+  // region alone. Each location's work in time order: a begin before the
+  // previous work's end is moved to that end (a device stream runs one
+  // thing at a time; its clock and the host's differ by a few ns).
+  // Thread-safe.
+  void append_device_work(const DeviceWork& work);
+  // Code of a library the runtime loaded and that calls back into it (a
+  // tool interface: CUPTI): its frames are the profiler's, dropped from
+  // stacks like the runtime's own. Thread-safe.
+  void add_tool_code(uint64_t start, uint64_t end);
 
   // Records from outside the signal path (module changes, notices, region
   // definitions). Thread-safe.
@@ -229,7 +242,15 @@ class Drain {
   // An enter's return addresses from the program's frame that entered the
   // region outwards (DrainedThread::OpenRegion::frames).
   void entering_frames(const uint64_t* ips, uint32_t depth, uint32_t flags, std::vector<uint64_t>* frames) const;
-  bool own_code(uint64_t address) const { return address >= options_.own_code_start && address < options_.own_code_end; }
+  bool own_code(uint64_t address) const {
+    if (address >= options_.own_code_start && address < options_.own_code_end) return true;
+    for (const auto& [start, end] : tool_code_)
+      if (address >= start && address < end) return true;
+    return false;
+  }
+  // Device work ready now (all of it, with `all`; one location's, with
+  // `location`) into the stream.
+  void write_device_work_locked(bool all, const uint32_t* location = nullptr);
   // One native frame under `node` (the loop step of intern_stack_locked).
   uint32_t intern_native_locked(uint32_t node, uint64_t address, uint64_t timestamp_ns, ModuleInfo* module,
                                 bool* have_module, uint32_t* innermost_region);
@@ -250,6 +271,10 @@ class Drain {
   std::vector<raw::PythonCode> new_codes_;
   std::vector<MergedFrame> merged_;
   std::vector<uint32_t> appended_locations_;  // add_location's, not yet ended
+  DeviceWorkQueue device_work_;
+  std::map<uint32_t, uint64_t> device_work_end_;  // by location: where its last work ended
+  std::vector<std::pair<uint64_t, uint64_t>> tool_code_;  // add_tool_code's [start, end)
+  uint64_t passes_ = 0;  // begin_pass_locked's count
   uint32_t next_location_ = 0;  // threads' and appended locations' indices
   size_t event_sets_defined_ = 0;  // registered_event_sets()[0, n) are in the stream
   bool finished_ = false;

@@ -133,6 +133,11 @@ enum RegionFlags : uint32_t {
   // sample there would. Such a stack is never remembered (one native stack
   // runs many Python stacks): generation 0, the native IPs in full.
   kRegionPythonFrames = 1u << 19,
+  // The call launches work on a device (a CUDA kernel launch): its carried
+  // event's payload wide[0] is the launch's key, which the device's work
+  // names (trace/device_work.h), so that work hangs under this enter's
+  // context.
+  kRegionLaunchesDeviceWork = 1u << 20,
 };
 inline constexpr uint32_t kEmptyEventKindShift = 8;
 inline constexpr uint32_t kCarriedEventKindShift = 24;

@@ -33,7 +33,7 @@ TracingHost* traced_host() {
   return host;
 }
 
-EnteredRegion enter_region(TracingHost& host, uint32_t region) {
+EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags, const EventPayload& event) {
   EnteredRegion r;
   ThreadState* t = host.current_thread();
   if (t == nullptr) return r;
@@ -44,7 +44,7 @@ EnteredRegion enter_region(TracingHost& host, uint32_t region) {
   const CallerStack stack = capture_caller_stack(host, *t);
   r.stack = stack.ref;
   const uint64_t now = trace_clock_now();
-  const RegionBody body{region, stack.flags | kRegionEnclosesCode, {}};
+  const RegionBody body{region, stack.flags | flags | kRegionEnclosesCode, event};
   r.entered = drain.write_or_flush(*t, [&] {
     return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, stack.depth,
                                  t->sampled.python_scratch, stack.python_depth);

@@ -73,7 +73,9 @@ struct EnteredRegion {
 };
 
 // Enters `region` on the calling thread now (after prepare_trace_clock).
-EnteredRegion enter_region(TracingHost& host, uint32_t region);
+// `flags` adds RegionFlags to the enter: an event it carries (with
+// `event`), a device launch (kRegionLaunchesDeviceWork).
+EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags = 0, const EventPayload& event = {});
 // Leaves what enter_region entered, on the same thread, now.
 void leave_region(TracingHost& host, const EnteredRegion& r);
 

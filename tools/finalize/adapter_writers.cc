@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "cuda/cuda_otf2_events.h"
 #include "mpi/mpi_otf2_events.h"
 #include "openmp/openmp_otf2_events.h"
 
@@ -18,6 +19,7 @@ const std::vector<AdapterWriters>& adapters() {
   static const std::vector<AdapterWriters> all = {
       {&mpi::otf2_event_writer(), &mpi::comm_definition_writer()},
       {&openmp::otf2_event_writer(), nullptr},
+      {&cuda::otf2_event_writer(), nullptr},
   };
   return all;
 }
@@ -28,6 +30,10 @@ const otf2::EventSetWriter* event_set_writer(std::string_view name) {
   for (const AdapterWriters& a : adapters())
     if (a.events->set_name() == name) return a.events;
   return nullptr;
+}
+
+void define_event_sets(otf2::ArchiveWriter& writer) {
+  for (const AdapterWriters& a : adapters()) a.events->define(writer);
 }
 
 const sink::DefinitionSetWriter* definition_set_writer(std::string_view name) {

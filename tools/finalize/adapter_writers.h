@@ -12,6 +12,8 @@ namespace hybridprof::finalize {
 
 // The writer of the set `name`'s events, or nullptr (a set this build cannot write).
 const otf2::EventSetWriter* event_set_writer(std::string_view name);
+// Every set's definitions (ArchiveWriter::Options::define_event_sets).
+void define_event_sets(otf2::ArchiveWriter& writer);
 // The writer of the set `name`'s definitions, or nullptr (a set that has none,
 // or that this build cannot write).
 const sink::DefinitionSetWriter* definition_set_writer(std::string_view name);

@@ -98,6 +98,7 @@ class Finalizer {
     main_options.directory = dir;
     main_options.collective = collective_;
     main_options.event_set_writer = event_set_writer;
+    main_options.define_event_sets = define_event_sets;
     for (sink::TraceSink* s : options_.sinks) writers_.add(s);
     if (options_.sinks.empty()) {
       writers_.add(std::make_unique<ArchiveWriter>(main_options));
