@@ -18,7 +18,7 @@ namespace {
 
 // Source lines of the fixtures' constructs.
 namespace workload {  // openmp_workload.cc
-constexpr int kParallel = 35, kBarrier = 39, kCritical = 40, kSingle = 44, kParallelFor = 47;
+constexpr int kParallel = 50, kBarrier = 54, kCritical = 56, kSingle = 61, kParallelFor = 64;
 }
 namespace nested {  // openmp_nested_tasks.cc
 constexpr int kOuter = 25, kInner = 27, kTasking = 30, kTask = 35, kTaskwait = 38;
