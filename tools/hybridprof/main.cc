@@ -139,6 +139,13 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "hybridprof: NVTX_INJECTION64_PATH names another tool (%s): NVTX ranges are not traced\n", nvtx);
   else
     set_env("NVTX_INJECTION64_PATH", runtime);
+  // The CUDA driver loads its injection library from here when the program
+  // initializes CUDA (the runtime then starts CUPTI); again, one per process.
+  const char* cuda = std::getenv("CUDA_INJECTION64_PATH");
+  if (cuda && *cuda && std::string(cuda) != runtime)
+    std::fprintf(stderr, "hybridprof: CUDA_INJECTION64_PATH names another tool (%s): GPU activity is not traced\n", cuda);
+  else
+    set_env("CUDA_INJECTION64_PATH", runtime);
   set_env(env::kOutputDir, dir);
   set_env(env::kEvent, o.event);
   unsetenv(env::kFrequency);

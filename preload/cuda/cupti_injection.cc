@@ -1,0 +1,314 @@
+// CUDA's injection: the CUDA driver loads the library CUDA_INJECTION64_PATH
+// names (the launcher names the runtime) when the program initializes
+// CUDA, and calls its InitializeInjection. The runtime then loads CUPTI
+// (never linked: a CPU program never loads it), subscribes to the runtime
+// and driver API calls that launch, copy, set, synchronize and allocate
+// (cuda/api_tracer.h), and collects activity into bounded buffers that
+// CUPTI hands back full (cuda/activity_translator.h). When CUPTI cannot
+// start (no driver, no permission, another profiler), the program runs on
+// with host profiling and one line says why. Nothing here changes what a
+// CUDA call returns.
+//
+// Not the signal path: CUPTI's callbacks run on the program's threads and
+// CUPTI's own, outside signal handlers; they may lock and allocate, and
+// never throw (they are C callbacks).
+#include <cupti.h>
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "common/clock.h"
+#include "cuda/activity_translator.h"
+#include "cuda/api_tracer.h"
+#include "trace/drain.h"
+#include "trace/event_source.h"
+#include "trace/traced_region.h"
+#include "trace/tracing_host.h"
+
+namespace hybridprof::cuda {
+namespace {
+
+struct Cupti {
+#define CUPTI_FUNCTION(name, required) decltype(&::name) name = nullptr;
+#include "preload/cuda/cupti_functions.def"
+#undef CUPTI_FUNCTION
+};
+Cupti g_cupti;
+std::atomic<bool> g_started{false};
+
+// Both live as long as the process: CUPTI may call back until it ends.
+CorrelationAliases& aliases() {
+  static auto* a = new CorrelationAliases();
+  return *a;
+}
+std::atomic<ActivityTranslator*> g_translator{nullptr};
+
+// Activity buffers: CUPTI fills one, hands it back, asks for another. At
+// most kMaxBuffers are out at once; past that CUPTI drops records, and
+// counts them.
+constexpr size_t kBufferBytes = 4u << 20;
+constexpr int kMaxBuffers = 16;
+std::atomic<int> g_buffers{0};
+
+// One line on stderr and in the archive.
+void notify(TracingHost& host, const std::string& line) {
+  host.say(line);
+  host.drain().append(raw::Notice{line});
+}
+
+std::string result_text(CUptiResult r) {
+  const char* text = nullptr;
+  if (g_cupti.cuptiGetResultString == nullptr || g_cupti.cuptiGetResultString(r, &text) != CUPTI_SUCCESS || !text)
+    return "CUPTI error " + std::to_string(int(r));
+  std::string s = text;
+  switch (r) {
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+      return s + " (GPU profiling is restricted to administrators: NVreg_RestrictProfilingToAdminUsers=0 lifts it)";
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return s + " (another profiler holds CUPTI)";
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      return s + " (no usable CUDA driver or device)";
+    default:
+      return s;
+  }
+}
+
+// Loads libcupti and its functions; an error text on failure.
+std::string load_cupti() {
+  std::string tried;
+  void* handle = nullptr;
+  for (const char* path : {static_cast<const char*>(std::getenv("HYBRIDPROF_CUPTI_LIBRARY")), HYBRIDPROF_CUPTI_DEFAULT_LIBRARY,
+                           "libcupti.so." HYBRIDPROF_CUPTI_MAJOR}) {
+    if (path == nullptr || *path == '\0') continue;
+    if ((handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    tried += std::string(tried.empty() ? "" : "; ") + dlerror();
+  }
+  if (handle == nullptr) return "cannot load CUPTI: " + tried;
+#define CUPTI_FUNCTION(name, required)                                           \
+  g_cupti.name = reinterpret_cast<decltype(g_cupti.name)>(dlsym(handle, #name)); \
+  if ((required) && g_cupti.name == nullptr) return "CUPTI has no " #name;
+#include "preload/cuda/cupti_functions.def"
+#undef CUPTI_FUNCTION
+  // CUPTI calls back into the runtime from its own code: its frames are
+  // the profiler's, not the program's.
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr) {
+    struct Range {
+      uint64_t base, start = UINT64_MAX, end = 0;
+    } range{map->l_addr};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+          auto* r = static_cast<Range*>(data);
+          if (info->dlpi_addr != r->base) return 0;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr)& p = info->dlpi_phdr[i];
+            if (p.p_type != PT_LOAD || !(p.p_flags & PF_X)) continue;
+            r->start = std::min<uint64_t>(r->start, info->dlpi_addr + p.p_vaddr);
+            r->end = std::max<uint64_t>(r->end, info->dlpi_addr + p.p_vaddr + p.p_memsz);
+          }
+          return 1;
+        },
+        &range);
+    if (range.start < range.end)
+      if (TracingHost* host = tracing_host()) host->drain().add_tool_code(range.start, range.end);
+  }
+  return {};
+}
+
+uint64_t CUPTIAPI host_timestamp() { return monotonic_ns(); }
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *max_records = 0;  // as many as fit
+  *buffer = nullptr;
+  *size = 0;
+  if (g_buffers.fetch_add(1) >= kMaxBuffers) {
+    g_buffers.fetch_sub(1);
+    return;
+  }
+  // Owned by CUPTI until buffer_completed hands it back (a C interface).
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  if (*buffer == nullptr)
+    g_buffers.fetch_sub(1);
+  else
+    *size = kBufferBytes;
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  size_t dropped = 0;
+  if (g_cupti.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS) dropped = 0;
+  if (ActivityTranslator* translator = g_translator.load(std::memory_order_acquire)) {
+    CUpti_Activity* record = nullptr;
+    translator->translate_buffer(
+        [&]() -> const CUpti_Activity* {
+          return g_cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS ? record : nullptr;
+        },
+        dropped);
+  }
+  std::free(buffer);
+  g_buffers.fetch_sub(1);
+}
+
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    // A context's work is delivered before the context goes.
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) g_cupti.cuptiActivityFlushAll(0);
+    return;
+  }
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (info->callbackSite == CUPTI_API_ENTER)
+    api_enter(runtime, info->functionName, info->correlationId, aliases());
+  else
+    api_exit(runtime);
+}
+
+// The API calls traced, by the start of their names (every version of each).
+constexpr const char* kRuntimeCalls[] = {
+    "cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset", "cudaMalloc", "cudaFree", "cudaHostAlloc",
+    "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+    "cudaStreamWaitEvent"};
+constexpr const char* kDriverCalls[] = {
+    "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuMemAlloc", "cuMemFree", "cuMemHostAlloc",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent"};
+
+template <size_t N>
+CUptiResult enable_calls(CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain, uint32_t count,
+                         const char* const (&prefixes)[N]) {
+  for (uint32_t cbid = 1; cbid < count; ++cbid) {
+    const char* name = nullptr;
+    if (g_cupti.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    for (const char* prefix : prefixes) {
+      if (std::strncmp(name, prefix, std::strlen(prefix)) != 0) continue;
+      if (const CUptiResult r = g_cupti.cuptiEnableCallback(1, subscriber, domain, cbid); r != CUPTI_SUCCESS) return r;
+      break;
+    }
+  }
+  return CUPTI_SUCCESS;
+}
+
+// Everything CUPTI is asked for; the first refusal's text, or empty.
+std::string start_cupti(TracingHost& host, GpuClock* clock) {
+  uint32_t version = 0;
+  if (const CUptiResult r = g_cupti.cuptiGetVersion(&version); r != CUPTI_SUCCESS) return result_text(r);
+  // Activity records are laid out as this build's headers say.
+  if (version / 10000 != CUPTI_API_VERSION / 10000)
+    return "CUPTI API version " + std::to_string(version) + ", built for " + std::to_string(CUPTI_API_VERSION);
+  // CUPTI stamps activity with the host's clock when it can; else the two
+  // clocks' offset is measured once.
+  if (g_cupti.cuptiActivityRegisterTimestampCallback == nullptr ||
+      g_cupti.cuptiActivityRegisterTimestampCallback(&host_timestamp) != CUPTI_SUCCESS) {
+    const uint64_t before = monotonic_ns();
+    uint64_t cupti = 0;
+    g_cupti.cuptiGetTimestamp(&cupti);
+    const uint64_t after = monotonic_ns();
+    clock->offset_ns = int64_t(before + (after - before) / 2) - int64_t(cupti);
+  }
+  CUpti_SubscriberHandle subscriber = nullptr;
+  const auto check = [](CUptiResult r, const char* what) {
+    return r == CUPTI_SUCCESS ? std::string() : std::string(what) + ": " + result_text(r);
+  };
+  std::string error = check(g_cupti.cuptiSubscribe(&subscriber, &on_callback, nullptr), "cuptiSubscribe");
+  if (error.empty())
+    error = check(enable_calls(subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, kRuntimeCalls),
+                  "cuptiEnableCallback");
+  if (error.empty())
+    error = check(enable_calls(subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, kDriverCalls),
+                  "cuptiEnableCallback");
+  if (error.empty())
+    error = check(g_cupti.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                              CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+                  "cuptiEnableCallback");
+  if (error.empty())
+    error = check(g_cupti.cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed),
+                  "cuptiActivityRegisterCallbacks");
+  for (const CUpti_ActivityKind kind :
+       {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+        CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+        CUPTI_ACTIVITY_KIND_OVERHEAD})
+    if (error.empty()) error = check(g_cupti.cuptiActivityEnable(kind), "cuptiActivityEnable");
+  // Delivered at the runtime's flush interval rather than when a buffer fills.
+  if (error.empty() && g_cupti.cuptiActivityFlushPeriod) g_cupti.cuptiActivityFlushPeriod(host.config().flush_ms);
+  return error;
+}
+
+void start() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    TracingHost* host = traced_host();
+    if (host == nullptr) return;
+    std::string error = load_cupti();
+    GpuClock clock;
+    if (error.empty()) error = start_cupti(*host, &clock);
+    if (!error.empty()) {
+      notify(*host, "CUDA: GPU activity is not traced: " + error + "; host profiling goes on");
+      return;
+    }
+    g_translator.store(new ActivityTranslator(host->drain(), clock, &aliases()), std::memory_order_release);
+    g_started.store(true, std::memory_order_release);
+  });
+}
+
+// A CUDA runtime library among the process's modules ("libcudart.so.13"), or "".
+std::string loaded_cuda_runtime() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        const char* base = std::strrchr(info->dlpi_name ? info->dlpi_name : "", '/');
+        base = base ? base + 1 : info->dlpi_name;
+        if (base && std::strncmp(base, "libcudart.so", 12) == 0) {
+          *static_cast<std::string*>(data) = base;
+          return 1;
+        }
+        return 0;
+      },
+      &found);
+  return found;
+}
+
+class CudaSource final : public EventSource {
+ public:
+  const char* name() const override { return "cuda"; }
+  void process_started(Drain&) override { cuda_regions().new_stream(); }
+  void fork_child() override {
+    api_fork_child();
+    if (ActivityTranslator* t = g_translator.load()) t->forget_locations();
+  }
+  void process_ending(raw::EndReason) override {
+    TracingHost* host = tracing_host();
+    if (host == nullptr) return;
+    if (!g_started.load(std::memory_order_acquire)) {
+      // CUDA never started the injection: say why when the program meant to use it.
+      const std::string runtime = loaded_cuda_runtime();
+      if (!runtime.empty() && dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY) == nullptr)
+        notify(*host, "CUDA: the program loaded " + runtime +
+                          " but no CUDA driver (libcuda.so.1): GPU activity is not traced; host profiling goes on");
+      return;
+    }
+    g_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    const ActivityTranslator::Counts c = g_translator.load()->end(monotonic_ns());
+    host->drain().append(raw::Notice{
+        "CUDA: " + std::to_string(c.kernels) + " kernels, " + std::to_string(c.memcpys) + " copies, " +
+        std::to_string(c.memsets) + " memsets, " + std::to_string(c.syncs) + " synchronizations; CUPTI overhead " +
+        std::to_string(c.overheads) + " records, " + std::to_string(c.overhead_ns / 1000) + " us"});
+    if (c.dropped > 0)
+      notify(*host, "CUDA: CUPTI dropped " + std::to_string(c.dropped) +
+                        " activity records (its buffers were full): the GPU timeline has gaps");
+    if (c.untimed > 0)
+      notify(*host, "CUDA: " + std::to_string(c.untimed) + " activity records without timestamps were left out");
+  }
+};
+HYBRIDPROF_EVENT_SOURCE(CudaSource)
+
+}  // namespace
+}  // namespace hybridprof::cuda
+
+// Called by the CUDA driver at the program's cuInit (CUDA_INJECTION64_PATH).
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  hybridprof::cuda::start();
+  return 1;
+}
