@@ -147,7 +147,11 @@ void Drain::end_location(uint32_t location, uint64_t now_ns) {
   auto open = std::find(appended_locations_.begin(), appended_locations_.end(), location);
   if (open == appended_locations_.end()) return;  // ended already, or never added
   appended_locations_.erase(open);
-  if (!finished_) write_device_work_locked(/*all=*/true, &location);
+  if (!finished_ && !device_work_.empty()) {
+    // The launches of its last work may still be in their threads' rings.
+    drain_rings_locked();
+    write_device_work_locked(/*all=*/true, &location);
+  }
   if (!finished_) writer_.append(raw::LocationEnd{location, now_ns, {}, {}});
 }
 
