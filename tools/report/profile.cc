@@ -80,6 +80,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
   counts.mpi = std::make_shared<MpiStats>(reader.archive());
   counts.openmp = std::make_shared<OpenMpStats>(reader.archive());
   counts.ranges = std::make_shared<RangeStats>(reader.archive());
+  counts.gpu = std::make_shared<GpuStats>(reader.archive());
   reader.read_events(
       [&](const otf2::SampleEvent& s) {
         ++counts.total;
@@ -92,6 +93,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
         counts.mpi->add(e);
         counts.openmp->add(e);
         counts.ranges->add(e);
+        counts.gpu->add(e);
       },
       [&](const otf2::MpiEvent& e) { counts.mpi->add(e); },
       [&](const otf2::ForkJoinEvent& e) { counts.openmp->add(e); });

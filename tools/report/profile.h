@@ -11,6 +11,7 @@
 
 #include "mpi_summary.h"
 #include "openmp_summary.h"
+#include "gpu_summary.h"
 #include "range_summary.h"
 #include "otf2/archive_reader.h"
 
@@ -25,6 +26,7 @@ struct SampleCounts {
   std::shared_ptr<MpiStats> mpi;            // MPI calls and messages
   std::shared_ptr<OpenMpStats> openmp;      // OpenMP constructs
   std::shared_ptr<RangeStats> ranges;       // user ranges (NVTX)
+  std::shared_ptr<GpuStats> gpu;            // CUDA work and calls
 };
 SampleCounts count_samples(otf2::ArchiveReader&);
 

@@ -265,7 +265,7 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
   if (counts.total == 0) {
     out << '\n';
     if (counts.region_events > 0 && (!counts.mpi || counts.mpi->empty()) && (!counts.openmp || counts.openmp->empty()) &&
-        (!counts.ranges || counts.ranges->empty())) {
+        (!counts.ranges || counts.ranges->empty()) && (!counts.gpu || counts.gpu->empty())) {
       out << "No samples in this archive: it holds " << counts.region_events
           << " Enter/Leave events instead (an archive written in enter/leave\n"
              "mode for trace viewers), from which this report derives no profile yet.\n";
@@ -282,6 +282,7 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
   if (counts.mpi) print_mpi_summary(out, *counts.mpi, options.top_functions);
   if (counts.openmp) print_openmp_summary(out, *counts.openmp, options.top_functions);
   if (counts.ranges) print_range_summary(out, *counts.ranges, options.top_functions);
+  if (counts.gpu) print_gpu_summary(out, *counts.gpu, options.top_functions);
   print_processes_and_threads(out, archive, counts, options.top_functions);
 }
 

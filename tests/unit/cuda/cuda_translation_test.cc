@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "cuda/api_tracer.h"
 #include "cuda/cuda_events.h"
 #include "finalize/finalizer.h"
+#include "otf2/archive_reader.h"
 #include "sink/recording_sink.h"
 #include "trace/drain.h"
 #include "trace/module_table.h"
@@ -140,7 +142,7 @@ class CudaTranslation : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // The calls, then the buffer CUPTI would deliver for them, finalized.
-  void run() {
+  void run(bool archive = false) {
     TestHost host((dir_ / ("raw/host." + std::to_string(getpid()) + ".1.hpr")).string());
     launch_site();
     copy_site();
@@ -177,7 +179,7 @@ class CudaTranslation : public ::testing::Test {
 
     finalize::Options options;
     options.directory = dir_.string();
-    options.sinks = {&sink_};
+    if (!archive) options.sinks = {&sink_};
     finalize::Result result;
     std::string error;
     ASSERT_TRUE(finalize::finalize(options, &result, &error)) << error;
@@ -316,6 +318,32 @@ TEST_F(CudaTranslation, WorkHangsUnderTheCallThatLaunchedItAndItsCaller) {
   }
   EXPECT_EQ(calls, (std::vector<std::string>{"cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpyAsync"}));
   EXPECT_EQ(correlations, (std::vector<uint32_t>{101, 102, 103, 104}));
+}
+
+// The same into an OTF2 archive: its parameters are defined and written,
+// and a reader finds the device's streams and the kernels on them.
+TEST_F(CudaTranslation, TheArchiveHoldsTheDeviceItsStreamsAndTheirWork) {
+  run(/*archive=*/true);
+  otf2::ArchiveReader reader((dir_ / "traces.otf2").string());
+  const otf2::Archive& a = reader.archive();
+  ASSERT_EQ(a.devices.size(), 1u);
+  EXPECT_EQ(a.devices.begin()->second.name, "GPU 0 (Test GPU, sm_90)");
+  size_t streams = 0;
+  for (const auto& [location, t] : a.threads) streams += t.device != otf2::kUndefined;
+  EXPECT_EQ(streams, 3u);
+  std::map<std::string, int> work;
+  reader.read_events([](const otf2::SampleEvent&) {},
+                     [&](const otf2::RegionEvent& e) {
+                       if (e.enter && a.threads.at(e.location).device != otf2::kUndefined)
+                         ++work[a.regions.at(e.region).name];
+                     },
+                     [](const otf2::MpiEvent&) {}, [](const otf2::ForkJoinEvent&) {});
+  EXPECT_EQ(work, (std::map<std::string, int>{{"kernel(float*, int)", 1},
+                                              {"other()", 1},
+                                              {"[CUDA memcpy HtoD]", 1},
+                                              {"[CUDA memcpy DtoH]", 1},
+                                              {"[CUDA memset]", 1},
+                                              {"[CUDA sync: stream]", 1}}));
 }
 
 }  // namespace
