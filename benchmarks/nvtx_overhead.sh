@@ -1,57 +1,13 @@
 #!/usr/bin/env bash
-# Cost of NVTX tracing per range, measured in one run: nvtx_bench (NVTX 3
-# push/pop pairs, a domain's pushes of a registered string, marks; the
-# program times them itself, start-up and archive writing are outside).
-# Variants, interleaved (ABC ABC ...) so machine noise hits all alike:
-#   plain     the program alone (NVTX without an injection: each call
-#             returns at once);
-#   traced    under `hybridprof -F 1`: every range a region, sampling
-#             nearly none: the adapter's cost;
-#   profiled  under `hybridprof -F 1000`, as used.
-# Per call: the median over runs of each run's median, and what tracing
-# adds. Events must not be lost for the figures to mean anything: the
-# script says how many were (must be 0). Target: at most 200 ns added per
-# push/pop pair.
+# Cost of NVTX tracing per range (benchmarks/call_overhead.sh over
+# nvtx_bench: NVTX 3 push/pop pairs, a domain's pushes of a registered
+# string, marks; plain, NVTX has no injection and each call returns at
+# once). Target: at most 200 ns added per push/pop pair.
 #
 #   benchmarks/nvtx_overhead.sh [BUILD_DIR] [RUNS] [INNER]
 set -euo pipefail
-build=${1:-build}
-runs=${2:-7}
-inner=${3:-20000}
-bin=$build/bin
-[ -x "$bin/nvtx_bench" ] || { echo "nvtx_overhead.sh: no nvtx_bench in $bin (needs NVTX 3's headers)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-calls=(push_pop registered_push_pop mark)
-# run NAME CMD...: appends the program's figures (ns) to $work/NAME.<call>
-run() {
-  local name=$1; shift
-  local line c
-  line=$("$@" 2>"$work/last.err" | grep '^push_pop_ns=') || { cat "$work/last.err" >&2; exit 1; }
-  for c in "${calls[@]}"; do
-    echo "$line" | tr ' ' '\n' | sed -n "s/^${c}_ns=//p" >>"$work/$name.$c"
-  done
-}
-median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-
-for i in $(seq "$runs"); do
-  run plain "$bin/nvtx_bench" "$inner"
-  for v in traced:1 profiled:1000; do
-    run "${v%%:*}" "$bin/hybridprof" -F "${v#*:}" -o "$work/run.$i" -- "$bin/nvtx_bench" "$inner"
-    "$bin/hybridprof-report" "$work/run.$i" >"$work/report" 2>/dev/null || true
-    awk '/traced events lost/ {n += $3} END {print n + 0}' "$work/report" >>"$work/lost"
-    rm -rf "$work/run.$i"
-  done
-done
-
-echo "NVTX overhead ($(nproc) cores), $runs interleaved runs of $inner calls"
-echo "(medians over runs of each run's median time per call)"
-for c in "${calls[@]}"; do
-  awk -v c="$c" -v p="$(median "$work/plain.$c")" -v t="$(median "$work/traced.$c")" \
-      -v q="$(median "$work/profiled.$c")" 'BEGIN {
-    printf "  %-20s plain %7.1f ns  traced %7.1f ns (%+7.1f ns)  profiled %7.1f ns (%+7.1f ns)\n", c, p, t, t - p, q, q - p
-  }'
-done
-echo "  traced events lost over all runs: $(awk '{n += $1} END {print n + 0}' "$work/lost") (must be 0)"
+build=${1:-build} runs=${2:-7} inner=${3:-20000}
+[ -x "$build/bin/nvtx_bench" ] || { echo "nvtx_overhead.sh: no nvtx_bench in $build/bin (needs NVTX 3's headers)" >&2; exit 2; }
+"$(dirname "$0")/call_overhead.sh" "$build" "$runs" "NVTX overhead, $inner calls a run" \
+  "push_pop registered_push_pop mark" "$build/bin/nvtx_bench" "$inner"
 echo "  (target: at most 200 ns added per push/pop pair)"
