@@ -125,14 +125,13 @@ void ActivityTranslator::add_work_locked(uint32_t location, uint64_t start, uint
 }
 
 void ActivityTranslator::add_locked(const CUpti_Activity& record) {
+  // CUPTI could not time it (start and end 0): counted, left out.
+  const auto untimed = [&](uint64_t start, uint64_t end) { return start == 0 && end == 0 && ++counts_.untimed; };
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
-      if (k.start == 0 && k.end == 0) {
-        ++counts_.untimed;
-        return;
-      }
+      if (untimed(k.start, k.end)) return;
       ++counts_.kernels;
       KernelShape shape;
       shape.grid[0] = uint32_t(k.gridX), shape.grid[1] = uint32_t(k.gridY), shape.grid[2] = uint32_t(k.gridZ);
@@ -155,10 +154,7 @@ void ActivityTranslator::add_locked(const CUpti_Activity& record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
-      if (m.start == 0 && m.end == 0) {
-        ++counts_.untimed;
-        return;
-      }
+      if (untimed(m.start, m.end)) return;
       ++counts_.memcpys;
       const EventPayload payload = memcpy_payload(m.bytes, m.copyKind, m.srcKind, m.dstKind, m.correlationId);
       const uint32_t location = stream_location_locked(m.deviceId, m.contextId, m.streamId, m.start);
@@ -170,10 +166,7 @@ void ActivityTranslator::add_locked(const CUpti_Activity& record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
-      if (m.start == 0 && m.end == 0) {
-        ++counts_.untimed;
-        return;
-      }
+      if (untimed(m.start, m.end)) return;
       ++counts_.memsets;
       const EventPayload payload = memset_payload(m.bytes, m.value, m.memoryKind, m.correlationId);
       add_work_locked(stream_location_locked(m.deviceId, m.contextId, m.streamId, m.start), m.start, m.end, "[CUDA memset]",
