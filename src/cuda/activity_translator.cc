@@ -14,11 +14,6 @@
 namespace hybridprof::cuda {
 namespace {
 
-uint32_t event_base() {
-  static const uint32_t base = register_event_set(kEventSetName, static_cast<uint32_t>(EventKind::kCount));
-  return base;
-}
-
 std::string demangled(const char* name) {
   if (name == nullptr) return "(unnamed kernel)";
   int status = 0;
@@ -31,6 +26,17 @@ std::string demangled(const char* name) {
 StreamRegionTable<std::string>& cuda_regions() {
   static auto* table = new StreamRegionTable<std::string>();  // used until the process ends
   return *table;
+}
+
+uint32_t cuda_region(Drain& drain, const std::string& name) {
+  return cuda_regions().id(name, [&](uint32_t id) {
+    drain.append(raw::RegionDef{id, name, static_cast<uint32_t>(otf2::Paradigm::kCuda), 0, 0});
+  });
+}
+
+uint32_t cuda_event_kind(EventKind kind) {
+  static const uint32_t base = register_event_set(kEventSetName, static_cast<uint32_t>(EventKind::kCount));
+  return base + static_cast<uint32_t>(kind);
 }
 
 void CorrelationAliases::add(uint32_t inner, uint32_t outer) {
@@ -65,12 +71,6 @@ std::string ActivityTranslator::sync_name(uint32_t sync_type) {
     case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "[CUDA sync: context]";
     default: return "[CUDA sync]";
   }
-}
-
-uint32_t ActivityTranslator::region_locked(const std::string& name) {
-  return cuda_regions().id(name, [&](uint32_t id) {
-    drain_.append(raw::RegionDef{id, name, static_cast<uint32_t>(otf2::Paradigm::kCuda), 0, 0});
-  });
 }
 
 std::string ActivityTranslator::device_name_locked(uint32_t device) {
@@ -108,17 +108,17 @@ uint32_t ActivityTranslator::launch_key(uint32_t correlation) const {
   return aliases_ ? aliases_->resolve(correlation) : correlation;
 }
 
-void ActivityTranslator::add_work_locked(uint32_t location, uint64_t start, uint64_t end, const std::string& region,
-                                         uint32_t correlation, uint32_t kind, const EventPayload* event) {
+void ActivityTranslator::add_work_locked(uint32_t location, uint64_t start, uint64_t end, uint32_t region,
+                                         uint32_t correlation, EventKind kind, const EventPayload* event) {
   DeviceWork w;
   w.location = location;
   w.begin_ns = clock_.to_host(start);
   w.end_ns = clock_.to_host(std::max(start, end));
-  w.region = region_locked(region);
+  w.region = region;
   w.launch = correlation == 0 ? 0 : launch_key(correlation);
   if (event) {
     w.has_event = true;
-    w.event_kind = event_base() + kind;
+    w.event_kind = cuda_event_kind(kind);
     w.event = *event;
   }
   batch_.push_back(w);
@@ -147,9 +147,8 @@ void ActivityTranslator::add_locked(const CUpti_Activity& record) {
       }
       const uint32_t location = stream_location_locked(k.deviceId, k.contextId, k.streamId, k.start);
       auto [known, fresh] = kernel_regions_.try_emplace(k.name, 0);
-      if (fresh) known->second = region_locked(demangled(k.name));
-      add_work_locked(location, k.start, k.end, {}, k.correlationId, uint32_t(EventKind::kKernel), &payload);
-      batch_.back().region = known->second;
+      if (fresh) known->second = cuda_region(drain_, demangled(k.name));
+      add_work_locked(location, k.start, k.end, known->second, k.correlationId, EventKind::kKernel, &payload);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -160,8 +159,8 @@ void ActivityTranslator::add_locked(const CUpti_Activity& record) {
       const uint32_t location = stream_location_locked(m.deviceId, m.contextId, m.streamId, m.start);
       // A copy made through the runtime names its call there too.
       const uint32_t correlation = m.runtimeCorrelationId != 0 ? m.runtimeCorrelationId : m.correlationId;
-      add_work_locked(location, m.start, m.end, memcpy_name(m.copyKind), correlation, uint32_t(EventKind::kMemcpy),
-                      &payload);
+      add_work_locked(location, m.start, m.end, cuda_region(drain_, memcpy_name(m.copyKind)), correlation,
+                      EventKind::kMemcpy, &payload);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -169,15 +168,15 @@ void ActivityTranslator::add_locked(const CUpti_Activity& record) {
       if (untimed(m.start, m.end)) return;
       ++counts_.memsets;
       const EventPayload payload = memset_payload(m.bytes, m.value, m.memoryKind, m.correlationId);
-      add_work_locked(stream_location_locked(m.deviceId, m.contextId, m.streamId, m.start), m.start, m.end, "[CUDA memset]",
-                      m.correlationId, uint32_t(EventKind::kMemset), &payload);
+      add_work_locked(stream_location_locked(m.deviceId, m.contextId, m.streamId, m.start), m.start, m.end,
+                      cuda_region(drain_, "[CUDA memset]"), m.correlationId, EventKind::kMemset, &payload);
       return;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto& s = reinterpret_cast<const CUpti_ActivitySynchronization2&>(record);
       ++counts_.syncs;
-      add_work_locked(sync_location_locked(s.contextId, s.start), s.start, s.end, sync_name(s.type), s.correlationId, 0,
-                      nullptr);
+      add_work_locked(sync_location_locked(s.contextId, s.start), s.start, s.end,
+                      cuda_region(drain_, sync_name(s.type)), s.correlationId, EventKind::kCount, nullptr);
       return;
     }
     case CUPTI_ACTIVITY_KIND_DEVICE: {

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cuda/cuda_events.h"
 #include "trace/device_work.h"
 #include "trace/stream_region_table.h"
 
@@ -96,10 +97,10 @@ class ActivityTranslator {
   uint32_t stream_location_locked(uint32_t device, uint32_t context, uint32_t stream, uint64_t start);
   uint32_t sync_location_locked(uint32_t context, uint64_t start);
   std::string device_name_locked(uint32_t device);
-  uint32_t region_locked(const std::string& name);
   uint32_t launch_key(uint32_t correlation) const;
-  void add_work_locked(uint32_t location, uint64_t start, uint64_t end, const std::string& region, uint32_t correlation,
-                       uint32_t kind, const EventPayload* event);
+  // `event`, of `kind`, at its start; none when null.
+  void add_work_locked(uint32_t location, uint64_t start, uint64_t end, uint32_t region, uint32_t correlation,
+                       EventKind kind, const EventPayload* event);
 
   Drain& drain_;
   const GpuClock clock_;
@@ -119,5 +120,9 @@ class ActivityTranslator {
 // Region ids by name for CUDA's regions (kernels, copies, API calls), one
 // per name in the process, defined in each raw stream at first use.
 StreamRegionTable<std::string>& cuda_regions();
+// The id of CUDA region `name`, its definition in `drain`'s stream at first use there.
+uint32_t cuda_region(Drain& drain, const std::string& name);
+// `kind`'s number in the process (trace/event_sets.h).
+uint32_t cuda_event_kind(EventKind kind);
 
 }  // namespace hybridprof::cuda

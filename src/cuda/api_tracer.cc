@@ -5,19 +5,11 @@
 
 #include "cuda/activity_translator.h"
 #include "cuda/cuda_events.h"
-#include "otf2/types.h"
-#include "trace/drain.h"
-#include "trace/event_sets.h"
 #include "trace/records.h"
 #include "trace/traced_region.h"
 
 namespace hybridprof::cuda {
 namespace {
-
-uint32_t launch_kind() {
-  static const uint32_t base = register_event_set(kEventSetName, static_cast<uint32_t>(EventKind::kCount));
-  return base + static_cast<uint32_t>(EventKind::kLaunch);
-}
 
 // The thread's calls open now, outermost first. Plain data: a thread's end
 // may come after its thread_local destructors have run.
@@ -49,12 +41,9 @@ uint32_t region_of(TracingHost& host, const char* function) {
   const auto hash = reinterpret_cast<uintptr_t>(function);
   CachedRegion& c = t_regions[(hash >> 3 ^ hash >> 11) % std::size(t_regions)];
   if (c.function == function && c.stream == stream) return c.id;
-  const std::string name = function ? function : "(CUDA API)";
   c.function = function;
   c.stream = stream;
-  c.id = cuda_regions().id(name, [&](uint32_t fresh) {
-    host.drain().append(raw::RegionDef{fresh, name, static_cast<uint32_t>(otf2::Paradigm::kCuda), 0, 0});
-  });
+  c.id = cuda_region(host.drain(), function ? function : "(CUDA API)");
   return c.id;
 }
 
@@ -82,7 +71,7 @@ void api_enter(bool runtime, const char* function, uint32_t correlation, Correla
   if (host == nullptr) return;
   call.traced = true;
   call.entered = enter_region(*host, region_of(*host, function),
-                              kRegionCarriesEvent | launch_kind() << kCarriedEventKindShift | kRegionLaunchesDeviceWork,
+                              kRegionCarriesEvent | cuda_event_kind(EventKind::kLaunch) << kCarriedEventKindShift | kRegionLaunchesDeviceWork,
                               launch_payload(correlation));
 }
 

@@ -103,7 +103,6 @@ void Drain::loop() {
     std::lock_guard lock(mutex_);
     if (finished_) return;
     drain_rings_locked();
-    write_device_work_locked(/*all=*/false);
     writer_.flush();
   }
 }
@@ -229,7 +228,6 @@ void Drain::flush_now() {
   std::lock_guard lock(mutex_);
   if (finished_) return;
   drain_rings_locked();
-  write_device_work_locked(/*all=*/false);
   writer_.flush();
 }
 
@@ -280,6 +278,8 @@ void Drain::drain_rings_locked() {
     drain_thread_locked(*t);
     if (finished) end_thread_locked(t);
   }
+  // Device work whose launches this pass converted.
+  write_device_work_locked(/*all=*/false);
 }
 
 bool Drain::flush_full_ring(ThreadState& t) {

@@ -233,6 +233,7 @@ TEST_F(CudaTranslation, StreamsAreLocationsOfTheirDevice) {
   EXPECT_EQ(counts_.overheads, 1u);
   EXPECT_EQ(counts_.overhead_ns, 300u);
   EXPECT_EQ(counts_.dropped, 3u);
+  for (const auto& r : sink_.regions) EXPECT_FALSE(r.name.empty()) << "every region defined is one the work names";
 }
 
 TEST_F(CudaTranslation, WorkIsInTimeOrderOnTheHostClockWithItsParameters) {
