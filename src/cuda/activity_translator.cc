@@ -120,6 +120,7 @@ void ActivityTranslator::add_work_locked(uint32_t location, uint64_t start, uint
     w.has_event = true;
     w.event_kind = cuda_event_kind(kind);
     w.event = *event;
+    w.event.word[3] = w.launch;  // the id its call carries (a driver call's names its runtime call's)
   }
   batch_.push_back(w);
 }

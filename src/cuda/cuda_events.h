@@ -4,8 +4,9 @@
 // writer (cuda_otf2_events.h) turns them into OTF2 parameter records;
 // nothing between them knows these.
 //
-// Every kind's word[3] is the CUPTI correlation id, the same on the API
-// call and on the work it launched.
+// Every kind's word[3] is the CUPTI correlation id of the API call that
+// launched the work, the same on the call and on its work (work that names
+// a driver call made inside a runtime call carries the runtime call's).
 #pragma once
 
 #include <cstdint>

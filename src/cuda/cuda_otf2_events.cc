@@ -13,7 +13,7 @@ struct Field {
   uint64_t (*value)(const EventPayload&);
 };
 #define HP_FIELD(name, expr) Field{name, [](const EventPayload& p) -> uint64_t { return expr; }}
-constexpr Field kCorrelation = HP_FIELD("CUDA correlation id", correlation(p));
+constexpr Field kCorrelation = HP_FIELD(kCorrelationParameter, correlation(p));
 const Field kLaunchFields[] = {kCorrelation};
 const Field kKernelFields[] = {
     kCorrelation,

@@ -8,6 +8,10 @@
 
 namespace hybridprof::cuda {
 
+// The parameter every kind writes, on an API call and on the work it
+// launched alike: what ties the two together for a reader.
+inline constexpr const char* kCorrelationParameter = "CUDA correlation id";
+
 const otf2::EventSetWriter& otf2_event_writer();
 
 }  // namespace hybridprof::cuda

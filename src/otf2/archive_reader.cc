@@ -65,6 +65,7 @@ struct RawDefinitions {
   std::map<uint32_t, Group> groups;
   struct Comm { uint32_t name, group, parent; };
   std::map<uint32_t, Comm> comms;
+  std::map<uint32_t, uint32_t> parameters;  // ref -> name
   ClockInfo clock;
 
   std::string text(uint32_t ref) const {
@@ -158,6 +159,9 @@ OTF2_CallbackCode on_comm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_
                           OTF2_CommFlag) {
   return guarded([&] { raw(u).comms[self] = {name, group, parent}; });
 }
+OTF2_CallbackCode on_parameter(void* u, OTF2_ParameterRef self, OTF2_StringRef name, OTF2_ParameterType) {
+  return guarded([&] { raw(u).parameters[self] = name; });
+}
 
 void resolve(const RawDefinitions& r, Archive& a) {
   // A paradigm's first COMM_LOCATIONS group is its locations (a viewer
@@ -215,6 +219,7 @@ void resolve(const RawDefinitions& r, Archive& a) {
     }
   }
   for (const auto& [ref, name] : r.interrupt_generators) a.interrupt_generators[ref] = r.text(name);
+  for (const auto& [ref, name] : r.parameters) a.parameters[ref] = r.text(name);
 }
 
 // --- event callbacks ------------------------------------------------------
@@ -223,6 +228,7 @@ struct EventSink {
   const std::function<void(const RegionEvent&)>* on_region;
   const std::function<void(const MpiEvent&)>* on_mpi;
   const std::function<void(const ForkJoinEvent&)>* on_fork_join;
+  const std::function<void(const ParameterEvent&)>* on_parameter;
   const Archive* archive;
   std::exception_ptr error;  // rethrown once OTF2 has returned
 
@@ -295,6 +301,14 @@ OTF2_CallbackCode on_thread_fork(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t,
 OTF2_CallbackCode on_thread_join(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
                                  OTF2_Paradigm model) {
   return deliver_fork_join(u, ForkJoinEvent{l, t, false, from_otf2_paradigm(model, {}), 0});
+}
+
+OTF2_CallbackCode on_parameter_event(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t, void* u, OTF2_AttributeList*,
+                                     OTF2_ParameterRef parameter, uint64_t value) {
+  auto* sink = static_cast<EventSink*>(u);
+  return sink->deliver([&] {
+    if (*sink->on_parameter) (*sink->on_parameter)(ParameterEvent{l, t, parameter, value});
+  });
 }
 
 OTF2_CallbackCode deliver_mpi(void* u, const MpiEvent& e) {
@@ -437,6 +451,7 @@ ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique
   OTF2_GlobalDefReaderCallbacks_SetLocationPropertyCallback(callbacks, on_thread_property);
   OTF2_GlobalDefReaderCallbacks_SetGroupCallback(callbacks, on_group);
   OTF2_GlobalDefReaderCallbacks_SetCommCallback(callbacks, on_comm);
+  OTF2_GlobalDefReaderCallbacks_SetParameterCallback(callbacks, on_parameter);
   RawDefinitions raw_definitions;
   OTF2_ErrorCode status = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, callbacks, &raw_definitions);
   OTF2_GlobalDefReaderCallbacks_Delete(callbacks);
@@ -454,7 +469,8 @@ const Archive& ArchiveReader::archive() const { return archive_; }
 void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& on_sample,
                                 const std::function<void(const RegionEvent&)>& on_region,
                                 const std::function<void(const MpiEvent&)>& on_mpi,
-                                const std::function<void(const ForkJoinEvent&)>& on_fork_join) {
+                                const std::function<void(const ForkJoinEvent&)>& on_fork_join,
+                                const std::function<void(const ParameterEvent&)>& on_parameter) {
   OTF2_Reader* reader = handle_->reader;
   for (const auto& [location, thread] : archive_.threads) {
     check_read(OTF2_Reader_SelectLocation(reader, location), "selecting location " + std::to_string(location));
@@ -488,7 +504,8 @@ void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& o
   OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(callbacks, on_nbc_complete);
   OTF2_EvtReaderCallbacks_SetThreadForkCallback(callbacks, on_thread_fork);
   OTF2_EvtReaderCallbacks_SetThreadJoinCallback(callbacks, on_thread_join);
-  EventSink sink{&on_sample, &on_region, &on_mpi, &on_fork_join, &archive_, nullptr};
+  OTF2_EvtReaderCallbacks_SetParameterUnsignedIntCallback(callbacks, on_parameter_event);
+  EventSink sink{&on_sample, &on_region, &on_mpi, &on_fork_join, &on_parameter, &archive_, nullptr};
 
   std::string failure;
   OTF2_ErrorCode failure_status = OTF2_SUCCESS;

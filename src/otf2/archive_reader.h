@@ -77,6 +77,7 @@ struct Archive {  // everything but events
   std::map<uint32_t, SystemTreeNodeInfo> system_tree_nodes;
   std::map<uint32_t, std::string> interrupt_generators;
   std::map<uint32_t, CommInfo> comms;
+  std::map<uint32_t, std::string> parameters;  // names of event parameters, by their ref
   // Each paradigm's communicating locations (MPI: the location of each
   // world rank, in rank order).
   std::map<Paradigm, std::vector<uint64_t>> comm_locations;
@@ -114,6 +115,14 @@ struct MpiEvent {
   uint64_t request = 0;
 };
 
+// A ParameterUnsignedInt record: a named value at a point of a location's
+// timeline, as an event's fields are written (inside its region).
+struct ParameterEvent {
+  uint64_t location = 0, timestamp = 0;
+  uint32_t parameter = kUndefined;  // Archive::parameters
+  uint64_t value = 0;
+};
+
 // A thread team's fork or join (OTF2 ThreadFork / ThreadJoin), on the
 // thread that forks it.
 struct ForkJoinEvent {
@@ -140,12 +149,14 @@ class ArchiveReader {
   // threads. Timestamps are global ones: OTF2 applies the location's clock
   // offsets (see ArchiveWriter::add_clock_offset), as other OTF2 readers do.
   // on_region gets Enter/Leave and CallingContextEnter/Leave; on_mpi the MPI
-  // records; on_fork_join ThreadFork/ThreadJoin. Exceptions from the callbacks stop the reading and propagate.
+  // records; on_fork_join ThreadFork/ThreadJoin; on_parameter
+  // ParameterUnsignedInt records. Exceptions from the callbacks stop the reading and propagate.
   // Throws std::runtime_error("corrupt archive: ...") on unreadable events.
   void read_events(const std::function<void(const SampleEvent&)>& on_sample,
                    const std::function<void(const RegionEvent&)>& on_region = {},
                    const std::function<void(const MpiEvent&)>& on_mpi = {},
-                   const std::function<void(const ForkJoinEvent&)>& on_fork_join = {});
+                   const std::function<void(const ForkJoinEvent&)>& on_fork_join = {},
+                   const std::function<void(const ParameterEvent&)>& on_parameter = {});
 
  private:
   struct Handle;

@@ -96,7 +96,8 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
         counts.gpu->add(e);
       },
       [&](const otf2::MpiEvent& e) { counts.mpi->add(e); },
-      [&](const otf2::ForkJoinEvent& e) { counts.openmp->add(e); });
+      [&](const otf2::ForkJoinEvent& e) { counts.openmp->add(e); },
+      [&](const otf2::ParameterEvent& e) { counts.gpu->add(e); });
   return counts;
 }
 
