@@ -3,6 +3,7 @@
 #include <iterator>
 #include <string>
 
+#include "common/per_thread.h"
 #include "cuda/activity_translator.h"
 #include "cuda/cuda_events.h"
 #include "trace/records.h"
@@ -11,8 +12,7 @@
 namespace hybridprof::cuda {
 namespace {
 
-// The thread's calls open now, outermost first. Plain data: a thread's end
-// may come after its thread_local destructors have run.
+// The thread's calls open now, outermost first.
 struct OpenCall {
   bool runtime;
   bool traced;  // a region was entered (a driver call inside a runtime one has none)
@@ -26,7 +26,6 @@ struct OpenCalls {
   uint32_t runtime_depth = 0;  // of them, runtime calls
   uint32_t overflow = 0;       // calls nested deeper than kMax, not kept
 };
-thread_local OpenCalls t_calls;
 
 // The thread's region ids by CUPTI's name string.
 struct CachedRegion {
@@ -34,12 +33,18 @@ struct CachedRegion {
   uint64_t stream = 0;
   uint32_t id = 0;
 };
-thread_local CachedRegion t_regions[64];
+using RegionCache = CachedRegion[64];
 
-uint32_t region_of(TracingHost& host, const char* function) {
+// A thread's CUDA calls (PerThread: 2 KiB, too much for static TLS).
+struct CudaThread {
+  OpenCalls calls;
+  RegionCache regions;
+};
+
+uint32_t region_of(TracingHost& host, const char* function, RegionCache& regions) {
   const uint64_t stream = cuda_regions().stream();
   const auto hash = reinterpret_cast<uintptr_t>(function);
-  CachedRegion& c = t_regions[(hash >> 3 ^ hash >> 11) % std::size(t_regions)];
+  CachedRegion& c = regions[(hash >> 3 ^ hash >> 11) % std::size(regions)];
   if (c.function == function && c.stream == stream) return c.id;
   c.function = function;
   c.stream = stream;
@@ -50,7 +55,9 @@ uint32_t region_of(TracingHost& host, const char* function) {
 }  // namespace
 
 void api_enter(bool runtime, const char* function, uint32_t correlation, CorrelationAliases& aliases) {
-  OpenCalls& t = t_calls;
+  CudaThread* me = PerThread<CudaThread>::get();
+  if (me == nullptr) return;
+  OpenCalls& t = me->calls;
   if (t.depth == OpenCalls::kMax) {
     ++t.overflow;
     return;
@@ -70,13 +77,15 @@ void api_enter(bool runtime, const char* function, uint32_t correlation, Correla
   TracingHost* host = traced_host();
   if (host == nullptr) return;
   call.traced = true;
-  call.entered = enter_region(*host, region_of(*host, function),
+  call.entered = enter_region(*host, region_of(*host, function, me->regions),
                               kRegionCarriesEvent | cuda_event_kind(EventKind::kLaunch) << kCarriedEventKindShift | kRegionLaunchesDeviceWork,
                               launch_payload(correlation));
 }
 
 void api_exit(bool runtime) {
-  OpenCalls& t = t_calls;
+  CudaThread* me = PerThread<CudaThread>::peek();
+  if (me == nullptr) return;  // entered before tracing began
+  OpenCalls& t = me->calls;
   if (t.overflow > 0) {
     --t.overflow;
     return;
@@ -88,6 +97,8 @@ void api_exit(bool runtime) {
   if (TracingHost* host = tracing_host()) leave_region(*host, call.entered);
 }
 
-void api_fork_child() { t_calls = OpenCalls{}; }
+void api_fork_child() {
+  if (CudaThread* me = PerThread<CudaThread>::peek()) me->calls = OpenCalls{};
+}
 
 }  // namespace hybridprof::cuda

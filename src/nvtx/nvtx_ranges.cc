@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/per_thread.h"
 #include "otf2/types.h"
 #include "trace/drain.h"
 #include "trace/event_source.h"
@@ -63,13 +64,13 @@ struct CachedLabel {
   uint32_t id = 0;
   std::string text;
 };
-thread_local CachedLabel t_labels[32];
+using LabelCache = CachedLabel[32];
 
-uint32_t region_id(TracingHost& host, Domain& domain, const Label& label) {
+uint32_t region_id(TracingHost& host, Domain& domain, const Label& label, LabelCache& labels) {
   const void* key = label.registered ? static_cast<const void*>(label.registered) : label.text;
   const uint64_t stream = regions().stream();
   const auto hash = reinterpret_cast<uintptr_t>(key) ^ reinterpret_cast<uintptr_t>(&domain) >> 4 ^ label.category;
-  CachedLabel& c = t_labels[(hash ^ hash >> 9) % std::size(t_labels)];
+  CachedLabel& c = labels[(hash ^ hash >> 9) % std::size(labels)];
   if (c.key == key && c.domain == &domain && c.category == label.category && c.stream == stream &&
       (label.registered || label.text == nullptr || std::strcmp(c.text.c_str(), label.text) == 0))
     return c.id;
@@ -85,9 +86,7 @@ uint32_t region_id(TracingHost& host, Domain& domain, const Label& label) {
   return c.id;
 }
 
-// The ranges open on this thread, innermost last. Plain data: a thread's
-// end (EventSource::thread_ending) may come after its thread_local
-// destructors have run.
+// The ranges open on this thread, innermost last.
 struct OpenRange {
   const Domain* domain;
   uint64_t id;  // a start/end range's; 0 for a push
@@ -101,7 +100,13 @@ struct OpenRanges {
   uint32_t serial = 0;       // the thread's part of its start/end range ids (0: none yet)
   uint32_t next_range = 0;   // ... and the count of them
 };
-thread_local OpenRanges t_ranges;
+
+// A thread's NVTX state (PerThread: 9 KiB, too much for static TLS).
+struct NvtxThread {
+  OpenRanges ranges;
+  LabelCache labels;
+};
+NvtxThread* this_thread() { return PerThread<NvtxThread>::get(); }
 
 // Start/end ranges ended on a thread other than their own, for their own
 // thread to end (an OTF2 location's regions are its own thread's).
@@ -122,8 +127,7 @@ void leave(const EnteredRegion& r) {
 
 // Closes the range at `index`: the ones opened after it are left first
 // and entered again after it, so the thread's regions still nest.
-void close_at(uint32_t index) {
-  OpenRanges& t = t_ranges;
+void close_at(OpenRanges& t, uint32_t index) {
   for (uint32_t j = t.depth; j-- > index;) leave(t.open[j].entered);
   for (uint32_t j = index + 1; j < t.depth; ++j) {
     t.open[j - 1] = t.open[j];
@@ -133,16 +137,14 @@ void close_at(uint32_t index) {
 }
 
 // Open entry of start/end range `id` on this thread, or depth if none.
-uint32_t find_range(uint64_t id) {
-  const OpenRanges& t = t_ranges;
+uint32_t find_range(const OpenRanges& t, uint64_t id) {
   for (uint32_t i = t.depth; i-- > 0;)
     if (t.open[i].id == id) return i;
   return t.depth;
 }
 
 // Ends this thread's ranges that other threads ended.
-void end_foreign_ranges() {
-  OpenRanges& t = t_ranges;
+void end_foreign_ranges(OpenRanges& t) {
   if (g_foreign_count.load(std::memory_order_relaxed) == 0 || t.serial == 0) return;
   std::vector<uint64_t> mine;
   {
@@ -159,16 +161,16 @@ void end_foreign_ranges() {
     g_foreign_count.store(static_cast<uint32_t>(g_foreign_ends.size()), std::memory_order_relaxed);
   }
   for (uint64_t id : mine)
-    if (const uint32_t i = find_range(id); i < t.depth) close_at(i);
+    if (const uint32_t i = find_range(t, id); i < t.depth) close_at(t, i);
 }
 
 // Opens a range (push or start) or a mark on this thread; false when the
 // thread already has kMax open (not kept open then).
-bool open(Domain* domain, const Label& label, uint64_t id) {
-  end_foreign_ranges();
-  OpenRanges& t = t_ranges;
+bool open(NvtxThread& me, Domain* domain, const Label& label, uint64_t id) {
+  OpenRanges& t = me.ranges;
+  end_foreign_ranges(t);
   TracingHost* host = traced_host();
-  const uint32_t region = host ? region_id(*host, *domain, label) : 0;
+  const uint32_t region = host ? region_id(*host, *domain, label, me.labels) : 0;
   if (t.depth == OpenRanges::kMax) return false;
   t.open[t.depth++] = OpenRange{domain, id, region, host ? enter_region(*host, region) : EnteredRegion{}};
   return true;
@@ -181,10 +183,14 @@ class NvtxSource final : public EventSource {
   // What the thread left open ends with it (the drain would close it at
   // the thread's end anyway; this keeps the order of the leaves).
   void thread_ending(ThreadState&) override {
-    end_foreign_ranges();
-    while (t_ranges.depth > 0) leave(t_ranges.open[--t_ranges.depth].entered);
+    NvtxThread* me = PerThread<NvtxThread>::peek();
+    if (me == nullptr) return;  // used no NVTX
+    end_foreign_ranges(me->ranges);
+    while (me->ranges.depth > 0) leave(me->ranges.open[--me->ranges.depth].entered);
   }
-  void fork_child() override { t_ranges.depth = 0; }
+  void fork_child() override {
+    if (NvtxThread* me = PerThread<NvtxThread>::peek()) me->ranges.depth = 0;
+  }
 };
 HYBRIDPROF_EVENT_SOURCE(NvtxSource)
 
@@ -211,14 +217,19 @@ void name_category(Domain* domain, uint32_t category, const std::string& name) {
 }
 
 int push(Domain* domain, const Label& label) {
+  NvtxThread* me = this_thread();
+  if (me == nullptr) return -1;
+  const OpenRanges& t = me->ranges;
   int level = 0;
-  for (uint32_t i = 0; i < t_ranges.depth; ++i) level += t_ranges.open[i].domain == domain && t_ranges.open[i].id == 0;
-  return open(domain, label, 0) ? level : -1;
+  for (uint32_t i = 0; i < t.depth; ++i) level += t.open[i].domain == domain && t.open[i].id == 0;
+  return open(*me, domain, label, 0) ? level : -1;
 }
 
 int pop(Domain* domain) {
-  end_foreign_ranges();
-  OpenRanges& t = t_ranges;
+  NvtxThread* me = this_thread();
+  if (me == nullptr) return -1;
+  OpenRanges& t = me->ranges;
+  end_foreign_ranges(t);
   int level = -1;
   uint32_t innermost = t.depth;
   for (uint32_t i = 0; i < t.depth; ++i) {
@@ -227,24 +238,27 @@ int pop(Domain* domain) {
     innermost = i;
   }
   if (innermost == t.depth) return -1;  // nothing pushed
-  close_at(innermost);
+  close_at(t, innermost);
   return level;
 }
 
 uint64_t start(Domain* domain, const Label& label) {
-  OpenRanges& t = t_ranges;
+  NvtxThread* me = this_thread();
+  if (me == nullptr) return 0;  // ends nothing
+  OpenRanges& t = me->ranges;
   if (t.serial == 0) t.serial = g_serials.fetch_add(1, std::memory_order_relaxed) + 1;
   const uint64_t id = uint64_t{t.serial} << 32 | ++t.next_range;
-  open(domain, label, id);
+  open(*me, domain, label, id);
   return id;
 }
 
 void end(uint64_t id) {
-  if (id == 0) return;
-  end_foreign_ranges();
-  OpenRanges& t = t_ranges;
+  NvtxThread* me = this_thread();
+  if (id == 0 || me == nullptr) return;
+  OpenRanges& t = me->ranges;
+  end_foreign_ranges(t);
   if (serial_of(id) == t.serial) {
-    if (const uint32_t i = find_range(id); i < t.depth) close_at(i);
+    if (const uint32_t i = find_range(t, id); i < t.depth) close_at(t, i);
     return;
   }
   std::lock_guard lock(g_foreign_mutex);
@@ -253,10 +267,12 @@ void end(uint64_t id) {
 }
 
 void mark(Domain* domain, const Label& label) {
-  end_foreign_ranges();
+  NvtxThread* me = this_thread();
+  if (me == nullptr) return;
+  end_foreign_ranges(me->ranges);
   TracingHost* host = traced_host();
   if (host == nullptr) return;
-  leave_region(*host, enter_region(*host, region_id(*host, *domain, label)));
+  leave_region(*host, enter_region(*host, region_id(*host, *domain, label, me->labels)));
 }
 
 }  // namespace hybridprof::nvtx

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <string>
 
+#include "common/per_thread.h"
 #include "openmp/openmp_events.h"
 #include "otf2/types.h"
 #include "trace/drain.h"
@@ -71,12 +72,12 @@ struct CachedRegion {
   uint64_t key = 0, stream = 0;
   uint32_t id = 0;
 };
-thread_local CachedRegion t_cache[64];
+using RegionCache = CachedRegion[64];
 
-uint32_t region_id(TracingHost& host, uint32_t kind, uint64_t code) {
+uint32_t region_id(TracingHost& host, uint32_t kind, uint64_t code, RegionCache& cache) {
   const uint64_t key = key_of(kind, code);
   const uint64_t stream = regions().stream();
-  CachedRegion& c = t_cache[(key ^ key >> 17) % std::size(t_cache)];
+  CachedRegion& c = cache[(key ^ key >> 17) % std::size(cache)];
   if (c.key == key && c.stream == stream) return c.id;
   const uint32_t id = regions().id(key, [&](uint32_t fresh) {
     host.drain().define_code_region(fresh, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code);
@@ -95,7 +96,17 @@ struct OpenRegions {
   OpenRegion open[kMax];
   uint32_t depth = 0;
 };
-thread_local OpenRegions t_open;
+
+// A thread's OpenMP state (PerThread: 2.5 KiB, too much for static TLS).
+struct OpenMpThread {
+  OpenRegions open;
+  RegionCache cache;
+};
+// What the thread has open; none when it never opened a region.
+OpenRegions* open_regions() {
+  OpenMpThread* me = PerThread<OpenMpThread>::peek();
+  return me ? &me->open : nullptr;
+}
 
 // The kind of a fork or join in the process's numbering; kNoEventSet when
 // the numbering is full (never so far: then there are none).
@@ -109,33 +120,39 @@ void write_event(TracingHost& host, EventKind k, const EventPayload& payload) {
   if (kind != kNoEventSet) write_traced_event(host, kind, payload);
 }
 
-void close_innermost() {
-  const OpenRegion& r = t_open.open[--t_open.depth];
+void close_innermost(OpenRegions& open) {
+  const OpenRegion& r = open.open[--open.depth];
   if (TracingHost* host = tracing_host()) leave_region(*host, r.region);
 }
 
 }  // namespace
 
 void open(TracingHost& host, Construct c, bool waiting, uint64_t code) {
+  OpenMpThread* me = PerThread<OpenMpThread>::get();
+  if (me == nullptr) return;
   const uint32_t kind = kind_of(c, waiting);
-  const EnteredRegion r = enter_region(host, region_id(host, kind, code));
+  const EnteredRegion r = enter_region(host, region_id(host, kind, code, me->cache));
   if (r.thread == nullptr) return;
-  if (t_open.depth == OpenRegions::kMax) {  // deeper than any program nests: not kept open
+  OpenRegions& open = me->open;
+  if (open.depth == OpenRegions::kMax) {  // deeper than any program nests: not kept open
     leave_region(host, r);
     return;
   }
-  t_open.open[t_open.depth++] = {kind, r};
+  open.open[open.depth++] = {kind, r};
 }
 
 void close(Construct c, bool waiting) {
-  if (t_open.depth == 0 || t_open.open[t_open.depth - 1].kind != kind_of(c, waiting)) return;
-  close_innermost();
+  OpenRegions* open = open_regions();
+  if (open == nullptr || open->depth == 0 || open->open[open->depth - 1].kind != kind_of(c, waiting)) return;
+  close_innermost(*open);
 }
 
 bool close_through(Construct c, bool waiting) {
+  OpenRegions* open = open_regions();
+  if (open == nullptr) return false;
   const uint32_t kind = kind_of(c, waiting);
-  for (uint32_t d = t_open.depth; d-- > 0;) {
-    if (t_open.open[d].kind != kind) continue;
+  for (uint32_t d = open->depth; d-- > 0;) {
+    if (open->open[d].kind != kind) continue;
     close_above(d);
     return true;
   }
@@ -148,10 +165,14 @@ void fork(TracingHost& host, uint32_t requested_threads) {
 
 void join(TracingHost& host) { write_event(host, EventKind::kJoin, {}); }
 
-uint32_t open_depth() { return t_open.depth; }
+uint32_t open_depth() {
+  const OpenRegions* open = open_regions();
+  return open ? open->depth : 0;
+}
 
 void close_above(uint32_t depth) {
-  while (t_open.depth > depth) close_innermost();
+  if (OpenRegions* open = open_regions())
+    while (open->depth > depth) close_innermost(*open);
 }
 
 }  // namespace hybridprof::openmp

@@ -8,17 +8,22 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "common/per_thread.h"
+
 namespace hybridprof::otf2::detail {
 namespace {
 
 // OTF2 reports one failure as a chain of messages, innermost (the cause)
 // first, outermost (the API call) last; the middle is plumbing. Keep the
 // first and the last. Fixed buffers: the callback runs inside OTF2's C code
-// and must not throw (no std::string allocation there).
-thread_local char g_first[512];
-thread_local char g_last[512];
-thread_local bool g_have_first = false;
-thread_local int g_count = 0;
+// and must not throw (no std::string allocation there). Per thread, made at
+// its first message (PerThread: the runtime's static TLS stays small).
+struct Messages {
+  char first[512];
+  char last[512];
+  bool have_first = false;
+  int count = 0;
+};
 
 // "<function>: <message>", plus " [<code description>]" for the cause:
 // messages such as "POSIX: '<path>'" carry the reason only in the code.
@@ -38,13 +43,15 @@ void format_message(char* out, size_t size, const char* function, OTF2_ErrorCode
 
 OTF2_ErrorCode capture_error(void* /*user_data*/, const char* /*file*/, uint64_t /*line*/, const char* function,
                              OTF2_ErrorCode code, const char* format, va_list args) {
-  if (!g_have_first) {
-    format_message(g_first, sizeof g_first, function, code, format, args, true);
-    g_have_first = true;
+  Messages* m = PerThread<Messages>::get();
+  if (m == nullptr) return code;
+  if (!m->have_first) {
+    format_message(m->first, sizeof m->first, function, code, format, args, true);
+    m->have_first = true;
   } else {
-    format_message(g_last, sizeof g_last, function, code, format, args, false);
+    format_message(m->last, sizeof m->last, function, code, format, args, false);
   }
-  ++g_count;
+  ++m->count;
   return code;
 }
 
@@ -57,10 +64,12 @@ void install_error_capture() {
 
 std::string take_last_otf2_message() {
   std::string message;
-  if (g_have_first) message = g_first;
-  if (g_count > 1) message += (g_count > 2 ? " <- ... <- " : " <- ") + std::string(g_last);
-  g_have_first = false;
-  g_count = 0;
+  Messages* m = PerThread<Messages>::peek();
+  if (m == nullptr) return message;
+  if (m->have_first) message = m->first;
+  if (m->count > 1) message += (m->count > 2 ? " <- ... <- " : " <- ") + std::string(m->last);
+  m->have_first = false;
+  m->count = 0;
   return message;
 }
 
