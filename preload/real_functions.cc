@@ -17,6 +17,7 @@ RealFunctions resolve_all() {
   resolve(r.signal, "signal");
   resolve(r.sigprocmask, "sigprocmask");
   resolve(r.pthread_sigmask, "pthread_sigmask");
+  resolve(r.sigaltstack, "sigaltstack");
   resolve(r.dlclose, "dlclose");
   resolve(r.dl_iterate_phdr, "dl_iterate_phdr");
   resolve(r.execve, "execve");

@@ -14,6 +14,7 @@ struct RealFunctions {
   sighandler_t (*signal)(int, sighandler_t) = nullptr;
   int (*sigprocmask)(int, const sigset_t*, sigset_t*) = nullptr;
   int (*pthread_sigmask)(int, const sigset_t*, sigset_t*) = nullptr;
+  int (*sigaltstack)(const stack_t*, stack_t*) = nullptr;
   int (*dlclose)(void*) = nullptr;
   int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info*, size_t, void*), void*) = nullptr;
   int (*execve)(const char*, char* const[], char* const[]) = nullptr;

@@ -245,7 +245,8 @@ void start_runtime() {
   // masks libunwind sets inside it need no system calls, see
   // interpose_signal.cc); forward_to_program gives the program's handlers
   // the mask they asked for.
-  install_handler(rt->sample_signal, on_sample_signal, sample_handler_mask());
+  // On the runtime's signal stack where the thread has one (signal_stack.cc).
+  install_handler(rt->sample_signal, on_sample_signal, sample_handler_mask(), SA_ONSTACK);
   install_fault_handlers();
   sigset_t none;
   sigemptyset(&none);
@@ -310,6 +311,7 @@ void thread_begin() {
   if (!state) return;
   auto* ctx = new ThreadContext();
   ctx->state = state;
+  install_signal_stack(*ctx);
   state->sampled.record_deferred = record_deferred_samples;
   if (rt->python.enabled()) {
     state->sampled.python_window = std::make_unique<python::PythonReadWindow>();
@@ -335,6 +337,7 @@ void thread_end() {
   tls_thread = nullptr;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   rt->drain.finish_thread(ctx->state, monotonic_ns());
+  remove_signal_stack(*ctx);
   delete ctx;
 }
 
@@ -344,6 +347,10 @@ void finish_process(raw::EndReason reason, int64_t status) {
   bool expected = true;
   if (!g_enabled.compare_exchange_strong(expected, false)) return;
   for_each_event_source([&](EventSource& s) { s.process_ending(reason); });
+  if (const std::string notice = small_stack_notice(); !notice.empty()) {
+    if (!rt->config.quiet) say(notice);
+    rt->drain.append(raw::Notice{notice});
+  }
   if (ThreadContext* ctx = tls_thread) prctl(PR_GET_NAME, ctx->state->name);
   raw::ProcessEnd end{monotonic_ns(), reason, status, rt->samples_without_thread.load()};
   rt->drain.stop(end);

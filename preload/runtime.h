@@ -21,7 +21,22 @@ namespace hybridprof::preload {
 struct ThreadContext {
   ThreadState* state = nullptr;
   sampling::ThreadSampler sampler;
+  void* signal_stack = nullptr;  // the runtime's (signal_stack.cc), guard page first
+  stack_t program_signal_stack{nullptr, SS_DISABLE, 0};  // what the program set, for sigaltstack()
 };
+
+// The sample handler's own stack (signal_stack.cc): installed on a thread
+// before its sampler starts, removed at its end. False when it cannot be
+// (the handler then runs on the thread's stack).
+bool install_signal_stack(ThreadContext&);
+void remove_signal_stack(ThreadContext&);
+// Threads with smaller stacks are not sampled: the runtime's start on a
+// thread (libunwind's set-up) takes about 16 KiB of its stack.
+inline constexpr size_t kMinSampledStackBytes = 32 * 1024;
+// True (and counted) when a thread of `bytes` of stack (0: unknown) is too
+// small to sample; the notice naming those threads, "" when none.
+bool stack_too_small_to_sample(size_t bytes);
+std::string small_stack_notice();
 
 struct Runtime {
   RuntimeConfig config;
