@@ -1,5 +1,5 @@
 // Keeps the program's signals its own while the runtime uses one signal for
-// samples and SIGTERM/SIGINT/SIGHUP for a final flush:
+// samples and the terminating signals for a final flush:
 //  - sigaction()/signal() on a signal the runtime handles store the program's
 //    wish; for the sample signal and the fault signals (fault_signals.cc)
 //    the runtime's handler stays installed and forwards every signal that

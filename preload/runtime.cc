@@ -75,9 +75,16 @@ std::string default_output_dir(const std::vector<std::string>& args) {
   return "hybridprof-" + program + "-" + std::to_string(getpid());
 }
 
-void on_terminated(int signal) {
-  // Runs on the drain thread after the final flush: die the way the
-  // program would have without us.
+// A thread dying by a signal waits in its handler for the profile's end
+// (finish_before_death), then dies its own way.
+std::atomic<bool> g_dying_thread_waits{false};
+
+void on_terminate(int signal) {
+  // On the drain thread: the profile ends as at an exit (the sources'
+  // last records first), then the process the way it would have without
+  // us, unless a thread dying by a fault does that itself.
+  finish_process(raw::EndReason::kSignal, signal);
+  if (g_dying_thread_waits.load()) return;
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   real().sigaction(signal, &dfl, nullptr);
@@ -179,7 +186,7 @@ void start_process(Runtime& rt) {
   options.flush_interval_ms = rt.config.flush_ms;
   options.ring_bytes = size_t{rt.config.ring_kib} * 1024;
   options.create_thread = real().pthread_create;
-  options.on_terminated = on_terminated;
+  options.on_terminate = on_terminate;
   options.tsc_trace_clock = g_trace_clock_tsc;  // decided at the first MPI call; a fork child inherits it
   // The runtime's own code: its frames (wrappers aside) are not the program's.
   ModuleInfo self;
@@ -250,7 +257,7 @@ void start_runtime() {
   install_fault_handlers();
   sigset_t none;
   sigemptyset(&none);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
     struct sigaction current {};
     real().sigaction(sig, nullptr, &current);
     // Only where the program (so far) takes the default: finalize, then die
@@ -339,6 +346,43 @@ void thread_end() {
   rt->drain.finish_thread(ctx->state, monotonic_ns());
   remove_signal_stack(*ctx);
   delete ctx;
+}
+
+namespace {
+
+// SIGNAL PATH: the drain can do what this thread waits for; false when
+// nothing is to be waited for.
+bool drain_can_help(Runtime* rt) {
+  return rt && sampling_enabled() && getpid() == rt->pid && !rt->drain.is_drain_thread();
+}
+
+// SIGNAL PATH: nanosleep until `done`, 5 s at most: the drain may need a
+// lock this thread holds (a crash inside malloc), and the program's death
+// must not wait on the profiler for long.
+template <class Done>
+void wait_for_drain(Done done) {
+  for (int waited_ms = 0; waited_ms < 5000 && !done(); ++waited_ms) {
+    const timespec millisecond{0, 1000000};
+    nanosleep(&millisecond, nullptr);
+  }
+}
+
+}  // namespace
+
+void finish_before_death(int signal) {
+  Runtime* rt = runtime();
+  if (!drain_can_help(rt)) return;
+  g_dying_thread_waits.store(true);
+  rt->drain.request_terminate_from_signal(signal);
+  wait_for_drain([&] { return rt->drain.ended(); });
+}
+
+void write_out_before_possible_death() {
+  Runtime* rt = runtime();
+  if (!drain_can_help(rt)) return;
+  const uint64_t before = rt->drain.passes_written();
+  rt->drain.wake();
+  wait_for_drain([&] { return rt->drain.passes_written() >= before + 2 || rt->drain.ended(); });
 }
 
 void finish_process(raw::EndReason reason, int64_t status) {

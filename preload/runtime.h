@@ -1,6 +1,6 @@
 // The process-wide state of the preloaded runtime and its lifecycle:
 // start (constructor), per-thread begin/end, fork, exec, exit, and the
-// terminate path for SIGTERM/SIGINT.
+// terminate path for the signals that end it.
 #pragma once
 
 #include <signal.h>
@@ -71,6 +71,14 @@ void thread_end();
 
 // Final flush at process end (exit, _exit, exec).
 void finish_process(raw::EndReason reason, int64_t status);
+// SIGNAL PATH: the process is about to die by `signal` (a fault, abort):
+// the drain thread ends the profile while this thread waits (5 s at
+// most); then the caller lets the signal's default action happen.
+void finish_before_death(int signal);
+// SIGNAL PATH: the process may die (the program's SIGABRT handler runs,
+// and abort() ends the process when it returns): what was recorded is
+// written out while this thread waits (5 s at most). Profiling goes on.
+void write_out_before_possible_death();
 
 // What must run when the process leaves by _exit/_Exit too, which skip
 // atexit handlers (an MPI rank's deferred finalize), with the exit status.
@@ -97,12 +105,15 @@ uint32_t read_python_frames(Runtime& rt, ThreadState& t, uint32_t* flags);
 void record_deferred_samples(ThreadState& t);
 // True on a thread while its sample handler records a sample. Signal-safe.
 bool recording_sample();
+// SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 while the program
+// leaves them at their default action (which ends the process).
 void on_terminate_signal(int signal, siginfo_t* info, void* ucontext);
-bool is_terminate_signal(int signal);
 
-// SIGSEGV and SIGBUS (fault_signals.cc): the runtime's handler resumes the
-// faulting reads of sigsafe/fault_tolerant_copy.h and hands every other
-// fault to the program. is_fault_signal: one of them, once installed.
+// SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT (fault_signals.cc): the
+// runtime's handler resumes the faulting reads of
+// sigsafe/fault_tolerant_copy.h, ends the profile before a death by one of
+// them, and hands every fault to the program's handler or default action.
+// is_fault_signal: one of them, once installed.
 void install_fault_handlers();
 bool is_fault_signal(int signal);
 // SIGNAL PATH: may a sample handler interrupting `ucontext` arm

@@ -174,7 +174,7 @@ sigset_t sample_handler_mask() {
 
 bool recording_sample() { return sigsafe::inside(sigsafe::Section::kSampleHandler); }
 
-// SIGNAL PATH entry for SIGTERM/SIGINT/SIGHUP while the program keeps the
+// SIGNAL PATH entry for the terminating signals (runtime.h) while the program keeps the
 // default action: hand the final flush to the drain thread, which then
 // re-raises the signal. Only an atomic store and write(2) here.
 void on_terminate_signal(int signal, siginfo_t*, void*) {

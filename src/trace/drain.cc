@@ -92,11 +92,9 @@ void Drain::loop() {
     while (read(wake_fd_, &ignored, sizeof ignored) > 0) {
     }
     if (const int sig = terminate_signal_.load()) {
-      {
-        std::lock_guard lock(mutex_);
-        finish_locked(raw::ProcessEnd{monotonic_ns(), raw::EndReason::kSignal, sig, 0});
-      }
-      if (options_.on_terminated) options_.on_terminated(sig);
+      if (options_.on_terminate) options_.on_terminate(sig);
+      std::lock_guard lock(mutex_);
+      finish_locked(raw::ProcessEnd{monotonic_ns(), raw::EndReason::kSignal, sig, 0});  // if it did not
       return;
     }
     if (stop_requested_.load()) return;
@@ -104,6 +102,7 @@ void Drain::loop() {
     if (finished_) return;
     drain_rings_locked();
     writer_.flush();
+    passes_written_.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -716,6 +715,7 @@ void Drain::finish_locked(const raw::ProcessEnd& end) {
   writer_.append(end);
   writer_.close();
   finished_ = true;
+  ended_.store(true, std::memory_order_release);
 }
 
 void Drain::stop(const raw::ProcessEnd& end) {
@@ -765,6 +765,7 @@ void Drain::after_fork_in_child() {
   thread_started_ = false;
   stop_requested_ = false;
   terminate_signal_ = 0;
+  ended_ = false;
   if (wake_fd_ >= 0) close(wake_fd_);
   wake_fd_ = -1;
   mutex_.unlock();

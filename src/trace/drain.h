@@ -39,9 +39,11 @@ class Drain {
     size_t ring_bytes = 256 * 1024;
     // The real pthread_create: the drain thread must not be sampled itself.
     CreateThreadFn create_thread = pthread_create;
-    // Runs on the drain thread after a terminate request (from a signal
-    // handler) was fully flushed; typically re-raises the signal.
-    std::function<void(int signal)> on_terminated;
+    // Runs on the drain thread at a terminate request (from a signal
+    // handler): ends the process's profile (stop(), which may be called
+    // from the drain thread) and then, typically, the process by the
+    // signal. Without it the drain finishes with a signal end reason.
+    std::function<void(int signal)> on_terminate;
     // The runtime's own code [start, end): frames there are profiler
     // internals, dropped from stacks unless they lie in traced code.
     uint64_t own_code_start = 0, own_code_end = 0;
@@ -65,6 +67,8 @@ class Drain {
   // Opens the raw stream, writes `begin` and the current modules, starts the thread.
   bool start(const Options& options, const raw::ProcessBegin& begin, std::string* error);
   bool running() const { return thread_started_; }
+  // Async-signal-safe (pthread_self reads the thread pointer).
+  bool is_drain_thread() const { return thread_started_ && pthread_equal(thread_, pthread_self()); }
 
   // On the new thread, outside signal handlers: its ring (of ring_bytes,
   // a power of two; 0: Options::ring_bytes) and counters.
@@ -139,9 +143,14 @@ class Drain {
   // Final drain: ends every thread, writes `end`, closes the stream, joins.
   void stop(const raw::ProcessEnd& end);
 
-  // Async-signal-safe: asks the drain thread to finish as if by stop() with
-  // a signal end reason, then call on_terminated(signal).
+  // Async-signal-safe: asks the drain thread to run on_terminate(signal)
+  // (the first request only); ended() is true once it has finished.
   void request_terminate_from_signal(int signal);
+  // Async-signal-safe: the stream is complete and closed.
+  bool ended() const { return ended_.load(std::memory_order_acquire); }
+  // Async-signal-safe: how many passes over the rings have been written
+  // out so far. Two more after a wake(): what was in the rings then is on disk.
+  uint64_t passes_written() const { return passes_written_.load(std::memory_order_acquire); }
 
   // pthread_atfork hooks: hold the locks across fork so the child gets them
   // in a consistent state; the child then forgets the parent's stream and
@@ -283,6 +292,8 @@ class Drain {
   bool thread_started_ = false;
   int wake_fd_ = -1;                      // eventfd: stop / terminate requests
   std::atomic<int> terminate_signal_{0};
+  std::atomic<bool> ended_{false};
+  std::atomic<uint64_t> passes_written_{0};
   std::atomic<bool> stop_requested_{false};
 };
 
