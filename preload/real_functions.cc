@@ -18,6 +18,9 @@ RealFunctions resolve_all() {
   resolve(r.sigprocmask, "sigprocmask");
   resolve(r.pthread_sigmask, "pthread_sigmask");
   resolve(r.sigaltstack, "sigaltstack");
+  resolve(r.close, "close");
+  resolve(r.dup2, "dup2");
+  resolve(r.dup3, "dup3");
   resolve(r.dlclose, "dlclose");
   resolve(r.dl_iterate_phdr, "dl_iterate_phdr");
   resolve(r.execve, "execve");

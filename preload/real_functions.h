@@ -15,6 +15,9 @@ struct RealFunctions {
   int (*sigprocmask)(int, const sigset_t*, sigset_t*) = nullptr;
   int (*pthread_sigmask)(int, const sigset_t*, sigset_t*) = nullptr;
   int (*sigaltstack)(const stack_t*, stack_t*) = nullptr;
+  int (*close)(int) = nullptr;
+  int (*dup2)(int, int) = nullptr;
+  int (*dup3)(int, int, int) = nullptr;
   int (*dlclose)(void*) = nullptr;
   int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info*, size_t, void*), void*) = nullptr;
   int (*execve)(const char*, char* const[], char* const[]) = nullptr;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/own_fds.h"
 #include "sampling/perf_open.h"
 
 // glibc 2.36 (Debian 12) does not yet name the SIGEV_THREAD_ID target field.
@@ -29,6 +30,10 @@ bool fail(std::string* error, const std::string& what, int err) {
   return false;
 }
 
+void close_own(int fd) {
+  if (own_fds::release(fd)) close(fd);
+}
+
 }  // namespace
 
 bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* error) {
@@ -44,14 +49,16 @@ bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, std::string
   perf_event_attr attr;
   const bool kernel = plan.kernel_time == KernelTime::kSampled;
   detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, kernel, &attr);
-  int fd = detail::open_on_this_thread(&attr);
+  // Out of the program's reach (own_fds.h) before its number is fixed in
+  // the signals (F_SETSIG below): a slot-less descriptor, never moved.
+  int fd = own_fds::adopt(detail::open_on_this_thread(&attr));
   if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
   if (kernel && !map_ring(fd)) {
     // Samples in the kernel could not be told from the user's: this thread
     // is sampled at user level only.
-    close(fd);
+    close_own(fd);
     detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, false, &attr);
-    fd = detail::open_on_this_thread(&attr);
+    fd = own_fds::adopt(detail::open_on_this_thread(&attr));
     if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
   }
 
@@ -65,7 +72,7 @@ bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, std::string
   if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signal) != 0 ||
       (flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags | O_ASYNC) != 0) {
     int err = errno;
-    close(fd);
+    close_own(fd);
     return fail(error, "fcntl(perf_event fd)", err);
   }
 
@@ -139,10 +146,12 @@ bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, std::strin
 
 void ThreadSampler::stop() {
   if (fd_ >= 0) {
-    // Disable first so no new overflow is raised while the fd is torn down.
-    ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
+    // Disable first so no new overflow is raised while the fd is torn down
+    // (unless the program took its number over with dup2: not ours then).
+    const bool ours = own_fds::release(fd_);
+    if (ours) ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
     unmap_ring();
-    close(fd_);
+    if (ours) close(fd_);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     fd_ = -1;  // signalled_fd_ stays (rule 4)
   }
@@ -155,7 +164,7 @@ void ThreadSampler::stop() {
 
 void ThreadSampler::reset_after_fork() {
   unmap_ring();  // the child's copy of the mapping
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0) close_own(fd_);
   fd_ = -1;
   signalled_fd_ = -1;
   timer_ = nullptr;

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "common/clock.h"
+#include "common/own_fds.h"
 #include "otf2/types.h"
 #include "trace/event_sets.h"
 #include "trace/records.h"
@@ -53,7 +54,7 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
     *error = "cannot create " + options.raw_path + ": " + std::strerror(errno);
     return false;
   }
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  wake_fd_ = own_fds::adopt(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), &wake_fd_);
   if (wake_fd_ < 0) {
     *error = std::string("eventfd: ") + std::strerror(errno);
     return false;
@@ -87,6 +88,7 @@ void* Drain::thread_main(void* self) {
 void Drain::loop() {
   pollfd pfd{wake_fd_, POLLIN, 0};
   for (;;) {
+    pfd.fd = wake_fd_;  // moved if the program dup2()ed onto it (own_fds)
     poll(&pfd, 1, static_cast<int>(options_.flush_interval_ms));
     uint64_t ignored;
     while (read(wake_fd_, &ignored, sizeof ignored) > 0) {
@@ -766,7 +768,7 @@ void Drain::after_fork_in_child() {
   stop_requested_ = false;
   terminate_signal_ = 0;
   ended_ = false;
-  if (wake_fd_ >= 0) close(wake_fd_);
+  if (wake_fd_ >= 0 && own_fds::release(wake_fd_)) close(wake_fd_);
   wake_fd_ = -1;
   mutex_.unlock();
 }

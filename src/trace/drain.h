@@ -290,7 +290,7 @@ class Drain {
 
   pthread_t thread_{};
   bool thread_started_ = false;
-  int wake_fd_ = -1;                      // eventfd: stop / terminate requests
+  std::atomic<int> wake_fd_{-1};          // eventfd: stop / terminate requests (own_fds)
   std::atomic<int> terminate_signal_{0};
   std::atomic<bool> ended_{false};
   std::atomic<uint64_t> passes_written_{0};

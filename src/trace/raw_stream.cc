@@ -2,6 +2,8 @@
 
 #include "trace/recent_calls.h"
 
+#include "common/own_fds.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -314,7 +316,7 @@ class Decoder {
 }  // namespace
 
 bool StreamWriter::open(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  fd_ = own_fds::adopt(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), &fd_);
   if (fd_ < 0) return false;
   if (!write_all(fd_, reinterpret_cast<const unsigned char*>(kFileMagic), sizeof kFileMagic)) {
     int saved = errno;
@@ -331,13 +333,13 @@ StreamWriter::~StreamWriter() { close(); }
 void StreamWriter::close() {
   if (fd_ < 0) return;
   flush();
-  ::close(fd_);
+  if (own_fds::release(fd_)) ::close(fd_);
   fd_ = -1;
 }
 
 void StreamWriter::abandon() {
   used_ = 0;
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0 && own_fds::release(fd_)) ::close(fd_);
   fd_ = -1;
 }
 

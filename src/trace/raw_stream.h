@@ -1,6 +1,7 @@
 // Encoding and decoding of the raw stream (format in raw_format.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -104,7 +105,7 @@ class StreamWriter {
   // grow one chunk by reallocation and copying, over and over).
   static constexpr size_t kChunkFlushBytes = 256 * 1024;
 
-  int fd_ = -1;
+  std::atomic<int> fd_{-1};  // own_fds: moves if the program dup2()s onto it
   std::vector<unsigned char> chunk_;  // grows, never shrinks; used_ bytes pending
   size_t used_ = 0;
   std::vector<uint64_t> last_ts_;  // per thread, for timestamp deltas
