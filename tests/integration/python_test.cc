@@ -254,7 +254,9 @@ TEST_F(Python, ForkedChildReadsItsOwnFrames) {
   ASSERT_TRUE(p) << error;
   EXPECT_EQ(p->archive().processes.size(), 2u);
   const uint64_t child = p->inclusive_samples("child_spin"), parent = p->inclusive_samples("parent_wait");
-  EXPECT_GT(child, 200u) << "samples in the child's child_spin";
+  // 0.5 s of the child's CPU against the parent's start-up: a share, which
+  // holds however much CPU the child got on a loaded machine.
+  EXPECT_GT(2 * child, p->samples().size()) << child << " samples in the child's child_spin";
   EXPECT_LT(parent * 10, child) << parent << " samples in parent_wait, which only blocks";
 }
 

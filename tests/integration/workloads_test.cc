@@ -97,7 +97,8 @@ TEST_F(Workloads, ProgramKeepsItsOwnSignalHandlers) {
   auto p = load_profile(d, &error);
   ASSERT_TRUE(p) << error;
   EXPECT_GT(p->samples_property_total(), 0u);
-  EXPECT_GT(p->self_samples("handlers_work"), 100u) << p->samples().size() << " samples in all";
+  // 0.4 s of its 0.5 s of CPU (a share: it holds on a loaded machine).
+  EXPECT_GT(2 * p->self_samples("handlers_work"), p->samples().size()) << p->samples().size() << " samples in all";
 }
 
 // The runtime keeps a SIGSEGV/SIGBUS handler of its own (its plain-load
