@@ -106,9 +106,13 @@ void after_fork_child() {
   for_each_event_source([](EventSource& s) { s.fork_child(); });
   // The forking thread's state belongs to the parent's thread: its ring
   // holds the parent's data.
+  const ThreadContext* parent = tls_thread;
   tls_thread = nullptr;
   start_process(*rt);
   thread_begin();
+  // The signal stack the child inherited is the runtime's: what the
+  // program set is still the parent thread's record of it.
+  if (parent && tls_thread) tls_thread->program_signal_stack = parent->program_signal_stack;
 }
 
 void at_exit() { finish_process(raw::EndReason::kExit, -1); }
