@@ -1,6 +1,5 @@
 #include "cuda/api_tracer.h"
 
-#include <iterator>
 #include <string>
 
 #include "common/per_thread.h"
@@ -27,13 +26,8 @@ struct OpenCalls {
   uint32_t overflow = 0;       // calls nested deeper than kMax, not kept
 };
 
-// The thread's region ids by CUPTI's name string.
-struct CachedRegion {
-  const char* function = nullptr;
-  uint64_t stream = 0;
-  uint32_t id = 0;
-};
-using RegionCache = CachedRegion[64];
+// The thread's region ids by CUPTI's name string (one per function).
+using RegionCache = RecentRegionIds<const char*, 64>;
 
 // A thread's CUDA calls (PerThread: 2 KiB, too much for static TLS).
 struct CudaThread {
@@ -42,14 +36,9 @@ struct CudaThread {
 };
 
 uint32_t region_of(TracingHost& host, const char* function, RegionCache& regions) {
-  const uint64_t stream = cuda_regions().stream();
   const auto hash = reinterpret_cast<uintptr_t>(function);
-  CachedRegion& c = regions[(hash >> 3 ^ hash >> 11) % std::size(regions)];
-  if (c.function == function && c.stream == stream) return c.id;
-  c.function = function;
-  c.stream = stream;
-  c.id = cuda_region(host.drain(), function ? function : "(CUDA API)");
-  return c.id;
+  return regions.id(function, hash >> 3 ^ hash >> 11, cuda_regions().stream(),
+                    [&] { return cuda_region(host.drain(), function ? function : "(CUDA API)"); });
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "openmp/openmp_regions.h"
 
 #include <atomic>
-#include <iterator>
 #include <string>
 
 #include "common/per_thread.h"
@@ -68,22 +67,15 @@ class OpenMpSource final : public EventSource {
 HYBRIDPROF_EVENT_SOURCE(OpenMpSource)
 
 // The thread's recent lookups, so a construct met again takes no lock.
-struct CachedRegion {
-  uint64_t key = 0, stream = 0;
-  uint32_t id = 0;
-};
-using RegionCache = CachedRegion[64];
+using RegionCache = RecentRegionIds<uint64_t, 64>;
 
 uint32_t region_id(TracingHost& host, uint32_t kind, uint64_t code, RegionCache& cache) {
   const uint64_t key = key_of(kind, code);
-  const uint64_t stream = regions().stream();
-  CachedRegion& c = cache[(key ^ key >> 17) % std::size(cache)];
-  if (c.key == key && c.stream == stream) return c.id;
-  const uint32_t id = regions().id(key, [&](uint32_t fresh) {
-    host.drain().define_code_region(fresh, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code);
+  return cache.id(key, key ^ key >> 17, regions().stream(), [&] {
+    return regions().id(key, [&](uint32_t fresh) {
+      host.drain().define_code_region(fresh, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code);
+    });
   });
-  c = {key, stream, id};
-  return c.id;
 }
 
 // The regions open on this thread that a later call closes, innermost last.

@@ -717,7 +717,6 @@ void Drain::finish_locked(const raw::ProcessEnd& end) {
   writer_.append(end);
   writer_.close();
   finished_ = true;
-  ended_.store(true, std::memory_order_release);
 }
 
 void Drain::stop(const raw::ProcessEnd& end) {
@@ -767,7 +766,6 @@ void Drain::after_fork_in_child() {
   thread_started_ = false;
   stop_requested_ = false;
   terminate_signal_ = 0;
-  ended_ = false;
   if (wake_fd_ >= 0 && own_fds::release(wake_fd_)) close(wake_fd_);
   wake_fd_ = -1;
   mutex_.unlock();

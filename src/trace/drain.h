@@ -147,7 +147,7 @@ class Drain {
   // (the first request only); ended() is true once it has finished.
   void request_terminate_from_signal(int signal);
   // Async-signal-safe: the stream is complete and closed.
-  bool ended() const { return ended_.load(std::memory_order_acquire); }
+  bool ended() const { return finished_.load(std::memory_order_acquire); }
   // Async-signal-safe: how many passes over the rings have been written
   // out so far. Two more after a wake(): what was in the rings then is on disk.
   uint64_t passes_written() const { return passes_written_.load(std::memory_order_acquire); }
@@ -286,13 +286,13 @@ class Drain {
   uint64_t passes_ = 0;  // begin_pass_locked's count
   uint32_t next_location_ = 0;  // threads' and appended locations' indices
   size_t event_sets_defined_ = 0;  // registered_event_sets()[0, n) are in the stream
-  bool finished_ = false;
+  // Written under mutex_; atomic so that ended() may read it from a handler.
+  std::atomic<bool> finished_{false};
 
   pthread_t thread_{};
   bool thread_started_ = false;
   std::atomic<int> wake_fd_{-1};          // eventfd: stop / terminate requests (own_fds)
   std::atomic<int> terminate_signal_{0};
-  std::atomic<bool> ended_{false};
   std::atomic<uint64_t> passes_written_{0};
   std::atomic<bool> stop_requested_{false};
 };

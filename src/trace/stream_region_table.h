@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -46,6 +47,32 @@ class StreamRegionTable {
   std::atomic<uint64_t> stream_{1};
   std::mutex mutex_;
   std::unordered_map<Key, Entry> entries_;
+};
+
+// A thread's recent region ids, so that a key met again takes no lock:
+// direct-mapped, `Slots` of them, each good while the stream it was found
+// for is still the one written (StreamRegionTable::stream()). Plain data:
+// a thread's per-thread state (PerThread) holds it.
+template <typename Key, size_t Slots>
+class RecentRegionIds {
+ public:
+  // The id of `key` (spread by `hash`) in `stream`; look_up() finds it on
+  // a miss (StreamRegionTable::id, or what the adapter wraps it in).
+  template <typename LookUp>
+  uint32_t id(const Key& key, size_t hash, uint64_t stream, LookUp&& look_up) {
+    Slot& s = slots_[hash % Slots];
+    if (s.stream == stream && s.key == key) return s.id;
+    s = Slot{key, stream, look_up()};
+    return s.id;
+  }
+
+ private:
+  struct Slot {
+    Key key{};
+    uint64_t stream = 0;  // 0: empty (streams count from 1)
+    uint32_t id = 0;
+  };
+  Slot slots_[Slots];
 };
 
 }  // namespace hybridprof
