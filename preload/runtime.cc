@@ -115,6 +115,10 @@ void after_fork_child() {
   if (parent && tls_thread) tls_thread->program_signal_stack = parent->program_signal_stack;
 }
 
+// atexit, not on_exit (which would tell the status): registered from this
+// library, it runs when the loader finalizes the library, before the
+// libraries it depends on (libunwind, an OpenMP runtime the program uses
+// while sampled) are; on_exit handlers run after all of them.
 void at_exit() { finish_process(raw::EndReason::kExit, -1); }
 
 // The runtime as the adapters' host (trace/tracing_host.h).
@@ -191,6 +195,9 @@ void start_process(Runtime& rt) {
   options.ring_bytes = size_t{rt.config.ring_kib} * 1024;
   options.create_thread = real().pthread_create;
   options.on_terminate = on_terminate;
+  options.max_bytes = rt.config.max_size_bytes;
+  // An error, not a notice: said even when the launcher quiets notices.
+  options.on_recording_stopped = [](const std::string& why) { say(why); };
   options.tsc_trace_clock = g_trace_clock_tsc;  // decided at the first MPI call; a fork child inherits it
   // The runtime's own code: its frames (wrappers aside) are not the program's.
   ModuleInfo self;
@@ -307,7 +314,12 @@ void set_exit_hook(void (*hook)(int)) { g_exit_hook.store(hook); }
 void run_exit_hook(int status) {
   if (auto* hook = g_exit_hook.exchange(nullptr)) hook(status);
 }
-bool sampling_enabled() { return g_enabled.load(std::memory_order_relaxed); }
+bool sampling_enabled() {
+  if (!g_enabled.load(std::memory_order_relaxed)) return false;
+  const Runtime* rt = runtime();
+  return rt && rt->drain.recording();
+}
+bool profile_open() { return g_enabled.load(std::memory_order_relaxed); }
 ThreadContext* this_thread() { return tls_thread; }
 
 void thread_begin() {
@@ -357,7 +369,7 @@ namespace {
 // SIGNAL PATH: the drain can do what this thread waits for; false when
 // nothing is to be waited for.
 bool drain_can_help(Runtime* rt) {
-  return rt && sampling_enabled() && getpid() == rt->pid && !rt->drain.is_drain_thread();
+  return rt && profile_open() && getpid() == rt->pid && !rt->drain.is_drain_thread();
 }
 
 // SIGNAL PATH: nanosleep until `done`, 5 s at most: the drain may need a

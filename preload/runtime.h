@@ -59,8 +59,12 @@ void say(const std::string& line);
 
 // Null until the constructor has started the runtime (or when disabled).
 Runtime* runtime();
-// False from exit onwards: the signal path then records nothing.
+// False from exit onwards, and once recording has stopped (a full disk,
+// --max-size: Drain::recording): the signal path then records nothing.
 bool sampling_enabled();
+// True until the process's profile is ended (finish_process): a fault or
+// a terminating signal still ends it, after recording has stopped too.
+bool profile_open();
 
 // The calling thread's context, or null. Signal-safe (initial-exec TLS).
 ThreadContext* this_thread();

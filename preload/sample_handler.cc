@@ -154,6 +154,8 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
     if (sampling_enabled()) {
       const sigsafe::SectionScope recording(sigsafe::Section::kSampleHandler);
       record_sample(*rt, *ctx->state, info, ucontext, in_kernel);
+    } else if (profile_open()) {
+      ctx->sampler.pause();  // recording stopped for good: no more signals
     }
   } else if (rt && looks_like_sample(info) && !program_handles(signal)) {
     // A sample for a thread that is starting or ending, or one still queued
@@ -179,7 +181,7 @@ bool recording_sample() { return sigsafe::inside(sigsafe::Section::kSampleHandle
 // re-raises the signal. Only an atomic store and write(2) here.
 void on_terminate_signal(int signal, siginfo_t*, void*) {
   const int saved_errno = errno;
-  if (Runtime* rt = runtime(); rt && sampling_enabled()) {
+  if (Runtime* rt = runtime(); rt && profile_open()) {
     rt->drain.request_terminate_from_signal(signal);
   } else {
     // Runtime off: behave as the default action would.

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include <cctype>
 #include <cstdlib>
 
 namespace hybridprof {
@@ -37,6 +38,27 @@ bool parse_uint(const std::string& text, uint64_t max, uint64_t* out) {
   }
   if (n > max) return false;
   *out = n;
+  return true;
+}
+
+bool parse_size(const std::string& text, uint64_t* bytes) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  uint64_t n;
+  if (!parse_uint(text.substr(0, digits), UINT64_MAX, &n) || n == 0) return false;
+  std::string unit = text.substr(digits);
+  for (char& c : unit) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();  // "MB", "MIB"
+  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
+  unsigned shift = 0;
+  if (unit.empty() || unit == "B") shift = 0;
+  else if (unit == "K") shift = 10;
+  else if (unit == "M") shift = 20;
+  else if (unit == "G") shift = 30;
+  else if (unit == "T") shift = 40;
+  else return false;
+  if (n > (UINT64_MAX >> 1) >> shift) return false;
+  *bytes = n << shift;
   return true;
 }
 
@@ -94,6 +116,12 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
   if (const char* v = get(env::kSignal)) {
     if (!parse_signal(v, &c->signal)) {
       *error = std::string(env::kSignal) + "='" + v + "' is not a signal";
+      return false;
+    }
+  }
+  if (const char* v = get(env::kMaxSize)) {
+    if (!parse_size(v, &c->max_size_bytes) || c->max_size_bytes < kMinMaxSizeBytes) {
+      *error = std::string(env::kMaxSize) + "='" + v + "' is not a size of at least 64K";
       return false;
     }
   }

@@ -18,6 +18,7 @@ inline constexpr const char* kSignal = "HYBRIDPROF_SIGNAL";
 inline constexpr const char* kRingKiB = "HYBRIDPROF_RING_KB";
 inline constexpr const char* kFlushMs = "HYBRIDPROF_FLUSH_MS";
 inline constexpr const char* kForceTimer = "HYBRIDPROF_FORCE_TIMER";
+inline constexpr const char* kMaxSize = "HYBRIDPROF_MAX_SIZE";  // bytes, or with K, M, G (parse_size)
 // Set by a rank's launcher: the job's directory, where the ranks write the
 // job's archive together at exit; and whether to add the enter/leave one.
 inline constexpr const char* kJobArchive = "HYBRIDPROF_JOB_ARCHIVE";
@@ -35,6 +36,9 @@ inline constexpr uint32_t kDefaultMaxDepth = 256;
 // holds between two drain passes.
 inline constexpr uint32_t kMpiMainThreadRingKiB = 4096;
 inline constexpr uint64_t kMaxFrequencyHz = 100000;
+// --max-size: a process's stream starts with its modules and definitions
+// (10 to 100 KiB); below this little room would be left for samples.
+inline constexpr uint64_t kMinMaxSizeBytes = 64 << 10;
 
 struct RuntimeConfig {
   std::string output_dir;        // empty: hybridprof-<program>-<pid> in the working directory
@@ -47,6 +51,7 @@ struct RuntimeConfig {
   bool ring_kib_given = false;   // HYBRIDPROF_RING_KB was set (then every thread gets ring_kib)
   uint32_t flush_ms = 50;
   bool force_timer = false;
+  uint64_t max_size_bytes = 0;   // the raw data one process may write; 0: no limit
   bool quiet = false;
   std::string trace_clock;       // "", "tsc" or "monotonic" (common/trace_clock.h)
 };
@@ -60,5 +65,9 @@ bool parse_signal(const std::string& text, int* signal);
 
 // Strict unsigned decimal parse with an upper bound.
 bool parse_uint(const std::string& text, uint64_t max, uint64_t* out);
+
+// A byte count: a whole number, optionally with K, M, G or T (powers of
+// 1024; "KiB", "MB"... are read the same). False when malformed or zero.
+bool parse_size(const std::string& text, uint64_t* bytes);
 
 }  // namespace hybridprof

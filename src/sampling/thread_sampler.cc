@@ -162,6 +162,14 @@ void ThreadSampler::stop() {
   }
 }
 
+void ThreadSampler::pause() {
+  if (fd_ >= 0 && own_fds::owned(fd_)) ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
+  if (timer_armed_) {
+    const itimerspec disarm{};
+    timer_settime(timer_, 0, &disarm, nullptr);
+  }
+}
+
 void ThreadSampler::reset_after_fork() {
   unmap_ring();  // the child's copy of the mapping
   if (fd_ >= 0) close_own(fd_);

@@ -60,6 +60,11 @@ class ThreadSampler {
   // Disable + close / timer_delete. Idempotent; safe at thread exit.
   void stop();
 
+  // Async-signal-safe (one system call): no more signals from this sampler
+  // (PERF_EVENT_IOC_DISABLE, or the timer disarmed); what it holds stays
+  // until stop(). For the thread's own handler once recording has stopped.
+  void pause();
+
   // In a fork child, for the child's copy of the forking thread's sampler:
   // closes the inherited perf fd (only the child's reference: the parent's
   // sampling goes on) and forgets the timer (timers are not inherited, and

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fstream>
@@ -50,6 +51,9 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
   if (options.python.runtime != 0)
     python_codes_ = std::make_unique<PythonCodeTable>(options.python.layout, options.python.code_type,
                                                       options.python.unicode_type);
+  start_ns_ = begin.monotonic_ns;
+  recording_ = true;
+  writer_.set_size_limit(options.max_bytes);
   if (!writer_.open(options.raw_path)) {
     *error = "cannot create " + options.raw_path + ": " + std::strerror(errno);
     return false;
@@ -66,7 +70,7 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
                                   static_cast<uint32_t>(otf2::Paradigm::kMeasurement)});
     for (const auto& r : modules_.all_as_records()) writer_.append(r);
     define_new_event_sets_locked();
-    writer_.flush();
+    flush_locked();
   }
   if (options.create_thread(&thread_, nullptr, &Drain::thread_main, this) != 0) {
     *error = "cannot start the drain thread";
@@ -103,7 +107,7 @@ void Drain::loop() {
     std::lock_guard lock(mutex_);
     if (finished_) return;
     drain_rings_locked();
-    writer_.flush();
+    flush_locked();
     passes_written_.fetch_add(1, std::memory_order_release);
   }
 }
@@ -200,7 +204,35 @@ void Drain::finish_thread(ThreadState* t, uint64_t now_ns) {
 
 void Drain::append(const raw::Record& record) {
   std::lock_guard lock(mutex_);
-  if (!finished_) writer_.append(record);
+  if (finished_) return;
+  // Once recording has stopped, notices still say what happened.
+  if (!recording() && std::holds_alternative<raw::Notice>(record)) writer_.write_closing(record);
+  else writer_.append(record);
+}
+
+namespace {
+std::string size_text(uint64_t bytes) {
+  char text[32];
+  if (bytes < (1 << 20)) std::snprintf(text, sizeof text, "%.0f KiB", double(bytes) / 1024.0);
+  else std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+}  // namespace
+
+void Drain::flush_locked() {
+  writer_.flush();
+  if (writer_.stopped() == raw::StreamWriter::Stop::kNone || !recording()) return;
+  recording_.store(false, std::memory_order_relaxed);
+  char at[32];
+  std::snprintf(at, sizeof at, "%.1f s", double(monotonic_ns() - start_ns_) / 1e9);
+  std::string why = "recording stopped at " + std::string(at) + " of the process: ";
+  if (writer_.stopped() == raw::StreamWriter::Stop::kSizeLimit)
+    why += "its raw data reached --max-size (" + size_text(options_.max_bytes) + "); the archive has what came before";
+  else
+    why += "cannot write " + options_.raw_path + ": " + std::strerror(writer_.stop_errno()) + "; the " +
+           size_text(writer_.bytes_written()) + " written before are kept";
+  writer_.write_closing(raw::Notice{why});
+  if (options_.on_recording_stopped) options_.on_recording_stopped(why);
 }
 
 void Drain::define_code_region(uint32_t id, std::string name, uint32_t paradigm, uint64_t code_address) {
@@ -229,7 +261,7 @@ void Drain::flush_now() {
   std::lock_guard lock(mutex_);
   if (finished_) return;
   drain_rings_locked();
-  writer_.flush();
+  flush_locked();
 }
 
 void Drain::begin_pass_locked() {
@@ -254,6 +286,10 @@ void Drain::define_new_event_sets_locked() {
 }
 
 void Drain::drain_thread_locked(ThreadState& t) {
+  if (!recording()) {
+    t.ring.consume([](const RecordHeader&) {});
+    return;
+  }
   t.ring.consume([&](const RecordHeader& h) {
     // A loop's MPI calls are most of an MPI rank's records: two repeats
     // a call, handled before the general dispatch.
@@ -288,7 +324,7 @@ bool Drain::flush_full_ring(ThreadState& t) {
   if (finished_ || !thread_started_) return false;
   begin_pass_locked();
   drain_thread_locked(t);
-  writer_.flush();
+  flush_locked();
   return true;
 }
 
@@ -714,7 +750,9 @@ void Drain::finish_locked(const raw::ProcessEnd& end) {
   write_device_work_locked(/*all=*/true);
   for (uint32_t location : appended_locations_) writer_.append(raw::LocationEnd{location, end.timestamp_ns, {}, {}});
   appended_locations_.clear();
-  writer_.append(end);
+  flush_locked();
+  // The end is written even past the size limit: the stream is complete.
+  writer_.write_closing(end);
   writer_.close();
   finished_ = true;
 }
@@ -763,6 +801,7 @@ void Drain::after_fork_in_child() {
   next_location_ = 0;
   event_sets_defined_ = 0;
   finished_ = false;
+  recording_ = true;
   thread_started_ = false;
   stop_requested_ = false;
   terminate_signal_ = 0;

@@ -52,6 +52,13 @@ class Drain {
     python::PythonRuntime python;
     // Traced-call records carry TSC readings (common/trace_clock.h), not ns.
     bool tsc_trace_clock = false;
+    // The raw stream stays under this many bytes (0: no limit).
+    uint64_t max_bytes = 0;
+    // Runs (on the thread that wrote, under the drain's lock: say it and
+    // return) once recording stops for good: the stream reached max_bytes,
+    // or a write failed (a full disk). `why` is one line, also in the
+    // stream as a notice (when that can still be written).
+    std::function<void(const std::string& why)> on_recording_stopped;
   };
   // Code of the runtime that stands for a traced region (an MPI wrapper):
   // a frame there becomes the region's node, so samples taken inside the
@@ -146,6 +153,10 @@ class Drain {
   // Async-signal-safe: asks the drain thread to run on_terminate(signal)
   // (the first request only); ended() is true once it has finished.
   void request_terminate_from_signal(int signal);
+  // Async-signal-safe: false once recording has stopped for good (see
+  // Options::on_recording_stopped): rings are then emptied unread, and only
+  // notices and the process's end are written.
+  bool recording() const { return recording_.load(std::memory_order_relaxed); }
   // Async-signal-safe: the stream is complete and closed.
   bool ended() const { return finished_.load(std::memory_order_acquire); }
   // Async-signal-safe: how many passes over the rings have been written
@@ -165,6 +176,8 @@ class Drain {
   static void* thread_main(void* self);
   void loop();
   void drain_rings_locked();
+  // Writes the pending chunk; notices the writer's stop (recording()).
+  void flush_locked();
   // A pass's start: the clock anchor, module changes, Python's per-pass reads.
   void begin_pass_locked();
   // Empties t's ring into the stream.
@@ -295,6 +308,8 @@ class Drain {
   std::atomic<int> terminate_signal_{0};
   std::atomic<uint64_t> passes_written_{0};
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> recording_{true};
+  uint64_t start_ns_ = 0;  // the stream's begin, for the stop notice
 };
 
 }  // namespace hybridprof

@@ -325,6 +325,8 @@ bool StreamWriter::open(const std::string& path) {
     return false;
   }
   bytes_written_ = sizeof kFileMagic;
+  stop_ = Stop::kNone;
+  stop_errno_ = 0;
   return true;
 }
 
@@ -361,6 +363,7 @@ void StreamWriter::put_string(const std::string& s) {
 
 template <typename T>
 void StreamWriter::put(const T& r) {
+  if (stop_ != Stop::kNone) return;
   auto tag = [&](Tag t) { put_varint(static_cast<uint32_t>(t)); };
     if constexpr (std::is_same_v<T, ProcessBegin>) {
       tag(Tag::kProcessBegin);
@@ -456,6 +459,7 @@ void StreamWriter::append(const Call& r) { append_call(r.location, r.enter_ns, r
 
 RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns,
                                               const CallShape& shape) {
+  if (stop_ != Stop::kNone) return {};
   uint32_t slot = recent_calls_.find(thread, shape);
   if (slot != RecentCalls::kNone) {
     put_repeat(thread, slot, enter_ns, leave_ns);
@@ -480,19 +484,62 @@ RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns
 }
 
 bool StreamWriter::flush() {
-  if (used_ <= kChunkHeader || fd_ < 0) return fd_ >= 0;
+  if (used_ <= kChunkHeader || fd_ < 0) {
+    discard_pending();
+    return fd_ >= 0 && stop_ == Stop::kNone;
+  }
+  if (stop_ != Stop::kNone) {
+    discard_pending();
+    return false;
+  }
+  if (limit_ != 0 && !closing_ && bytes_written_ + used_ > limit_) {
+    stop_ = Stop::kSizeLimit;
+    discard_pending();
+    return false;
+  }
   const size_t payload = used_ - kChunkHeader;
   put_u32(chunk_.data(), kChunkMagic);
   put_u32(chunk_.data() + 4, static_cast<uint32_t>(payload));
   put_u32(chunk_.data() + 8, chunk_checksum(chunk_.data() + kChunkHeader, payload));
   put_u32(chunk_.data() + 12, 0);
   const bool ok = write_all(fd_, chunk_.data(), used_);
-  if (ok) bytes_written_ += used_;
+  if (ok) {
+    bytes_written_ += used_;
+  } else {
+    // Cut a partly written chunk off again: the file keeps whole chunks
+    // (a reader stops at a torn one), and more space, if any turns up, is
+    // written from their end.
+    stop_errno_ = errno;
+    stop_ = Stop::kWriteError;
+    [[maybe_unused]] const int cut = ftruncate(fd_, static_cast<off_t>(bytes_written_));
+    lseek(fd_, static_cast<off_t>(bytes_written_), SEEK_SET);
+  }
+  discard_pending();
+  return ok;
+}
+
+void StreamWriter::discard_pending() {
   used_ = 0;
   // Deltas and recent calls restart with every chunk so each chunk decodes
   // on its own.
   last_ts_.assign(last_ts_.size(), 0);
   recent_calls_.forget_all();
+}
+
+bool StreamWriter::write_closing(const Record& record) {
+  if (fd_ < 0) return false;
+  flush();  // what is pending, as any chunk (nothing is, once stopped)
+  const Stop stop = stop_;
+  const int stop_errno = stop_errno_;
+  stop_ = Stop::kNone;
+  closing_ = true;
+  append(record);
+  const bool ok = flush();
+  closing_ = false;
+  if (stop != Stop::kNone) {  // the first reason stays
+    stop_ = stop;
+    stop_errno_ = stop_errno;
+  }
   return ok;
 }
 

@@ -14,12 +14,29 @@ namespace hybridprof::raw {
 
 // Builds chunks in memory and appends them to a file. Used by the drain
 // thread only; never on the signal path.
+//
+// The file holds whole chunks only: a write that fails (a full disk, an
+// I/O error) is cut off again, and from then on the writer is stopped, as
+// it is when the next chunk would pass its size limit. A stopped writer
+// drops what is appended; only write_closing() still writes.
 class StreamWriter {
  public:
+  enum class Stop { kNone, kSizeLimit, kWriteError };
+
   // Creates `path` (must not exist) and writes the file magic.
   // Returns false with errno set on failure.
   bool open(const std::string& path);
   ~StreamWriter();
+
+  // The file stays under `bytes` (0: no limit): kClosingReserve of it is
+  // kept for write_closing().
+  void set_size_limit(uint64_t bytes) { limit_ = bytes > kClosingReserve ? bytes - kClosingReserve : bytes; }
+  static constexpr uint64_t kClosingReserve = 16 * 1024;
+  Stop stopped() const { return stop_; }
+  int stop_errno() const { return stop_errno_; }  // kWriteError's
+  // After a stop: writes `record` at once, past the size limit (why the
+  // stream stopped, the process's end). False when the write fails.
+  bool write_closing(const Record& record);
 
   void append(const Record& record);
   // The drain's frequent records, without the variant.
@@ -31,6 +48,7 @@ class StreamWriter {
   void append(const Call& record);
   // A Call given as its shape and times (what the drain keeps). Returns
   // where the writer keeps that shape, for append_repeat.
+  // Writes nothing (and keeps nothing) once stopped.
   RecentCalls::Handle append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns, const CallShape& shape);
   // A Call shaped exactly like the one append_call returned `kept` for,
   // without comparing shapes again. False, with nothing written, when the
@@ -42,7 +60,8 @@ class StreamWriter {
     if (used_ >= kChunkFlushBytes) flush();
     return true;
   }
-  // Writes the pending chunk, if any, with one write(). Returns false on I/O error.
+  // Writes the pending chunk, if any, with one write(). False when it was
+  // not written (stopped, or stopping now).
   bool flush();
   void close();
   // Closes without writing the pending chunk (a fork child's copy of the
@@ -81,6 +100,8 @@ class StreamWriter {
     for (uint64_t w : p.wide) put_varint(w);
   }
   void put_string(const std::string& s);
+  // Drops the pending chunk (and the deltas and calls that refer into it).
+  void discard_pending();
   // The zigzag-encoded step from the thread's last timestamp to `ts`.
   uint64_t delta(uint32_t thread, uint64_t ts) {
     if (thread >= last_ts_.size()) last_ts_.resize(thread + 1, 0);
@@ -111,6 +132,10 @@ class StreamWriter {
   std::vector<uint64_t> last_ts_;  // per thread, for timestamp deltas
   RecentCalls recent_calls_;       // of the pending chunk
   uint64_t bytes_written_ = 0;
+  uint64_t limit_ = 0;             // for data, closing reserve excluded; 0: none
+  Stop stop_ = Stop::kNone;
+  int stop_errno_ = 0;
+  bool closing_ = false;           // inside write_closing()
 };
 
 struct ReadSummary {

@@ -5,12 +5,14 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <stdexcept>
 #include <type_traits>
 
 #include "finalize/adapter_writers.h"
+#include "finalize/archive_check.h"
 #include "finalize/process_definitions.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
@@ -451,6 +453,18 @@ std::vector<std::string> raw_files(const std::string& dir) {
   return files;
 }
 
+namespace {
+constexpr const char* kArchiveParts[] = {"traces.otf2", "traces.def", "traces", "enter-leave"};
+
+bool has_archive_part(const std::string& archive_directory) {
+  std::error_code ignored;
+  for (const char* name : kArchiveParts)
+    if (std::filesystem::exists(std::filesystem::symlink_status(std::filesystem::path(archive_directory) / name, ignored)))
+      return true;
+  return false;
+}
+}  // namespace
+
 bool finalize(const Options& options, Result* result, std::string* error) {
   const std::vector<std::string> files = raw_files(options.directory);
   if (files.empty()) {
@@ -465,13 +479,27 @@ bool finalize(const Options& options, Result* result, std::string* error) {
   }
   std::vector<ArchiveEntry> entries;
   for (const auto& p : processes) entries.push_back({&p.definitions, &p.raw});
+  const std::string archive_directory = options.archive_directory.empty() ? options.directory : options.archive_directory;
+  const bool archive_was_there = has_archive_part(archive_directory);
   try {
     write_archive(options, std::move(entries), nullptr, result);
+    if (options.sinks.empty())
+      if (const std::string problem = incomplete_archive_problem(archive_directory); !problem.empty())
+        throw std::runtime_error("the archive is incomplete: " + problem);
   } catch (const std::exception& e) {
-    *error = e.what();
+    // Half an archive (a full disk) would only stand in the way of the
+    // next try; the raw data it came from stays.
+    if (options.sinks.empty() && !archive_was_there) remove_archive(archive_directory);
+    *error = std::string(e.what()) + " (the raw data is kept: hybridprof-merge " + options.directory +
+             " writes the archive from it)";
     return false;
   }
   return true;
+}
+
+void remove_archive(const std::string& archive_directory) {
+  std::error_code ignored;
+  for (const char* name : kArchiveParts) std::filesystem::remove_all(std::filesystem::path(archive_directory) / name, ignored);
 }
 
 }  // namespace hybridprof::finalize

@@ -51,6 +51,11 @@ struct Result {
 // (no raw data, unwritable directory, archive already there).
 bool finalize(const Options& options, Result* result, std::string* error);
 
+// Removes an archive's files from `archive_directory` (traces.otf2,
+// traces.def, traces/, enter-leave/): what a writer that failed or was
+// interrupted left.
+void remove_archive(const std::string& archive_directory);
+
 // The parts of finalize(), for writers of one archive together (job_archive.cc).
 
 // The raw streams under a run's directory: DIR/raw/*.hpr and DIR/rank-*/raw/*.hpr.

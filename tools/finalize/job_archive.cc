@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "finalize/archive_check.h"
 #include "finalize/finalizer.h"
 #include "finalize/result_file.h"
 #include "otf2/otf2_error.h"
@@ -205,6 +206,8 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
 
   // 4. Rank 0 moves it into place and leaves the launcher its Result.
   if (rank == 0) {
+    if (const std::string incomplete = incomplete_archive_problem(staging.string()); !incomplete.empty())
+      return "rank 0: the archive is incomplete: " + incomplete;
     try {
       move_into_place(staging, job_dir, enter_leave, &result);
     } catch (const std::exception& e) {

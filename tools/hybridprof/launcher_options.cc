@@ -18,6 +18,9 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
   -o, --output DIR     output directory (default: a new hybridprof-<program>-<time>)
       --max-depth N    deepest stack recorded (default 256, at most 512)
       --signal SIG     signal used for samples (default SIGRTMIN+4)
+      --max-size SIZE  each process stops recording (with a note in the
+                       archive) before its raw data passes SIZE: bytes, or
+                       with K, M, G (at least 64K); the program runs on
       --enter-leave    also write DIR/enter-leave/traces.otf2 with samples as
                        Enter/Leave regions, for viewers such as ViTE
       --no-jit-map     do not ask oneDNN for a perf map of its JIT code (by
@@ -112,6 +115,12 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
       int sig;
       if (!parse_signal(o->signal, &sig)) {
         *error = "unknown signal '" + o->signal + "'";
+        return false;
+      }
+    } else if (arg == "--max-size") {
+      if (!take(&v)) return false;
+      if (!parse_size(v, &o->max_size_bytes) || o->max_size_bytes < kMinMaxSizeBytes) {
+        *error = "--max-size needs a size of at least 64K (bytes, or with K, M, G), not '" + v + "'";
         return false;
       }
     } else if (arg == "--enter-leave" && !has_inline) {

@@ -17,6 +17,7 @@ struct LauncherOptions {
   std::string output;                 // -o/--output ("" = a new unique directory)
   uint32_t max_depth = kDefaultMaxDepth;  // --max-depth
   std::string signal;                 // --signal ("" = SIGRTMIN+4)
+  uint64_t max_size_bytes = 0;        // --max-size (0 = no limit)
   bool enter_leave = false;           // --enter-leave
   bool jit_map = true;                // false: --no-jit-map (do not ask JIT compilers for perf maps)
   bool list_events = false, help = false, version = false;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/runtime_config.h"
+#include "finalize/exit_status_file.h"
 #include "finalize/finalizer.h"
 #include "finalize/job_archive.h"
 #include "finalize/perf_map_file.h"
@@ -153,6 +154,7 @@ int run(int argc, char** argv) {
   set_env(o.period ? env::kPeriod : env::kFrequency, std::to_string(request.value));
   set_env(env::kMaxDepth, std::to_string(o.max_depth));
   if (!o.signal.empty()) set_env(env::kSignal, o.signal);
+  if (o.max_size_bytes != 0) set_env(env::kMaxSize, std::to_string(o.max_size_bytes));
   set_env(env::kQuiet, "1");
   const bool asked_for_jit_maps = ask_for_jit_maps(o);
   // A rank of an MPI job: the ranks write the job's archive together at
@@ -194,10 +196,12 @@ int run(int argc, char** argv) {
     if (asked_for_jit_maps) finalize::remove_kept_system_perf_maps(directory);
   };
 
+  // A file size limit (ulimit -f) makes writing the archive fail with an
+  // error, not kill the launcher.
+  signal(SIGXFSZ, SIG_IGN);
   finalize::Options fo;
   fo.directory = dir;
   fo.enter_leave = o.enter_leave;
-  fo.exit_statuses[uint64_t(g_child)] = status_text;
   // An MPI job has one archive: the ranks wrote it at their exit, or the
   // last rank's launcher writes it from the raw data now.
   finalize::Result result;
@@ -209,8 +213,11 @@ int run(int argc, char** argv) {
     }
     written = finalize::load_result(job.job_dir + "/" + finalize::kJobArchiveResult, &result);
     fo.directory = job.job_dir;
-    fo.exit_statuses = rank_exit_statuses(job.job_dir);
+  } else if (!finalize::record_exit_status(dir, g_child, status_text)) {
+    // Only hybridprof-merge, should it have to write the archive later, misses it.
+    fo.exit_statuses[uint64_t(g_child)] = status_text;
   }
+  for (const auto& [pid, status] : finalize::recorded_exit_statuses(fo.directory)) fo.exit_statuses[pid] = status;
   const bool archived = written || finalize::finalize(fo, &result, &error);
   remove_jit_maps(fo.directory);
   if (!archived) {

@@ -10,6 +10,7 @@
 
 #include "common/launcher_rank.h"
 #include "finalize/archive_claim.h"
+#include "finalize/exit_status_file.h"
 #include "hybridprof/output_directory.h"
 
 namespace hybridprof::launcher {
@@ -22,14 +23,12 @@ int world_size_from_env() {
   return 0;
 }
 
-const char* kEndedFile = "ended";
-
 int ended_ranks(const std::string& job_dir) {
   int n = 0;
   if (DIR* d = opendir(job_dir.c_str())) {
     while (dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.rfind("rank-", 0) == 0 && access((job_dir + "/" + name + "/" + kEndedFile).c_str(), F_OK) == 0) ++n;
+      if (name.rfind("rank-", 0) == 0 && access((job_dir + "/" + name + "/" + finalize::kExitStatusFile).c_str(), F_OK) == 0) ++n;
     }
     closedir(d);
   }
@@ -49,32 +48,9 @@ JobRank job_rank_from_env(const std::string& rank_dir) {
 }
 
 bool end_rank(const JobRank& job, pid_t pid, const std::string& status) {
-  {
-    // Written whole, then renamed: a reader never sees half a file.
-    const std::string tmp = job.rank_dir + "/." + kEndedFile;
-    std::ofstream out(tmp);
-    out << pid << ' ' << status << '\n';
-    out.close();
-    if (!out || rename(tmp.c_str(), (job.rank_dir + "/" + kEndedFile).c_str()) != 0) return false;
-  }
+  if (!finalize::record_exit_status(job.rank_dir, pid, status)) return false;
   if (job.size <= 0 || ended_ranks(job.job_dir) < job.size) return false;
   return finalize::claim_archive(job.job_dir);
-}
-
-std::map<uint64_t, std::string> rank_exit_statuses(const std::string& job_dir) {
-  std::map<uint64_t, std::string> statuses;
-  if (DIR* d = opendir(job_dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.rfind("rank-", 0) != 0) continue;
-      std::ifstream in(job_dir + "/" + name + "/" + kEndedFile);
-      uint64_t pid = 0;
-      std::string status;
-      if (in >> pid && std::getline(in >> std::ws, status)) statuses[pid] = status;
-    }
-    closedir(d);
-  }
-  return statuses;
 }
 
 }  // namespace hybridprof::launcher

@@ -1,5 +1,6 @@
 // hybridprof-merge: builds the archive from a run's raw data by hand: after
 // a crash, a kill, or a run under plain LD_PRELOAD without the launcher.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "finalize/archive_claim.h"
+#include "finalize/exit_status_file.h"
 #include "finalize/finalizer.h"
 #include "finalize/job_archive.h"
 
@@ -68,14 +70,16 @@ int main(int argc, char** argv) {
   fs::remove_all(dir / ".job-archive", ec);
   if (!fs::exists(dir / "traces.otf2") && (fs::exists(dir / "traces") || fs::exists(dir / "traces.def"))) {
     std::fprintf(stderr, "hybridprof-merge: removing the incomplete archive of an interrupted writer\n");
-    for (const char* name : {"traces.def", "traces", "enter-leave"}) fs::remove_all(dir / name, ec);
+    hybridprof::finalize::remove_archive(options.directory);
   }
   if (fs::exists(dir / "traces.otf2")) {
     if (!force) return fail(options.directory + " already has an archive (use --force to rebuild it)");
-    for (const char* name : {"traces.otf2", "traces.def", "traces", "enter-leave", hybridprof::finalize::kJobArchiveResult})
-      fs::remove_all(dir / name, ec);
+    hybridprof::finalize::remove_archive(options.directory);
+    fs::remove_all(dir / hybridprof::finalize::kJobArchiveResult, ec);
   }
   options.written_by = "hybridprof-merge, from the raw data";
+  options.exit_statuses = hybridprof::finalize::recorded_exit_statuses(options.directory);
+  signal(SIGXFSZ, SIG_IGN);  // a file size limit: an error, not a death
   hybridprof::finalize::Result result;
   std::string error;
   if (!hybridprof::finalize::finalize(options, &result, &error)) return fail(error);

@@ -1,0 +1,42 @@
+#include "finalize/exit_status_file.h"
+
+#include <dirent.h>
+#include <stdio.h>
+
+#include <fstream>
+
+namespace hybridprof::finalize {
+namespace {
+
+void read_status(const std::string& path, std::map<uint64_t, std::string>* statuses) {
+  std::ifstream in(path);
+  uint64_t pid = 0;
+  std::string status;
+  if (in >> pid && std::getline(in >> std::ws, status)) (*statuses)[pid] = status;
+}
+
+}  // namespace
+
+bool record_exit_status(const std::string& run_dir, pid_t pid, const std::string& status) {
+  // Written whole, then renamed: a reader never sees half a file.
+  const std::string tmp = run_dir + "/." + kExitStatusFile;
+  std::ofstream out(tmp);
+  out << pid << ' ' << status << '\n';
+  out.close();
+  return out && rename(tmp.c_str(), (run_dir + "/" + kExitStatusFile).c_str()) == 0;
+}
+
+std::map<uint64_t, std::string> recorded_exit_statuses(const std::string& directory) {
+  std::map<uint64_t, std::string> statuses;
+  read_status(directory + "/" + kExitStatusFile, &statuses);
+  if (DIR* d = opendir(directory.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("rank-", 0) == 0) read_status(directory + "/" + name + "/" + kExitStatusFile, &statuses);
+    }
+    closedir(d);
+  }
+  return statuses;
+}
+
+}  // namespace hybridprof::finalize
