@@ -1,8 +1,11 @@
 #include "trace/raw_stream.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 
@@ -366,6 +369,91 @@ TEST(RawStream, OtherFormatVersionIsRefusedByName) {
   std::string error;
   EXPECT_FALSE(read_stream(path, [](const Record&) {}, nullptr, &error));
   EXPECT_NE(error.find("another hybridprof version"), std::string::npos) << error;
+  std::remove(path.c_str());
+}
+
+// Samples of thread 0, `n` of them, each in its own chunk.
+void write_chunks(StreamWriter& w, int n, uint64_t first_ts = 1000) {
+  for (int i = 0; i < n; ++i) {
+    w.append(Sample{0, first_ts + uint64_t(i), 3, 0});
+    w.flush();
+  }
+}
+
+size_t file_size(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  return static_cast<size_t>(in.tellg());
+}
+
+TEST(RawStream, ASizeLimitStopsTheWriterAtAChunkAndLetsTheClosingRecordsThrough) {
+  const std::string path = temp_path("limit");
+  std::remove(path.c_str());
+  StreamWriter w;
+  const uint64_t limit = StreamWriter::kClosingReserve + 4096;
+  w.set_size_limit(limit);
+  ASSERT_TRUE(w.open(path));
+  write_chunks(w, 1000);  // ~25 bytes a chunk: past 4 KiB
+  EXPECT_EQ(w.stopped(), StreamWriter::Stop::kSizeLimit);
+  EXPECT_LE(w.bytes_written(), 4096u);
+  const uint64_t at_stop = w.bytes_written();
+  w.append(Sample{0, 5000, 3, 0});  // dropped
+  EXPECT_FALSE(w.flush());
+  EXPECT_EQ(w.bytes_written(), at_stop);
+  EXPECT_TRUE(w.write_closing(Notice{"stopped"}));
+  EXPECT_TRUE(w.write_closing(ProcessEnd{6000, EndReason::kExit, 0, 0}));
+  EXPECT_EQ(w.stopped(), StreamWriter::Stop::kSizeLimit) << "closing records do not restart it";
+  w.close();
+  EXPECT_LE(file_size(path), limit);
+
+  ReadSummary summary;
+  const std::vector<Record> records = read_all(path, &summary);
+  EXPECT_EQ(summary.bytes_ignored, 0u) << summary.problem;
+  ASSERT_GE(records.size(), 3u);
+  size_t samples = 0;
+  for (const Record& r : records) samples += std::holds_alternative<Sample>(r);
+  EXPECT_EQ(samples, records.size() - 2);
+  EXPECT_EQ(std::get<Notice>(records[records.size() - 2]).text, "stopped");
+  EXPECT_TRUE(std::holds_alternative<ProcessEnd>(records.back()));
+  std::remove(path.c_str());
+}
+
+// A write that fails half way (here: past the file size limit) is cut off
+// again: the file keeps whole chunks, and a closing record written once
+// there is room again follows them.
+TEST(RawStream, AFailedWriteLeavesWholeChunksAndStopsTheWriter) {
+  const std::string path = temp_path("efbig");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  write_chunks(w, 10);
+  const uint64_t before = w.bytes_written();
+
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_action = signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = before + 100;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  for (int i = 0; i < 2000; ++i) w.append(Sample{0, 5000 + uint64_t(i), 3, 0});  // one chunk of ~8 KiB
+  const bool written = w.flush();
+  const int error = errno;
+  setrlimit(RLIMIT_FSIZE, &old);
+  signal(SIGXFSZ, old_action);
+
+  EXPECT_FALSE(written);
+  EXPECT_EQ(error, EFBIG);
+  EXPECT_EQ(w.stopped(), StreamWriter::Stop::kWriteError);
+  EXPECT_EQ(w.stop_errno(), EFBIG);
+  EXPECT_EQ(w.bytes_written(), before);
+  EXPECT_EQ(file_size(path), before) << "the torn chunk is cut off";
+  EXPECT_TRUE(w.write_closing(Notice{"cannot write"}));
+  w.close();
+
+  ReadSummary summary;
+  const std::vector<Record> records = read_all(path, &summary);
+  EXPECT_EQ(summary.bytes_ignored, 0u) << summary.problem;
+  ASSERT_EQ(records.size(), 11u);
+  EXPECT_EQ(std::get<Notice>(records.back()).text, "cannot write");
   std::remove(path.c_str());
 }
 

@@ -1,0 +1,40 @@
+#include "common/runtime_config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+namespace hybridprof {
+namespace {
+
+TEST(RuntimeConfig, SizesReadWithBinaryUnits) {
+  uint64_t bytes = 0;
+  EXPECT_TRUE(parse_size("4096", &bytes));
+  EXPECT_EQ(bytes, 4096u);
+  EXPECT_TRUE(parse_size("64K", &bytes));
+  EXPECT_EQ(bytes, 64u << 10);
+  EXPECT_TRUE(parse_size("100m", &bytes));
+  EXPECT_EQ(bytes, 100u << 20);
+  EXPECT_TRUE(parse_size("2GiB", &bytes));
+  EXPECT_EQ(bytes, 2ull << 30);
+  EXPECT_TRUE(parse_size("3MB", &bytes));
+  EXPECT_EQ(bytes, 3u << 20);
+  EXPECT_TRUE(parse_size("1T", &bytes));
+  EXPECT_EQ(bytes, 1ull << 40);
+  for (const char* bad : {"", "0", "M", "-1", "1.5G", "12X", "1 G", "99999999999999999999", "9999999999T"})
+    EXPECT_FALSE(parse_size(bad, &bytes)) << bad;
+}
+
+TEST(RuntimeConfig, MaxSizeFromTheEnvironment) {
+  RuntimeConfig config;
+  std::string error;
+  setenv(env::kMaxSize, "1048576", 1);
+  EXPECT_TRUE(runtime_config_from_env(&config, &error)) << error;
+  EXPECT_EQ(config.max_size_bytes, 1u << 20);
+  setenv(env::kMaxSize, "1K", 1);  // below the least that holds a stream's start
+  EXPECT_FALSE(runtime_config_from_env(&config, &error));
+  EXPECT_NE(error.find("HYBRIDPROF_MAX_SIZE='1K'"), std::string::npos) << error;
+  unsetenv(env::kMaxSize);
+}
+
+}  // namespace
+}  // namespace hybridprof
