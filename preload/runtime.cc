@@ -2,6 +2,7 @@
 #include "preload/runtime.h"
 
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -59,20 +60,39 @@ std::string executable() {
   return n > 0 ? std::string(buf, size_t(n)) : std::string();
 }
 
+// mkdir -p with the launcher's modes: rwxrwxr-x less the umask, never
+// writable by every user. The last one, where the streams go, must be this
+// user's directory itself, not a symbolic link planted to lead them elsewhere.
 bool make_directories(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
       const std::string prefix = path.substr(0, i);
-      if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return false;
+      if (mkdir(prefix.c_str(), 0775) != 0 && errno != EEXIST) return false;
     }
   }
-  return true;
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return false;
+  if (S_ISDIR(st.st_mode) && st.st_uid == geteuid()) return true;
+  errno = S_ISLNK(st.st_mode) ? ELOOP : S_ISDIR(st.st_mode) ? EPERM : ENOTDIR;
+  return false;
 }
 
 std::string default_output_dir(const std::vector<std::string>& args) {
   std::string program = args.empty() ? "program" : args[0];
   program = program.substr(program.find_last_of('/') + 1);
   return "hybridprof-" + program + "-" + std::to_string(getpid());
+}
+
+// Absolute, so that a fork child after a chdir() writes into the same
+// directory; a relative HYBRIDPROF_OUTPUT_DIR is exported absolute, so that
+// programs exec'd from elsewhere do too.
+std::string run_directory(const RuntimeConfig& config) {
+  const std::string dir = config.output_dir.empty() ? default_output_dir(command_line()) : config.output_dir;
+  char cwd[4096];
+  if (dir[0] == '/' || !getcwd(cwd, sizeof cwd)) return dir;
+  const std::string absolute = std::string(cwd) + "/" + dir;
+  if (!config.output_dir.empty()) setenv(env::kOutputDir, absolute.c_str(), 1);
+  return absolute;
 }
 
 // A thread dying by a signal waits in its handler for the profile's end
@@ -229,6 +249,10 @@ void start_process(Runtime& rt) {
 }
 
 void start_runtime() {
+  // Secure execution (setuid, setgid, file capabilities): the environment is
+  // another user's, and /etc/ld.so.preload or a library's dlopen of an
+  // injection path (CUDA_INJECTION64_PATH) loads us despite the loader's rules.
+  if (getauxval(AT_SECURE)) return;
   if (g_runtime.load() || std::getenv("HYBRIDPROF_DISABLE")) return;
   auto* rt = new Runtime();
   std::string error;
@@ -250,9 +274,7 @@ void start_runtime() {
   if (!rt->plan.notice.empty() && !rt->config.quiet) say(rt->plan.notice);
   rt->sample_signal = rt->config.signal ? rt->config.signal : SIGRTMIN + 4;
 
-  std::string dir = rt->config.output_dir;
-  if (dir.empty()) dir = default_output_dir(command_line());
-  rt->raw_dir = dir + "/raw";
+  rt->raw_dir = run_directory(rt->config) + "/raw";
   if (!make_directories(rt->raw_dir)) {
     say("cannot create " + rt->raw_dir + ": " + std::strerror(errno) + "; profiling is off");
     return;

@@ -509,6 +509,12 @@ void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& o
 
   std::string failure;
   OTF2_ErrorCode failure_status = OTF2_SUCCESS;
+  // Named in errors: ARCHIVE/<location>.evt, beside the anchor ARCHIVE.otf2.
+  const auto events_of = [&](uint64_t location) {
+    const std::string& a = archive_.anchor;
+    return a.substr(0, a.rfind(".otf2")) + "/" + std::to_string(location) + ".evt (the events of location " +
+           std::to_string(location) + ")";
+  };
   for (const auto& [location, thread] : archive_.threads) {
     if (have_local_defs) {
       if (OTF2_DefReader* local = OTF2_Reader_GetDefReader(reader, location)) {
@@ -520,8 +526,7 @@ void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& o
     detail::take_last_otf2_message();  // forget complaints about missing optional files
     OTF2_EvtReader* events = OTF2_Reader_GetEvtReader(reader, location);
     if (events == nullptr) {
-      failure = "cannot read the events of location " + std::to_string(location) + ": " +
-                detail::take_last_otf2_message();
+      failure = "cannot read " + events_of(location) + ": " + detail::take_last_otf2_message();
       break;
     }
     OTF2_ErrorCode status = OTF2_Reader_RegisterEvtCallbacks(reader, events, callbacks, &sink);
@@ -530,7 +535,7 @@ void ArchiveReader::read_events(const std::function<void(const SampleEvent&)>& o
     OTF2_Reader_CloseEvtReader(reader, events);
     if (sink.error) break;
     if (status != OTF2_SUCCESS) {
-      failure = "reading the events of location " + std::to_string(location);
+      failure = "reading " + events_of(location);
       failure_status = status;
       break;
     }

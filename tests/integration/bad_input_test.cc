@@ -62,6 +62,7 @@ INSTANTIATE_TEST_SUITE_P(
                  {"-c", "period"}},
         BadInput{"UnknownEvent", {"-e", "no_such_event", "-o", "@D", "--", kTouch, "@M"}, {"no_such_event"}},
         BadInput{"UnwritableOutput", {"-o", "/proc/forbidden/x", "--", kTouch, "@M"}, {"/proc/forbidden"}},
+        BadInput{"OutputIsAFile", {"-o", "/etc/passwd", "--", kTouch, "@M"}, {"/etc/passwd"}},
         BadInput{"MissingProgram", {"-o", "@D", "--", "/nonexistent/prog"}, {"/nonexistent/prog"}},
         BadInput{"NoProgram", {"-o", "@D"}, {"program"}}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });

@@ -26,13 +26,21 @@ std::string this_host() {
 
 bool stat_file(const std::string& path, struct stat* st) { return stat(path.c_str(), st) == 0 && S_ISREG(st->st_mode); }
 
+// A map in /tmp, where anyone may put one: as perf takes it, a file (not a
+// symbolic link to, say, a secret of ours) of this user's or root's.
+bool stat_system_map(const std::string& path, struct stat* st) {
+  return lstat(path.c_str(), st) == 0 && S_ISREG(st->st_mode) && (st->st_uid == geteuid() || st->st_uid == 0);
+}
+
 uint64_t mtime_ns(const struct stat& st) { return uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec); }
 
 // Copies `from` to `to` whole or not at all (a reader never sees half a copy).
 bool copy_whole(const std::string& from, const std::string& to, std::string* why) {
   const std::string partial = to + ".partial";
   std::error_code ec;
-  fs::copy_file(from, partial, fs::copy_options::overwrite_existing, ec);
+  // A killed finalizer's is removed; then created anew (O_EXCL), following no planted link.
+  fs::remove(partial, ec);
+  fs::copy_file(from, partial, fs::copy_options::none, ec);
   if (!ec) fs::rename(partial, to, ec);
   if (!ec) return true;
   *why = ec.message();
@@ -74,7 +82,7 @@ std::string find_perf_map(const RawProcess& p, std::vector<std::string>* warning
   // /tmp is per host: a map there names this host's process with that pid.
   if (!p.begin || p.begin->hostname != this_host()) return "";
   const std::string system = system_perf_map_path(p.begin->pid);
-  if (!stat_file(system, &st)) return "";
+  if (!stat_system_map(system, &st)) return "";
   if (mtime_ns(st) + kCoarseClockSlackNs < p.begin->realtime_ns) return "";  // an earlier process's
   std::string why;
   if (copy_whole(system, kept, &why)) return kept;
@@ -92,7 +100,7 @@ std::vector<std::string> remove_kept_system_perf_maps(const std::string& directo
     struct stat kept, system;
     if (!host_and_pid_of_stream(stream, &stream_host, &pid) || stream_host != host) continue;
     const std::string system_path = system_perf_map_path(pid);
-    if (!stat_file(kept_perf_map_path(stream), &kept) || !stat_file(system_path, &system)) continue;
+    if (!stat_file(kept_perf_map_path(stream), &kept) || !stat_system_map(system_path, &system)) continue;
     // Unchanged since the copy: not a later process's with the same pid.
     if (system.st_size != kept.st_size || mtime_ns(system) > mtime_ns(kept)) continue;
     if (unlink(system_path.c_str()) == 0) removed.push_back(system_path);

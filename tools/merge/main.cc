@@ -29,9 +29,7 @@ int fail(const std::string& message) {
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int merge(int argc, char** argv) {
   hybridprof::finalize::Options options;
   bool force = false;
   for (int i = 1; i < argc; ++i) {
@@ -82,8 +80,10 @@ int main(int argc, char** argv) {
   signal(SIGXFSZ, SIG_IGN);  // a file size limit: an error, not a death
   hybridprof::finalize::Result result;
   std::string error;
-  if (!hybridprof::finalize::finalize(options, &result, &error)) return fail(error);
+  const bool written = hybridprof::finalize::finalize(options, &result, &error);
+  // Also when nothing was written: they name the files that were skipped, and why.
   for (const auto& w : result.warnings) std::fprintf(stderr, "hybridprof-merge: warning: %s\n", w.c_str());
+  if (!written) return fail(error);
   std::printf("%llu samples from %llu threads in %llu process%s\n", (unsigned long long)result.samples,
               (unsigned long long)result.threads, (unsigned long long)result.processes,
               result.processes == 1 ? "" : "es");
@@ -92,4 +92,15 @@ int main(int argc, char** argv) {
                 (unsigned long long)result.missing_ranks, result.missing_ranks == 1 ? "" : "s");
   std::printf("archive: %s\n", result.anchor.c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // std::filesystem throws where a directory cannot be read (no permission).
+  try {
+    return merge(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
 }
