@@ -33,6 +33,18 @@ mode_t mode_of(const std::string& path) {
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
+// A relative output path of this test's own (a stale one elsewhere, say in
+// "/", cannot make it pass or fail).
+std::string relative_output(const TempDir& scratch) { return fs::path(scratch.path()).filename().string() + "/D"; }
+
+// Whether a program run from "/" wrote into "/<relative>" (then removed).
+bool strayed_into_root(const std::string& relative) {
+  if (!fs::exists("/" + relative)) return false;
+  std::error_code ec;
+  fs::remove_all("/" + relative.substr(0, relative.find('/')), ec);
+  return true;
+}
+
 // argv run under `umask mask`.
 RunResult run_with_umask(const std::string& mask, std::vector<std::string> argv) {
   argv.insert(argv.begin(), {"sh", "-c", "umask " + mask + " && exec \"$0\" \"$@\""});
@@ -170,12 +182,13 @@ TEST_P(RelativeOutput, SurvivesTheProgramsChdir) {
   RunOptions options;
   options.env = GetParam().env;
   options.working_directory = scratch.path();
+  const std::string relative = relative_output(scratch);
   const RunResult r =
-      profile({"-o", "rel/D"}, {"sh", "-c", "cd / && exec \"$0\" 1 0.3", fixture("split_workload")}, options);
+      profile({"-o", relative}, {"sh", "-c", "cd / && exec \"$0\" 1 0.3", fixture("split_workload")}, options);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_FALSE(fs::exists("/rel/D"));
+  EXPECT_FALSE(strayed_into_root(relative)) << "a program run from / wrote into /" << relative;
   std::string error;
-  auto p = load_profile(scratch / "rel/D", &error);
+  auto p = load_profile(scratch / relative, &error);
   ASSERT_TRUE(p) << error << "\n" << r.describe();
   EXPECT_GT(p->inclusive_samples("descend"), 0u);
 }
@@ -189,14 +202,16 @@ INSTANTIATE_TEST_SUITE_P(
 // Without the launcher, the runtime makes a relative HYBRIDPROF_OUTPUT_DIR
 // absolute for the programs it runs too.
 TEST_F(OutputSafety, ARelativeRuntimeOutputDirectorySurvivesAChdir) {
+  const std::string relative = relative_output(scratch);
   RunOptions options;
-  options.env = {{"LD_PRELOAD", runtime_library()}, {"HYBRIDPROF_OUTPUT_DIR", "rel/D"}};
+  options.env = {{"LD_PRELOAD", runtime_library()}, {"HYBRIDPROF_OUTPUT_DIR", relative}};
   options.working_directory = scratch.path();
   const RunResult r = run({"sh", "-c", "cd / && exec \"$0\" 1 0.1", fixture("split_workload")}, options);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_FALSE(fs::exists("/rel/D"));
+  EXPECT_FALSE(strayed_into_root(relative)) << "a program run from / wrote into /" << relative;
   size_t streams = 0;
-  for (const auto& entry : fs::directory_iterator(scratch / "rel/D/raw")) streams += entry.path().extension() == ".hpr";
+  for (const auto& entry : fs::directory_iterator(scratch / relative + "/raw"))
+    streams += entry.path().extension() == ".hpr";
   EXPECT_EQ(streams, 2u) << "the shell's and split_workload's";
 }
 
