@@ -63,7 +63,8 @@ void BM_SignalDeliveryOnly(benchmark::State& state) {
 BENCHMARK(BM_SignalDeliveryOnly);
 
 void BM_SignalUnwindAndRecord(benchmark::State& state) {
-  prepare_unwinder_for_thread();
+  prepare_unwinder_for_process();
+  prepare_unwinder_for_thread(/*with_trace_cache=*/true);
   struct sigaction sa {};
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO;

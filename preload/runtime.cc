@@ -298,6 +298,7 @@ void start_runtime() {
     if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL)
       install_handler(sig, on_terminate_signal, none);
   }
+  prepare_unwinder_for_process();
   g_runtime.store(rt);
   set_tracing_host(new RuntimeHost(*rt));  // leaked, like the runtime
   start_process(*rt);
@@ -350,7 +351,7 @@ void thread_begin() {
   const pid_t tid = static_cast<pid_t>(gettid());
   // An MPI rank's main thread (unless the user sized the rings) gets room
   // for its calls' records.
-  const bool mpi_main = tid == getpid() && launcher_rank_from_env() >= 0 && !rt->config.ring_kib_given;
+  const bool mpi_main = tid == rt->pid && launcher_rank_from_env() >= 0 && !rt->config.ring_kib_given;
   ThreadState* state =
       rt->drain.add_thread(tid, monotonic_ns(), mpi_main ? size_t{kMpiMainThreadRingKiB} * 1024 : 0);
   if (!state) return;
@@ -364,7 +365,9 @@ void thread_begin() {
   }
   {
     BusyScope busy(state);
-    prepare_unwinder_for_thread();
+    // The main thread's unwinder is made whole now; other threads' at their
+    // first sample (a short thread may have none).
+    prepare_unwinder_for_thread(/*with_trace_cache=*/tid == rt->pid);
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   tls_thread = ctx;

@@ -33,7 +33,7 @@ class SamplingSource final : public EventSource {
     ThreadContext* ctx = this_thread();
     if (!rt || !ctx) return;
     std::string error;
-    if (!ctx->sampler.start(rt->plan, rt->sample_signal, &error))
+    if (!ctx->sampler.start(rt->plan, rt->sample_signal, &error, t.tid))
       rt->drain.append(raw::Notice{"thread " + std::to_string(t.tid) + ": " + error});
   }
   void thread_ending(ThreadState&) override { stop_this_thread(); }

@@ -22,6 +22,7 @@
 #define SS_AUTODISARM (1U << 31)  // Linux 4.7; glibc 2.36's headers do not name it
 #endif
 
+#include "common/mapping_pool.h"
 #include "preload/real_functions.h"
 #include "preload/runtime.h"
 
@@ -35,24 +36,46 @@ size_t page_bytes() {
   return page;
 }
 
+size_t mapping_bytes() { return page_bytes() + kSignalStackBytes; }
+
 std::atomic<uint64_t> g_small_stack_threads{0};
 std::atomic<size_t> g_smallest_stack{SIZE_MAX};
+
+// Ended threads' stacks, for the next threads. Constant-initialized: the
+// runtime's constructor may start the main thread's before this file's
+// dynamic initializers would run.
+MappingPool<4> g_kept_stacks;
+
+// A guard page, then the stack: mapped, or an ended thread's.
+void* map_signal_stack() {
+  g_kept_stacks.set_bytes(mapping_bytes());
+  if (void* kept = g_kept_stacks.take(mapping_bytes())) return kept;
+  void* map = mmap(nullptr, mapping_bytes(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (map == MAP_FAILED) return nullptr;
+  if (mprotect(static_cast<unsigned char*>(map) + page_bytes(), kSignalStackBytes, PROT_READ | PROT_WRITE) != 0) {
+    munmap(map, mapping_bytes());
+    return nullptr;
+  }
+  return map;
+}
+
+void unmap_signal_stack(void* map) {
+  if (!g_kept_stacks.give(map, mapping_bytes())) munmap(map, mapping_bytes());
+}
 
 }  // namespace
 
 bool install_signal_stack(ThreadContext& ctx) {
-  const size_t guard = page_bytes();
-  void* map = mmap(nullptr, guard + kSignalStackBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (map == MAP_FAILED) return false;
-  auto* stack = static_cast<unsigned char*>(map) + guard;
+  void* map = map_signal_stack();
+  if (map == nullptr) return false;
   stack_t ss{};
-  ss.ss_sp = stack;
+  ss.ss_sp = static_cast<unsigned char*>(map) + page_bytes();
   ss.ss_size = kSignalStackBytes;
   // The program's signal stack, if it set one before the runtime started
   // (the main thread): what sigaltstack() goes on telling it.
   stack_t before{};
-  if (mprotect(stack, kSignalStackBytes, PROT_READ | PROT_WRITE) != 0 || real().sigaltstack(&ss, &before) != 0) {
-    munmap(map, guard + kSignalStackBytes);
+  if (real().sigaltstack(&ss, &before) != 0) {
+    unmap_signal_stack(map);
     return false;
   }
   before.ss_flags &= SS_DISABLE;
@@ -63,14 +86,13 @@ bool install_signal_stack(ThreadContext& ctx) {
 
 void remove_signal_stack(ThreadContext& ctx) {
   if (ctx.signal_stack == nullptr) return;
-  stack_t now{};
-  // Not while a handler runs on it (a thread ending inside one): leaked then.
-  if (real().sigaltstack(nullptr, &now) != 0 || (now.ss_flags & SS_ONSTACK)) return;
-  // The program's own again, if it has one; none otherwise.
+  // The program's own again, if it has one; none otherwise. The kernel
+  // refuses (EPERM) while a handler runs on the runtime's (a thread ending
+  // inside one): it stays that thread's, leaked.
   stack_t restore = ctx.program_signal_stack;
   if (restore.ss_flags & SS_DISABLE) restore = stack_t{nullptr, SS_DISABLE, 0};
-  real().sigaltstack(&restore, nullptr);
-  munmap(ctx.signal_stack, page_bytes() + kSignalStackBytes);
+  if (real().sigaltstack(&restore, nullptr) != 0) return;
+  unmap_signal_stack(ctx.signal_stack);
   ctx.signal_stack = nullptr;
 }
 

@@ -36,16 +36,17 @@ void close_own(int fd) {
 
 }  // namespace
 
-bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* error) {
+bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* error, pid_t tid) {
   if (running()) {
     if (error != nullptr) *error = "this thread is already sampled";
     return false;
   }
-  return plan.mechanism == Mechanism::kPosixTimer ? start_timer(plan, signal, error)
-                                                  : start_perf(plan, signal, error);
+  if (tid == 0) tid = static_cast<pid_t>(gettid());
+  return plan.mechanism == Mechanism::kPosixTimer ? start_timer(plan, signal, tid, error)
+                                                  : start_perf(plan, signal, tid, error);
 }
 
-bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, std::string* error) {
+bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, pid_t tid, std::string* error) {
   perf_event_attr attr;
   const bool kernel = plan.kernel_time == KernelTime::kSampled;
   detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, kernel, &attr);
@@ -62,28 +63,22 @@ bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, std::string
     if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
   }
 
-  // Route overflow wakeups as `signal` to this thread only (F_OWNER_TID, not
-  // the process: another thread would sample the wrong stack). F_SETSIG makes
-  // the kernel fill si_fd and si_code = POLL_IN, which owns() checks.
-  f_owner_ex owner;
-  owner.type = F_OWNER_TID;
-  owner.pid = gettid();
-  int flags = 0;
-  if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signal) != 0 ||
-      (flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags | O_ASYNC) != 0) {
-    int err = errno;
-    close_own(fd);
-    return fail(error, "fcntl(perf_event fd)", err);
-  }
-
   mechanism_ = Mechanism::kPerfEvent;
   fd_ = fd;
   signalled_fd_ = fd;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3: owns() sees the fd before any signal
-  if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+  // Route overflow wakeups as `signal` to this thread only (F_OWNER_TID, not
+  // the process: another thread would sample the wrong stack). F_SETSIG makes
+  // the kernel fill si_fd and si_code = POLL_IN, which owns() checks. The
+  // event counts already; the first signal comes with O_ASYNC. A new perf
+  // fd has no status flags to keep: F_SETFL without F_GETFL.
+  f_owner_ex owner;
+  owner.type = F_OWNER_TID;
+  owner.pid = tid;
+  if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signal) != 0 || fcntl(fd, F_SETFL, O_ASYNC) != 0) {
     int err = errno;
     stop();
-    return fail(error, "ioctl(PERF_EVENT_IOC_ENABLE)", err);
+    return fail(error, "fcntl(perf_event fd)", err);
   }
   return true;
 }
@@ -111,7 +106,7 @@ void ThreadSampler::unmap_ring() {
   munmap(ring, ring_map_bytes_);
 }
 
-bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, std::string* error) {
+bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, pid_t tid, std::string* error) {
   if (plan.timer_interval_ns == 0) {
     if (error != nullptr) *error = "timer plan without an interval";
     return false;
@@ -121,7 +116,7 @@ bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, std::strin
   event.sigev_notify = SIGEV_THREAD_ID;
   event.sigev_signo = signal;
   event.sigev_value.sival_int = kTimerCookie;
-  event.sigev_notify_thread_id = gettid();
+  event.sigev_notify_thread_id = tid;
   timer_t timer;
   // CLOCK_THREAD_CPUTIME_ID here is the CPU clock of the calling thread.
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &event, &timer) != 0) return fail(error, "timer_create", errno);
@@ -146,10 +141,11 @@ bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, std::strin
 
 void ThreadSampler::stop() {
   if (fd_ >= 0) {
-    // Disable first so no new overflow is raised while the fd is torn down
-    // (unless the program took its number over with dup2: not ours then).
+    // The ring first (the handler stops reading it before it goes), then
+    // the event: a signal it raises meanwhile is still ours (owns()) and
+    // reads no ring. No PERF_EVENT_IOC_DISABLE: 5 us a thread for nothing.
+    // (Not the fd when the program took its number over with dup2.)
     const bool ours = own_fds::release(fd_);
-    if (ours) ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
     unmap_ring();
     if (ours) close(fd_);
     std::atomic_signal_fence(std::memory_order_seq_cst);

@@ -55,7 +55,8 @@ class ThreadSampler {
   //         PERF_EVENT_IOC_ENABLE.
   //  timer: timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to this tid,
   //         sival_int = kTimerCookie) + timer_settime(interval).
-  bool start(const SamplingPlan& plan, int signal, std::string* error);
+  // `tid`: the calling thread's id, when the caller knows it (0: looked up).
+  bool start(const SamplingPlan& plan, int signal, std::string* error, pid_t tid = 0);
 
   // Disable + close / timer_delete. Idempotent; safe at thread exit.
   void stop();
@@ -133,8 +134,8 @@ class ThreadSampler {
   Mechanism mechanism() const { return mechanism_; }
 
  private:
-  bool start_perf(const SamplingPlan& plan, int signal, std::string* error);
-  bool start_timer(const SamplingPlan& plan, int signal, std::string* error);
+  bool start_perf(const SamplingPlan& plan, int signal, pid_t tid, std::string* error);
+  bool start_timer(const SamplingPlan& plan, int signal, pid_t tid, std::string* error);
   bool map_ring(int fd);
   void unmap_ring();
 

@@ -53,6 +53,7 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
                                                       options.python.unicode_type);
   start_ns_ = begin.monotonic_ns;
   recording_ = true;
+  ring_pool_.set_bytes(ThreadState::storage_bytes(options.ring_bytes));
   writer_.set_size_limit(options.max_bytes);
   if (!writer_.open(options.raw_path)) {
     *error = "cannot create " + options.raw_path + ": " + std::strerror(errno);
@@ -120,13 +121,17 @@ void Drain::wake() {
 
 ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns, size_t ring_bytes) {
   if (ring_bytes == 0) ring_bytes = options_.ring_bytes;
-  // Populated now, at the thread's start: otherwise the first pass over the
-  // ring takes a page fault every 4 KiB inside the writers (the sample
-  // handler, traced-call wrappers), costly on a VM, and the ring's memory
-  // is all in use after one pass anyway.
-  void* storage = mmap(nullptr, ThreadState::storage_bytes(ring_bytes), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (storage == MAP_FAILED) return nullptr;
+  // An ended thread's, when one is kept (the same size: the default's).
+  // Not populated: the writers (the sample handler, traced-call wrappers)
+  // take a page fault at each 4 KiB of the ring's first pass, about 2 us
+  // each on a VM, once in the thread's life; populating it here cost
+  // every thread 120 us, most of a short thread's set-up.
+  const size_t bytes = ThreadState::storage_bytes(ring_bytes);
+  void* storage = ring_pool_.take(bytes);
+  if (storage == nullptr) {
+    storage = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (storage == MAP_FAILED) return nullptr;
+  }
   auto* t = new ThreadState(storage, ring_bytes);
   t->tid = tid;
   t->begin_ns = now_ns;
@@ -734,9 +739,9 @@ void Drain::end_thread_locked(ThreadState* t) {
   writer_.append(raw::LocationEnd{t->index, t->end_ns ? t->end_ns : monotonic_ns(), t->counters(), thread_name(*t)});
   threads_.erase(std::remove(threads_.begin(), threads_.end(), t), threads_.end());
   void* storage = t->ring_storage;
-  const size_t bytes = t->ring_bytes;
+  const size_t bytes = ThreadState::storage_bytes(t->ring_bytes);
   delete t;
-  munmap(storage, ThreadState::storage_bytes(bytes));
+  if (!ring_pool_.give(storage, bytes)) munmap(storage, bytes);
 }
 
 void Drain::finish_locked(const raw::ProcessEnd& end) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mapping_pool.h"
 #include "common/trace_clock.h"
 #include "trace/calling_context_tree.h"
 #include "trace/device_work.h"
@@ -309,6 +310,9 @@ class Drain {
   std::atomic<uint64_t> passes_written_{0};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> recording_{true};
+  // Rings (with their scratch: ThreadState::storage_bytes) of ended
+  // threads, for the next ones; of the default size only.
+  MappingPool<4> ring_pool_;
   uint64_t start_ns_ = 0;  // the stream's begin, for the stop notice
 };
 

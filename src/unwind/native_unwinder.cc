@@ -46,23 +46,50 @@ bool in_program_entry(uint64_t ip) {
   return ip >= entry && ip < entry + 64;
 }
 
+struct CodeRange {
+  uint64_t start = 0, end = 0;
+  bool contains(uint64_t ip) const { return ip >= start && ip < end; }
+};
+CodeRange g_libunwind;  // libunwind's: a thread stopped there may hold its pool's lock
+CodeRange g_libc;       // where threads other than the main one start (clone3)
+
+// libunwind's trace cache (unw_backtrace's fast path) exists on this
+// thread. Made at the thread's first sample, not at its start: making it
+// maps and fills 256 KiB, about 120 us, which a short thread (a pool's task,
+// a thread per request) never earns back.
+__thread bool tls_trace_cache_ready __attribute__((tls_model("initial-exec"))) = false;
+
+// Where an unwind ended (libunwind's step said "no caller": `step` 0) at
+// `ip`: the thread's root? Before the thread's root is known (its first
+// unwind), the end libunwind finds in libc's thread start is it.
+bool ends_at_root(uint64_t ip, int step) {
+  if (is_stack_root(ip)) return true;
+  if (step != 0 || tls_root_ip != 0 || !g_libc.contains(ip)) return false;
+  tls_root_ip = ip;
+  return true;
+}
+
 }  // namespace
 
-void prepare_unwinder_for_thread() {
-  // Per-thread caching avoids libunwind's global cache lock in the handler,
-  // and this first unwind creates the thread's trace cache outside of it.
-  static bool policy_set = false;
-  if (!policy_set) {
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    policy_set = true;
-  }
+void prepare_unwinder_for_process() {
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  dl_find_object found{};
+  if (_dl_find_object(reinterpret_cast<void*>(&unw_backtrace), &found) == 0)
+    g_libunwind = {reinterpret_cast<uint64_t>(found.dlfo_map_start), reinterpret_cast<uint64_t>(found.dlfo_map_end)};
+  if (_dl_find_object(reinterpret_cast<void*>(&pthread_self), &found) == 0)
+    g_libc = {reinterpret_cast<uint64_t>(found.dlfo_map_start), reinterpret_cast<uint64_t>(found.dlfo_map_end)};
+  in_program_entry(0);  // its static is set here, not in a handler
+}
+
+void prepare_unwinder_for_thread(bool with_trace_cache) {
   LoaderSnapshot::instance().refresh_if_changed();  // the thread may start in a library just loaded
   remember_thread_stack();
-  in_program_entry(0);  // its static is set here, not in a handler
+  if (!with_trace_cache) return;
   SnapshotLookups lookups;
   void* ips[kMaxDepthLimitForRoot];
   const int n = unw_backtrace(ips, kMaxDepthLimitForRoot);
   if (n > 0 && n < kMaxDepthLimitForRoot) tls_root_ip = reinterpret_cast<uint64_t>(ips[n - 1]);
+  tls_trace_cache_ready = true;
 }
 
 namespace {
@@ -162,7 +189,7 @@ WalkEnd walk(unw_cursor_t* cursor, uint64_t* ips, uint32_t* depth, uint32_t max_
     first = false;
     const int step = tables ? unw_step(cursor) : -1;
     if (step > 0) continue;
-    if (step == 0 && is_stack_root(ip)) return WalkEnd::kRoot;
+    if (step == 0 && ends_at_root(ip, step)) return WalkEnd::kRoot;
     // The callee-saved registers as this frame had them (a failed step
     // leaves the cursor where it was).
     *at_break = Break{*depth, sp, !tables};
@@ -256,6 +283,60 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
   return depth;
 }
 
+// SIGNAL PATH. The unwind step by step, over the `depth` frames a fast
+// path wrote to ips (if any): the slow path looks every module up afresh,
+// so its result is the one to trust. A module the snapshot misses (the
+// first the fast path met) is offered to those lookups for this unwind.
+uint32_t unwind_step_by_step(const ucontext_t* uc, uint64_t* ips, uint32_t depth, uint32_t max_depth,
+                             uint32_t* flags, bool* snapshot_stale) {
+  const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+  LoaderSnapshot& snapshot = LoaderSnapshot::instance();
+  bool offered = snapshot.offer_missed(interrupted);
+  for (uint32_t i = 0; i < depth && !offered; ++i) offered = snapshot.offer_missed(ips[i]);
+  if (snapshot_stale) *snapshot_stale = offered;
+  uint32_t slow_flags = 0;
+  const uint32_t slow_depth = step_from_signal_context(uc, ips, max_depth, &slow_flags);
+  LoaderSnapshot::forget_missed();
+  if (slow_depth != 0) {
+    *flags |= slow_flags;
+    return slow_depth;
+  }
+  *flags |= kSampleUnwindFailed;  // neither found the interrupted frame's caller
+  ips[0] = interrupted;
+  return 1;
+}
+
+// SIGNAL PATH. A thread's first sample: step by step (no trace cache is
+// needed), then the trace cache is made for the next ones, unless the
+// thread was stopped inside libunwind: there it may hold the lock of the
+// pool the cache comes from (a program that unwinds itself), and making
+// the cache would wait for that lock forever. Making it takes no other
+// lock and no malloc: libunwind maps the cache's memory, and its masks are
+// answered without system calls in the handler.
+uint32_t first_unwind_of_thread(const ucontext_t* uc, uint64_t* ips, uint32_t max_depth, uint32_t* flags,
+                                bool* snapshot_stale) {
+  uint32_t step_flags = 0;
+  uint32_t depth = unwind_step_by_step(uc, ips, 0, max_depth, &step_flags, snapshot_stale);
+  if (step_flags & (kSampleUnwindFailed | kSampleUnwindRecovered)) {
+    // Again, with the modules its frames are in offered to the lookups
+    // (as the fast path's frames are, on later samples): a module loaded
+    // since the snapshot's rebuild breaks the walk where it is met.
+    step_flags = 0;
+    depth = unwind_step_by_step(uc, ips, depth, max_depth, &step_flags, snapshot_stale);
+  }
+  // Two frames at least: the code that called into libunwind's pool is one
+  // step from the interrupted one (in libc's mmap or mutex) at most.
+  bool in_libunwind = depth < 2;
+  for (uint32_t i = 0; i < depth && !in_libunwind; ++i) in_libunwind = g_libunwind.contains(ips[i]);
+  if (!in_libunwind) {
+    void* ignored[1];
+    unw_backtrace(ignored, 1);
+    tls_trace_cache_ready = true;
+  }
+  *flags |= step_flags;
+  return depth;
+}
+
 }  // namespace
 
 // SIGNAL PATH: see header. unw_backtrace is libunwind's fast path: it walks
@@ -275,6 +356,7 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
   SnapshotLookups lookups;
+  if (!tls_trace_cache_ready) return first_unwind_of_thread(uc, ips, max_depth, flags, snapshot_stale);
   void** raw = reinterpret_cast<void**>(ips);
   const int n = unw_backtrace(raw, static_cast<int>(max_depth + kHandlerFrames));
   int first = 0;
@@ -294,24 +376,7 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
       return depth;
     }
   }
-  // Step by step, over what the fast path wrote: the slow path looks every
-  // module up afresh, so its result is the one to trust. A module the
-  // snapshot misses (the first the fast path met) is offered to those
-  // lookups for this unwind.
-  LoaderSnapshot& snapshot = LoaderSnapshot::instance();
-  bool offered = snapshot.offer_missed(interrupted);
-  for (uint32_t i = 0; i < depth && !offered; ++i) offered = snapshot.offer_missed(ips[i]);
-  if (snapshot_stale) *snapshot_stale = offered;
-  uint32_t slow_flags = 0;
-  const uint32_t slow_depth = step_from_signal_context(uc, ips, max_depth, &slow_flags);
-  LoaderSnapshot::forget_missed();
-  if (slow_depth != 0) {
-    *flags |= slow_flags;
-    return slow_depth;
-  }
-  *flags |= kSampleUnwindFailed;  // neither found the interrupted frame's caller
-  ips[0] = interrupted;
-  return 1;
+  return unwind_step_by_step(uc, ips, depth, max_depth, flags, snapshot_stale);
 }
 
 bool libunwind_lookups_use_snapshot() { return tls_snapshot_lookups != 0; }
@@ -347,7 +412,7 @@ uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, 
     *flags |= kSampleTruncated;
     return max_depth;
   }
-  if (step < 0 || n == 0 || !is_stack_root(ips[n - 1])) *flags |= kSampleUnwindFailed;
+  if (step < 0 || n == 0 || !ends_at_root(ips[n - 1], step)) *flags |= kSampleUnwindFailed;
   return n;
 }
 

@@ -5,11 +5,18 @@
 
 namespace hybridprof {
 
-// Call once per thread outside any signal handler, at the thread's start:
-// libunwind's per-thread caches are made here, not in the handler, and the
-// thread's outermost frame is remembered: an unwind that does not end there
-// (or in the program's entry point) is counted as failed.
-void prepare_unwinder_for_thread();
+// Once per process, outside any signal handler, before the first thread's
+// prepare_unwinder_for_thread.
+void prepare_unwinder_for_process();
+
+// Once per thread outside any signal handler, at the thread's start: its
+// stack's bounds, and the loader's modules as they are now. The thread's
+// outermost frame is remembered at its first unwind: an unwind that does
+// not end there (or in the program's entry point) is counted as failed.
+// `with_trace_cache`: libunwind's per-thread trace cache (unw_backtrace's
+// fast path) is made now (a thread expected to live: the main thread);
+// otherwise the first sample makes it (see first_unwind_of_thread).
+void prepare_unwinder_for_thread(bool with_trace_cache = false);
 
 // SIGNAL PATH: async-signal-safe (libunwind local unwinding, no allocation
 // outside libunwind's own signal-safe pool, no locks). Unwinds the context

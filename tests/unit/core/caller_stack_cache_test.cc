@@ -79,7 +79,10 @@ void expect_callers(const Seen& s) {
 
 class CallerStacks : public ::testing::Test {
  protected:
-  void SetUp() override { prepare_unwinder_for_thread(); }
+  void SetUp() override {
+    prepare_unwinder_for_process();
+    prepare_unwinder_for_thread(true);
+  }
   CallerStackCache cache{kMaxDepth};
 };
 

@@ -5,6 +5,8 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include <thread>
 #include <link.h>
 #include <signal.h>
 
@@ -42,7 +44,8 @@ __attribute__((noinline)) void interrupt_here() {
 
 // The test's samples: SIGUSR2 into on_signal, on this thread.
 void install_sample_handler() {
-  prepare_unwinder_for_thread();
+  prepare_unwinder_for_process();
+  prepare_unwinder_for_thread(/*with_trace_cache=*/true);
   struct sigaction sa {};
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO;
@@ -96,6 +99,23 @@ TEST(NativeUnwinder, AnUnwindOfKnownCodeEndsAtTheThreadsRoot) {
   EXPECT_EQ(g_flags, 0u);
   ASSERT_GT(g_depth, 2u);
   EXPECT_TRUE(is_stack_root(g_ips[g_depth - 1]));
+}
+
+// A thread's first sample makes its trace cache (not its start): that
+// unwind, step by step, and the next, on the fast path, both end at the
+// thread's root, which the first found.
+TEST(NativeUnwinder, AThreadsFirstUnwindIsWholeAndSoAreTheNext) {
+  install_sample_handler();
+  std::thread([] {
+    prepare_unwinder_for_thread(/*with_trace_cache=*/false);
+    for (int i = 0; i < 3; ++i) {
+      interrupt_here();
+      EXPECT_EQ(g_flags, 0u) << "sample " << i << ": " << g_depth << " frames";
+      ASSERT_GT(g_depth, 2u);
+      EXPECT_TRUE(is_stack_root(g_ips[g_depth - 1])) << "sample " << i;
+      EXPECT_TRUE(passes_through(reinterpret_cast<void*>(&on_signal))) << "sample " << i;
+    }
+  }).join();
 }
 
 }  // namespace
