@@ -88,6 +88,30 @@ TEST_F(Workloads, ForkChildIsItsOwnProcess) {
   check("parent_work", parent, "parent");
 }
 
+// A child that outlives its parent: the launcher waits for it (its
+// subreaper), so its last samples reach the archive, with its exit status.
+// The flush interval is longer than the run: only its end writes them.
+TEST_F(Workloads, AForkChildThatOutlivesItsParentIsWaitedFor) {
+  const std::string d = scratch / "D";
+  RunOptions options;
+  options.env["HYBRIDPROF_FLUSH_MS"] = "60000";
+  const RunResult r = profile({"-o", d}, {fixture("fork_workload"), "orphan"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err.find("without a final flush"), std::string::npos) << r.describe();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(parent (\d+)\nchild (\d+))"))) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  const uint32_t child = p->process_with_pid(std::stol(m[2]));
+  ASSERT_NE(child, otf2::kUndefined) << r.describe();
+  EXPECT_EQ(p->archive().processes.at(child).properties.at("EXIT_STATUS"), "exit 0");
+  // 0.3 s of CPU in child_last_work, 0.2 s in child_work before it.
+  const uint64_t first = p->self_samples("child_work"), last = p->self_samples("child_last_work");
+  EXPECT_GT(first, 0u);
+  EXPECT_GE(last, first) << r.describe();
+}
+
 TEST_F(Workloads, ProgramKeepsItsOwnSignalHandlers) {
   const std::string d = scratch / "D";
   const RunResult r = profile({"-o", d}, {fixture("own_handlers")});

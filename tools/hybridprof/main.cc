@@ -20,6 +20,7 @@
 #include "finalize/perf_map_file.h"
 #include "finalize/result_file.h"
 #include "hybridprof/launcher_options.h"
+#include "hybridprof/left_processes.h"
 #include "hybridprof/mpi_job.h"
 #include "hybridprof/output_directory.h"
 #include "sampling/sampling.h"
@@ -169,6 +170,7 @@ int run(int argc, char** argv) {
   }
 
   std::fflush(nullptr);
+  become_subreaper();
   g_child = fork();
   if (g_child < 0) return fail(std::string("fork: ") + std::strerror(errno));
   if (g_child == 0) {
@@ -188,8 +190,8 @@ int run(int argc, char** argv) {
   while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
   }
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  const std::string status_text = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                                    : "signal " + std::to_string(WTERMSIG(status));
+  const std::string program_status = status_text(status);
+  const std::map<uint64_t, std::string> left_statuses = wait_for_left_processes();
   // The perf maps we asked for, once the finalizer (ours or the ranks')
   // kept them in the run's raw/: /tmp keeps none of them.
   auto remove_jit_maps = [&](const std::string& directory) {
@@ -207,17 +209,18 @@ int run(int argc, char** argv) {
   finalize::Result result;
   bool written = false;
   if (job.rank >= 0) {
-    if (!end_rank(job, g_child, status_text)) {
+    if (!end_rank(job, g_child, program_status)) {
       remove_jit_maps(dir);
       return exit_code;
     }
     written = finalize::load_result(job.job_dir + "/" + finalize::kJobArchiveResult, &result);
     fo.directory = job.job_dir;
-  } else if (!finalize::record_exit_status(dir, g_child, status_text)) {
+  } else if (!finalize::record_exit_status(dir, g_child, program_status)) {
     // Only hybridprof-merge, should it have to write the archive later, misses it.
-    fo.exit_statuses[uint64_t(g_child)] = status_text;
+    fo.exit_statuses[uint64_t(g_child)] = program_status;
   }
   for (const auto& [pid, status] : finalize::recorded_exit_statuses(fo.directory)) fo.exit_statuses[pid] = status;
+  fo.exit_statuses.insert(left_statuses.begin(), left_statuses.end());
   const bool archived = written || finalize::finalize(fo, &result, &error);
   remove_jit_maps(fo.directory);
   if (!archived) {
