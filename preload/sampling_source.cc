@@ -2,6 +2,8 @@
 // perf_event (or POSIX timer) is opened when the thread starts and closed
 // when it ends or the process does. The samples themselves are written by
 // the signal handler (sample_handler.cc).
+#include <atomic>
+#include <mutex>
 #include <string>
 
 #include "preload/runtime.h"
@@ -33,11 +35,31 @@ class SamplingSource final : public EventSource {
     ThreadContext* ctx = this_thread();
     if (!rt || !ctx) return;
     std::string error;
-    if (!ctx->sampler.start(rt->plan, rt->sample_signal, &error, t.tid))
-      rt->drain.append(raw::Notice{"thread " + std::to_string(t.tid) + ": " + error});
+    if (!ctx->sampler.start(rt->plan, rt->sample_signal, &error, t.tid)) {
+      // Said once, at the end, however many threads (a program of
+      // thousands of threads must not fill the archive with notices).
+      if (unsampled_.fetch_add(1) == 0) {
+        std::lock_guard lock(mutex_);
+        first_error_ = "thread " + std::to_string(t.tid) + ": " + error;
+      }
+    } else if (ctx->sampler.mechanism() != rt->plan.mechanism) {
+      timer_sampled_.fetch_add(1);
+    }
   }
   void thread_ending(ThreadState&) override { stop_this_thread(); }
-  void process_ending(raw::EndReason) override { stop_this_thread(); }
+  void process_ending(raw::EndReason) override {
+    stop_this_thread();
+    Runtime* rt = runtime();
+    if (!rt) return;
+    if (const uint64_t n = timer_sampled_.load())
+      say_in_archive(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") +
+                              " sampled by CPU-time timers, not perf events: no descriptor was left for theirs "
+                              "(the profiler takes none below 512, the program's; see ulimit -n)");
+    std::lock_guard lock(mutex_);
+    if (const uint64_t n = unsampled_.load())
+      say_in_archive(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") + " not sampled (" +
+                              first_error_ + (n > 1 ? ", and more" : "") + ")");
+  }
   // The forking thread's sampler counts the parent's thread.
   void fork_child() override {
     if (ThreadContext* ctx = this_thread()) ctx->sampler.reset_after_fork();
@@ -47,6 +69,14 @@ class SamplingSource final : public EventSource {
   static void stop_this_thread() {
     if (ThreadContext* ctx = this_thread()) ctx->sampler.stop();
   }
+  static void say_in_archive(Runtime& rt, const std::string& notice) {
+    if (!rt.config.quiet) say(notice);
+    rt.drain.append(raw::Notice{notice});
+  }
+
+  std::atomic<uint64_t> timer_sampled_{0}, unsampled_{0};
+  std::mutex mutex_;
+  std::string first_error_;  // of the first thread not sampled
 };
 
 HYBRIDPROF_EVENT_SOURCE(SamplingSource)

@@ -1,5 +1,7 @@
 #include "sampling/sampling_plan.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -56,6 +58,13 @@ std::string period_change(const SamplingRequest& request) {
   return " every 1 ms instead of every " + std::to_string(request.value) + " events";
 }
 
+// A CPU-time timer's interval for `value` (Hz, or a period: ns for a
+// software clock, else events, which become 1 ms).
+uint64_t timer_interval_ns(bool frequency, uint64_t value, bool software_clock) {
+  const uint64_t interval = frequency ? 1000000000ull / value : software_clock ? value : kFallbackPeriodNs;
+  return std::max<uint64_t>(interval, detail::kMinClockPeriodNs);
+}
+
 SamplingPlan timer_plan(const SamplingRequest& request, std::string notice) {
   SamplingPlan plan;
   plan.mechanism = Mechanism::kPosixTimer;
@@ -66,17 +75,14 @@ SamplingPlan timer_plan(const SamplingRequest& request, std::string notice) {
   if (request.frequency) {
     plan.frequency = true;
     plan.value = value;
-    plan.timer_interval_ns = 1000000000ull / value;
   } else if (request.event.software_clock) {
     plan.frequency = false;
     plan.value = value;
-    plan.timer_interval_ns = value;
   } else {
     plan.frequency = false;
     plan.value = kFallbackPeriodNs;
-    plan.timer_interval_ns = kFallbackPeriodNs;
   }
-  if (plan.timer_interval_ns < detail::kMinClockPeriodNs) plan.timer_interval_ns = detail::kMinClockPeriodNs;
+  plan.timer_interval_ns = timer_interval_ns(plan.frequency, plan.value, request.event.software_clock);
   plan.kernel_time = KernelTime::kWithUserTime;
   plan.notice = std::move(notice);
   return plan;
@@ -90,6 +96,8 @@ SamplingPlan perf_plan(const EventSpec& event, uint64_t value, bool frequency, b
   plan.value = value;
   plan.frequency = frequency;
   plan.kernel_time = kernel ? KernelTime::kSampled : KernelTime::kNotSampled;
+  // For a thread whose perf event cannot be had (no descriptor left).
+  plan.timer_interval_ns = timer_interval_ns(frequency, value > 0 ? value : 1, event.software_clock);
   plan.notice = std::move(notice);
   return plan;
 }

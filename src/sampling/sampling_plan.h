@@ -35,7 +35,9 @@ struct SamplingPlan {
   EventSpec event;          // what will really be sampled (cpu-clock after a fallback)
   uint64_t value = 0;       // as in SamplingRequest, after any fallback or clamp
   bool frequency = true;
-  uint64_t timer_interval_ns = 0;  // for kPosixTimer
+  // For kPosixTimer; for kPerfEvent, what a thread that cannot have its
+  // perf event (no descriptor left) is sampled at by a CPU-time timer.
+  uint64_t timer_interval_ns = 0;
   KernelTime kernel_time = KernelTime::kSampled;
   std::string notice;       // one line for the user when we fell back, else ""
 };

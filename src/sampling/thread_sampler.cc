@@ -25,13 +25,24 @@ std::string errno_text(int err) {
   return strerror_r(err, buffer, sizeof buffer);  // GNU variant: returns the text
 }
 
+void close_own(int fd) {
+  if (own_fds::release(fd)) close(fd);
+}
+
+// False, with *error and errno set.
 bool fail(std::string* error, const std::string& what, int err) {
   if (error != nullptr) *error = what + ": " + errno_text(err);
+  errno = err;
   return false;
 }
 
-void close_own(int fd) {
-  if (own_fds::release(fd)) close(fd);
+// A perf event's descriptor that adopt() could not move out of the
+// program's numbers (its limit on descriptors is near): closed, so the
+// program keeps every number it may open; EMFILE as if none were left.
+int above_the_programs(int fd) {
+  if (fd < 0 || fd >= own_fds::kLowest) return fd;
+  close_own(fd);
+  return -EMFILE;
 }
 
 }  // namespace
@@ -42,8 +53,12 @@ bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* err
     return false;
   }
   if (tid == 0) tid = static_cast<pid_t>(gettid());
-  return plan.mechanism == Mechanism::kPosixTimer ? start_timer(plan, signal, tid, error)
-                                                  : start_perf(plan, signal, tid, error);
+  if (plan.mechanism == Mechanism::kPosixTimer) return start_timer(plan, signal, tid, error);
+  if (start_perf(plan, signal, tid, error)) return true;
+  // No descriptor left for a perf event (the program's RLIMIT_NOFILE, most
+  // of it in use): a CPU-time timer needs none.
+  if (errno != EMFILE && errno != ENFILE) return false;
+  return start_timer(plan, signal, tid, error);
 }
 
 bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, pid_t tid, std::string* error) {
@@ -52,14 +67,14 @@ bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, pid_t tid, 
   detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, kernel, &attr);
   // Out of the program's reach (own_fds.h) before its number is fixed in
   // the signals (F_SETSIG below): a slot-less descriptor, never moved.
-  int fd = own_fds::adopt(detail::open_on_this_thread(&attr));
+  int fd = above_the_programs(own_fds::adopt(detail::open_on_this_thread(&attr)));
   if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
   if (kernel && !map_ring(fd)) {
     // Samples in the kernel could not be told from the user's: this thread
     // is sampled at user level only.
     close_own(fd);
     detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, false, &attr);
-    fd = own_fds::adopt(detail::open_on_this_thread(&attr));
+    fd = above_the_programs(own_fds::adopt(detail::open_on_this_thread(&attr)));
     if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
   }
 

@@ -102,5 +102,24 @@ TEST_F(TinyStacks, ThreadsTooSmallRunUnsampledAndTheArchiveSaysSo) {
   EXPECT_GT(p32->inclusive_samples("tiny_thread"), 0u);
 }
 
+// A program near its limit on descriptors: every number below 512 stays
+// the program's (the profiler keeps its own above), and threads whose perf
+// event finds no number left there are sampled by CPU-time timers, said
+// once in the archive.
+TEST(Descriptors, TheProgramKeepsEveryNumberBelow512WhenThreadsTakeTheRest) {
+  TempDir dir;
+  const std::string d = dir / "D";
+  const RunResult r = run({"bash", "-c", "ulimit -n 640 && exec \"$0\" \"$@\"", launcher(), "-o", d, "--",
+                           fixture("fault_cases"), "fd-headroom"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  const auto& properties = p->archive().properties;
+  const std::string notices = properties.count("HYBRIDPROF::NOTICES") ? properties.at("HYBRIDPROF::NOTICES") : "";
+  EXPECT_NE(notices.find("threads were sampled by CPU-time timers"), std::string::npos) << notices;
+  EXPECT_EQ(p->archive().threads.size(), 201u);
+}
+
 }  // namespace
 }  // namespace hybridprof::integration
