@@ -3,8 +3,11 @@
 // SIGNAL PATH RULES (every function in this file):
 //   1. No allocation, no locks, no stdio, no C library call that is not
 //      async-signal-safe. libunwind's local unwinder is the one exception we
-//      rely on: its per-thread caches are created outside the handler
-//      (prepare_unwinder_for_thread) and it allocates from its own pool.
+//      rely on: it allocates from its own pool (mmap), and at a thread's
+//      first sample it makes the thread's trace cache from that pool, under
+//      the pool's lock (native_unwinder.cc, first_unwind_of_thread: never
+//      where the interrupted thread may hold that lock itself; another
+//      thread holds it for a few instructions, with signals blocked).
 //   2. errno is preserved.
 //   3. A signal that is not ours goes to the program's own disposition.
 #include <errno.h>

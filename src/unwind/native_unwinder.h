@@ -19,7 +19,9 @@ void prepare_unwinder_for_process();
 void prepare_unwinder_for_thread(bool with_trace_cache = false);
 
 // SIGNAL PATH: async-signal-safe (libunwind local unwinding, no allocation
-// outside libunwind's own signal-safe pool, no locks). Unwinds the context
+// outside libunwind's own signal-safe pool; no locks but that pool's, taken
+// once per thread at its first sample, when its trace cache is made, and
+// only where the thread cannot be holding it). Unwinds the context
 // the signal interrupted (`ucontext` from the SA_SIGINFO handler) into
 // ips[0..max_depth): ips[0] is the interrupted instruction, later entries are
 // return addresses. Sets kSampleTruncated / kSampleUnwindFailed in *flags.
