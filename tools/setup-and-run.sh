@@ -3,7 +3,8 @@
 # installs the Debian packages that are missing, builds, then
 #   demo  profiles the bundled example job and prints the report and archive path
 #   test  runs the whole test suite (what CI runs), then the unit tests
-#         again under AddressSanitizer + UBSan
+#         again under AddressSanitizer + UBSan, then the fuzzers (libFuzzer,
+#         Clang) for a bounded time
 set -euo pipefail
 mode=${1:-demo}
 case "$mode" in demo|test) ;; *) echo "usage: $0 [demo|test]" >&2; exit 2 ;; esac
@@ -15,7 +16,7 @@ packages=(g++ make cmake pkg-config
           libgtest-dev libgmock-dev googletest libbenchmark-dev
           vite linux-perf time procps openmpi-bin libopenmpi-dev gfortran libc6-dbg
           python3 python3-mpi4py python3-numpy python3-torch
-          clang libomp-dev)
+          clang libclang-rt-dev libomp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,6 +40,15 @@ if [ "$mode" = test ]; then
     cmake -S . -B "$build-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYBRIDPROF_SANITIZE=ON >/dev/null
     cmake --build "$build-sanitize" -j "$(nproc)"
     (cd "$build-sanitize" && ctest --output-on-failure --timeout 600)
+  fi
+  # The fuzz tier: the raw stream decoder and the report's archive reading
+  # under libFuzzer, 30 s each (HYBRIDPROF_SKIP_FUZZ=1 skips it locally).
+  # Only the fuzzers are built. libFuzzer is in libclang-rt-dev, which the
+  # clang packages only recommend.
+  if [ "${HYBRIDPROF_SKIP_FUZZ:-0}" != 1 ]; then
+    CC=clang CXX=clang++ cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYBRIDPROF_FUZZ=ON >/dev/null
+    cmake --build "$build-fuzz" --target fuzzers -j "$(nproc)"
+    (cd "$build-fuzz" && ctest -L fuzz --output-on-failure)
   fi
   exit
 fi

@@ -2,12 +2,17 @@
 
 #include <otf2/otf2.h>
 
+#include <bit>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 #include "otf2/otf2_error.h"
@@ -42,6 +47,38 @@ std::string find_anchor(const std::string& path) {
   if (fs::is_regular_file(path, ec)) return path;
   if (fs::is_regular_file(path + ".otf2", ec)) return path + ".otf2";
   return {};
+}
+
+// Whether the anchor holds as many properties as it says. OTF2 3.0.2 sizes
+// its table of them as 2 * count pointers in 32-bit arithmetic: a count of
+// 2^31 or more wraps, and the properties are then written past the table
+// (a heap overflow: otf2-print aborts on such a file), and any large count
+// allocates gigabytes before the file runs out. Each property is two
+// NUL-terminated strings, so a count above half the bytes left is a lie.
+// Only the anchor's fixed start is parsed, as OTF2_AnchorFile_Load reads
+// it (the format only ever grows at the end); whatever else is wrong,
+// OTF2 reports.
+bool anchor_properties_fit(const std::string& anchor) {
+  std::ifstream in(anchor, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  // A chunk header byte, the endianness (0x23 big, 0x42 little), "OTF2",
+  // the anchor format, then 38 bytes of fixed-size fields.
+  constexpr std::string_view kMagic("OTF2\0", 5);
+  size_t at = 2 + kMagic.size();
+  if (bytes.size() < at + 1 + 38 || bytes.compare(2, kMagic.size(), kMagic) != 0) return true;
+  const auto anchor_format = static_cast<uint8_t>(bytes[at]);
+  at += 1 + 38;
+  for (int i = 0; i < 3; ++i) {  // machine, creator, description
+    const size_t end = bytes.find('\0', at);
+    if (end == std::string::npos) return true;
+    at = end + 1;
+  }
+  if (anchor_format < 2 || bytes.size() - at < 4) return true;  // format 1 has no properties
+  uint32_t count;
+  std::memcpy(&count, bytes.data() + at, 4);
+  if ((bytes[1] == 0x23) != (std::endian::native == std::endian::big)) count = __builtin_bswap32(count);
+  at += 4;
+  return count <= (bytes.size() - at) / 2;
 }
 
 // Definitions as OTF2 hands them over: refs to strings that may come later,
@@ -411,6 +448,9 @@ ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique
     throw std::runtime_error("no OTF2 archive at " + path + hint);
   }
 
+  if (!anchor_properties_fit(archive_.anchor)) {
+    throw std::runtime_error("corrupt archive: " + archive_.anchor + " says it has more properties than it holds");
+  }
   detail::take_last_otf2_message();
   handle_->reader = OTF2_Reader_Open(archive_.anchor.c_str());
   if (handle_->reader == nullptr) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <type_traits>
+#include <unordered_map>
 
 namespace hybridprof::raw {
 namespace {
@@ -64,8 +65,7 @@ constexpr size_t kChunkHeader = 16;
 // Decodes one chunk's payload.
 class Decoder {
  public:
-  Decoder(const unsigned char* p, size_t n, std::vector<uint64_t>& last_ts)
-      : p_(p), end_(p + n), last_ts_(last_ts) {}
+  Decoder(const unsigned char* p, size_t n) : p_(p), end_(p + n) {}
 
   bool done() const { return p_ >= end_ && queued_next_ == queued_.size(); }
   bool ok() const { return ok_; }
@@ -107,12 +107,25 @@ class Decoder {
     return s;
   }
   uint64_t timestamp(uint32_t location) {
-    // A location index past any process's (a corrupt or hostile stream)
-    // must not size the table.
+    // A location index past any process's: a corrupt or hostile stream.
     if (location >= kMaxLocations) return fail();
-    if (location >= last_ts_.size()) last_ts_.resize(location + 1, 0);
-    last_ts_[location] += static_cast<uint64_t>(signed_varint());
-    return last_ts_[location];
+    uint64_t& last = last_ts_[local(location)];
+    last += static_cast<uint64_t>(signed_varint());
+    return last;
+  }
+  // The chunk's own index of `location`, in the order locations appear in
+  // it: the tables by location (last_ts_, recent_calls_) grow with what the
+  // chunk holds, not with the numbers it names (one record of a hostile
+  // stream naming location 4 million would size them for 4 million, a table
+  // of shapes by 2 GB). Records of one thread come in runs: the last answer
+  // is kept.
+  uint32_t local(uint32_t location) {
+    if (location == last_location_ && !last_ts_.empty()) return last_local_;
+    const auto [it, added] = locals_.try_emplace(location, static_cast<uint32_t>(last_ts_.size()));
+    if (added) last_ts_.push_back(0);
+    last_location_ = location;
+    last_local_ = it->second;
+    return last_local_;
   }
 
   bool decode(Record& out) {
@@ -235,7 +248,7 @@ class Decoder {
           payload(e.payload);
         }
         if (!ok_) return false;
-        recent_calls_.remember(c.location, CallShape::of(c));
+        recent_calls_.remember(local(c.location), CallShape::of(c));
         expand(c, out);
         break;
       }
@@ -244,8 +257,9 @@ class Decoder {
         const uint64_t slot = varint();
         const uint64_t enter_ns = timestamp(thread);
         const uint64_t leave_ns = enter_ns + varint();
-        const CallShape* shape = recent_calls_.at(thread, slot);
-        if (shape == nullptr || !ok_) return fail() != 0;
+        if (!ok_) return false;
+        const CallShape* shape = recent_calls_.at(local(thread), slot);
+        if (shape == nullptr) return fail() != 0;
         expand(shape->at(thread, enter_ns, leave_ns), out);
         break;
       }
@@ -295,7 +309,7 @@ class Decoder {
   }
   // A Call comes out as its Enter, then (queued) its events and Leave.
   void expand(const Call& c, Record& out) {
-    last_ts_[c.location] = c.leave_ns;  // the thread's next delta counts from the leave
+    last_ts_[local(c.location)] = c.leave_ns;  // the thread's next delta counts from the leave
     for (uint32_t i = 0; i < c.event_count; ++i) queued_.push_back(c.events[i]);
     queued_.push_back(Leave{{c.location, c.leave_ns, c.region, c.node}});
     out = Enter{{c.location, c.enter_ns, c.region, c.node}};
@@ -306,11 +320,13 @@ class Decoder {
   }
   const unsigned char* p_;
   const unsigned char* end_;
-  std::vector<uint64_t>& last_ts_;
+  std::vector<uint64_t> last_ts_;  // by local(location): deltas start over in every chunk
+  std::unordered_map<uint32_t, uint32_t> locals_;  // location -> local index
+  uint32_t last_location_ = 0, last_local_ = 0;
   bool ok_ = true;
   std::vector<Record> queued_;  // the rest of a Call's records
   size_t queued_next_ = 0;
-  RecentCalls recent_calls_;  // of this chunk
+  RecentCalls recent_calls_;  // of this chunk, by local(location)
 };
 
 }  // namespace
@@ -543,35 +559,29 @@ bool StreamWriter::write_closing(const Record& record) {
   return ok;
 }
 
-bool read_stream(const std::string& path, const std::function<void(const Record&)>& on_record,
-                 ReadSummary* summary, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": " + std::strerror(errno);
-    return false;
-  }
-  // Chunk by chunk: memory stays at one chunk however long the run was.
-  in.seekg(0, std::ios::end);
-  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+namespace {
+
+// The chunks of a stream of `size` bytes read from `in`; `name` (the path)
+// starts the error messages.
+bool read_chunks(std::istream& in, uint64_t size, const std::string& name,
+                 const std::function<void(const Record&)>& on_record, ReadSummary* summary, std::string* error) {
   char magic[sizeof kFileMagic] = {};
   in.read(magic, sizeof magic);
   if (!in || std::memcmp(magic, kFileMagic, sizeof kFileMagic - 1) != 0) {
-    *error = path + ": not a hybridprof raw stream";
+    *error = name + ": not a hybridprof raw stream";
     return false;
   }
   if (magic[sizeof magic - 1] != kFileMagic[sizeof kFileMagic - 1]) {
-    *error = path + ": raw stream format " + std::string(1, magic[sizeof magic - 1]) +
+    *error = name + ": raw stream format " + std::string(1, magic[sizeof magic - 1]) +
              " was written by another hybridprof version (this one reads format " + kFileMagic[sizeof kFileMagic - 1] + ")";
     return false;
   }
   ReadSummary local;
   ReadSummary& s = summary ? *summary : local;
   uint64_t pos = sizeof kFileMagic;
-  std::vector<uint64_t> last_ts;
   std::vector<unsigned char> chunk;
-  while (pos < file_size) {
-    const uint64_t left = file_size - pos;
+  while (pos < size) {
+    const uint64_t left = size - pos;
     unsigned char header[kChunkHeader];
     if (left < kChunkHeader || !in.read(reinterpret_cast<char*>(header), kChunkHeader) ||
         get_u32(header) != kChunkMagic) {
@@ -593,15 +603,7 @@ bool read_stream(const std::string& path, const std::function<void(const Record&
       s.bytes_ignored = left;
       break;
     }
-    last_ts.assign(last_ts.size(), 0);
-    Decoder d(p, payload, last_ts);
-    Record r;
-    while (!d.done()) {
-      if (!d.next(r)) break;
-      on_record(r);
-      ++s.records;
-    }
-    if (!d.ok()) {
+    if (!decode_chunk(p, payload, on_record, &s.records)) {
       s.problem = "undecodable record";
       s.bytes_ignored = left;
       break;
@@ -610,6 +612,51 @@ bool read_stream(const std::string& path, const std::function<void(const Record&
     pos += kChunkHeader + payload;
   }
   return true;
+}
+
+// Bytes in memory as a stream, without a copy. Only ever read: the get
+// area is all it has.
+class MemoryBuffer : public std::streambuf {
+ public:
+  MemoryBuffer(const unsigned char* data, size_t size) {
+    char* begin = reinterpret_cast<char*>(const_cast<unsigned char*>(data));
+    setg(begin, begin, begin + size);
+  }
+};
+
+}  // namespace
+
+bool decode_chunk(const unsigned char* payload, size_t size, const std::function<void(const Record&)>& on_record,
+                  uint64_t* records) {
+  Decoder d(payload, size);
+  Record r;
+  while (!d.done()) {
+    if (!d.next(r)) break;
+    on_record(r);
+    if (records) ++*records;
+  }
+  return d.ok();
+}
+
+bool read_stream(const std::string& path, const std::function<void(const Record&)>& on_record,
+                 ReadSummary* summary, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  // Chunk by chunk: memory stays at one chunk however long the run was.
+  in.seekg(0, std::ios::end);
+  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  return read_chunks(in, file_size, path, on_record, summary, error);
+}
+
+bool read_stream(const unsigned char* data, size_t size, const std::string& name,
+                 const std::function<void(const Record&)>& on_record, ReadSummary* summary, std::string* error) {
+  MemoryBuffer buffer(data, size);
+  std::istream in(&buffer);
+  return read_chunks(in, size, name, on_record, summary, error);
 }
 
 }  // namespace hybridprof::raw

@@ -150,5 +150,14 @@ struct ReadSummary {
 // reported in the summary, the records before it are delivered.
 bool read_stream(const std::string& path, const std::function<void(const Record&)>& on_record,
                  ReadSummary* summary, std::string* error);
+// The same for a stream held in memory; `name` stands for its path in
+// `error`.
+bool read_stream(const unsigned char* data, size_t size, const std::string& name,
+                 const std::function<void(const Record&)>& on_record, ReadSummary* summary, std::string* error);
+// The records of one chunk's payload (what read_stream does with each chunk
+// whose checksum matched), each added to *records if given. False at an
+// undecodable record; the records before it were delivered.
+bool decode_chunk(const unsigned char* payload, size_t size, const std::function<void(const Record&)>& on_record,
+                  uint64_t* records);
 
 }  // namespace hybridprof::raw

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -454,6 +455,75 @@ TEST(RawStream, AFailedWriteLeavesWholeChunksAndStopsTheWriter) {
   EXPECT_EQ(summary.bytes_ignored, 0u) << summary.problem;
   ASSERT_EQ(records.size(), 11u);
   EXPECT_EQ(std::get<Notice>(records.back()).text, "cannot write");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace hybridprof::raw
+
+namespace hybridprof::raw {
+namespace {
+
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// Found by tests/fuzz/raw_stream_fuzzer (reduced): a Call naming location
+// 4194303, the last one a reader accepts, made the decoder size its table
+// of recent call shapes for 4 million threads, 2 GB for 10 bytes. Its tables
+// now grow with the locations a chunk names, however large their numbers.
+TEST(RawStream, ACallAtTheLastLocationCostsWhatItsBytesDo) {
+  const unsigned char payload[] = {
+      0x12, 0xff, 0xff, 0xff, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,  // Call at 4194303, time 0, no events
+      0x13, 0xff, 0xff, 0xff, 0x01, 0x00, 0x02, 0x05,              // the same again, 1 ns later, 5 ns long
+  };
+  const long before = peak_rss_kib();
+  std::vector<Record> records;
+  uint64_t count = 0;
+  EXPECT_TRUE(decode_chunk(payload, sizeof payload, [&](const Record& r) { records.push_back(r); }, &count));
+  EXPECT_LT(peak_rss_kib() - before, 256 * 1024) << "KiB more at peak";
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(count, 4u);
+  EXPECT_EQ(std::get<Enter>(records[0]).location, kMaxLocations - 1);
+  EXPECT_EQ(std::get<Leave>(records[1]).timestamp_ns, 0u);
+  EXPECT_EQ(std::get<Enter>(records[2]).timestamp_ns, 1u) << "the repeat's delta counts from the first's leave";
+  EXPECT_EQ(std::get<Leave>(records[3]).timestamp_ns, 6u);
+}
+
+// Many small chunks, each naming the last location: deltas start over in
+// every chunk, which cleared a table as large as the location number (32
+// MB) per chunk, 1.6 TB of writes for a 1 MB file. Now a chunk clears what
+// it used.
+TEST(RawStream, SmallChunksAtTheLastLocationReadQuickly) {
+  const std::string path = temp_path("far-chunks");
+  std::remove(path.c_str());
+  {
+    StreamWriter w;
+    ASSERT_TRUE(w.open(path));
+    w.append(Sample{kMaxLocations - 1, 1000, 3, 0});
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string one((std::istreambuf_iterator<char>(in)), {});
+  const std::string chunk = one.substr(sizeof kFileMagic);  // chunks decode on their own: copies are valid
+  constexpr int kChunks = 5000;
+  std::string stream = one.substr(0, sizeof kFileMagic);
+  for (int i = 0; i < kChunks; ++i) stream += chunk;
+
+  const auto start = std::chrono::steady_clock::now();
+  ReadSummary summary;
+  std::string error;
+  uint64_t samples = 0;
+  ASSERT_TRUE(read_stream(reinterpret_cast<const unsigned char*>(stream.data()), stream.size(), path,
+                          [&](const Record& r) { samples += std::get<Sample>(r).location == kMaxLocations - 1; },
+                          &summary, &error))
+      << error;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(samples, uint64_t{kChunks});
+  EXPECT_EQ(summary.chunks, uint64_t{kChunks});
+  EXPECT_TRUE(summary.problem.empty()) << summary.problem;
+  EXPECT_LT(seconds, 5.0) << "it took minutes when every chunk cleared 32 MB";
   std::remove(path.c_str());
 }
 
