@@ -14,6 +14,7 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
     t.index = index;
     return t;
   };
+  constexpr size_t kMaxNodeIdGap = 1 << 16;
   auto on_record = [&](const raw::Record& record) {
     std::visit(
         [&](const auto& r) {
@@ -26,6 +27,11 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
           } else if constexpr (std::is_same_v<T, raw::ModuleLoad>) {
             p->modules[r.id] = r;
           } else if constexpr (std::is_same_v<T, raw::CctNode>) {
+            // Ids are dense (the drain numbers nodes as it interns them, each
+            // written before its first use): one far beyond those seen is a
+            // damaged stream's, not room to make (an id near 2^32 would be
+            // a 96 GB table).
+            if (r.id >= p->nodes.size() + kMaxNodeIdGap) return;
             if (r.id >= p->nodes.size()) p->nodes.resize(r.id + 1);
             p->nodes[r.id] = r;
           } else if constexpr (std::is_same_v<T, raw::RegionDef>) {
