@@ -231,7 +231,7 @@ TEST_F(Finalizer, CountsIncompletePythonStacksOfPythonProcesses) {
 
 // A damaged stream's node id far past those seen (ids are dense) is
 // dropped, not made room for: an id near 2^32 was a 96 GB table (this test
-// died of it). The stream's samples are still counted.
+// failed on it). The stream's samples are still counted.
 TEST_F(Finalizer, ANodeIdFarPastTheOthersIsDroppedNotMadeRoomFor) {
   {
     raw::StreamWriter w;
