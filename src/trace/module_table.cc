@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstddef>
 
+#include "common/file_size_limit.h"
 #include "unwind/loader_snapshot.h"
 
 namespace hybridprof {
@@ -151,7 +152,7 @@ bool ModuleTable::save_vdso_image(const std::string& path) {
     end = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
     break;
   }
-  if (start != base || end <= start) return false;
+  if (start != base || end <= start || passes_file_size_limit(end - start)) return false;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   const bool ok = ::write(fd, reinterpret_cast<const void*>(start), end - start) == ssize_t(end - start);

@@ -2,6 +2,7 @@
 
 #include "trace/recent_calls.h"
 
+#include "common/file_size_limit.h"
 #include "common/own_fds.h"
 
 #include <fcntl.h>
@@ -510,6 +511,12 @@ bool StreamWriter::flush() {
   }
   if (limit_ != 0 && !closing_ && bytes_written_ + used_ > limit_) {
     stop_ = Stop::kSizeLimit;
+    discard_pending();
+    return false;
+  }
+  if (passes_file_size_limit(bytes_written_ + used_)) {
+    stop_errno_ = errno = EFBIG;  // not written at all: the write would raise SIGXFSZ at the program
+    stop_ = Stop::kWriteError;
     discard_pending();
     return false;
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -418,9 +419,39 @@ TEST(RawStream, ASizeLimitStopsTheWriterAtAChunkAndLetsTheClosingRecordsThrough)
   std::remove(path.c_str());
 }
 
-// A write that fails half way (here: past the file size limit) is cut off
-// again: the file keeps whole chunks, and a closing record written once
-// there is room again follows them.
+// Past the file size limit the kernel would raise SIGXFSZ, whose default
+// action ends the process: the program's, when the runtime writes there.
+// The writer stops before such a write instead (in a child: a kill must
+// not take the test binary with it).
+TEST(RawStream, AWritePastTheFileSizeLimitStopsTheWriterWithoutASignal) {
+  const std::string path = temp_path("xfsz");
+  std::remove(path.c_str());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    signal(SIGXFSZ, SIG_DFL);
+    StreamWriter w;
+    if (!w.open(path)) _exit(2);
+    write_chunks(w, 10);
+    rlimit small{};
+    getrlimit(RLIMIT_FSIZE, &small);
+    small.rlim_cur = w.bytes_written() + 100;
+    setrlimit(RLIMIT_FSIZE, &small);
+    for (int i = 0; i < 2000; ++i) w.append(Sample{0, 5000 + uint64_t(i), 3, 0});
+    const bool written = w.flush();
+    _exit(!written && w.stopped() == StreamWriter::Stop::kWriteError && w.stop_errno() == EFBIG ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  std::remove(path.c_str());
+}
+
+// A write that would pass the file size limit is not made (one that fails
+// half way, on a full disk, is cut off again: DiskLimits.AFullDisk...): the
+// file keeps whole chunks, and a closing record written once there is room
+// again follows them.
 TEST(RawStream, AFailedWriteLeavesWholeChunksAndStopsTheWriter) {
   const std::string path = temp_path("efbig");
   std::remove(path.c_str());
