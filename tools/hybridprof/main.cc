@@ -223,11 +223,13 @@ int run(int argc, char** argv) {
   fo.exit_statuses.insert(left_statuses.begin(), left_statuses.end());
   const bool archived = written || finalize::finalize(fo, &result, &error);
   remove_jit_maps(fo.directory);
+  // What the raw data lacked, said also when no archive came of it (which
+  // stream was unreadable, and why).
+  for (const auto& w : result.warnings) std::fprintf(stderr, "hybridprof: warning: %s\n", w.c_str());
   if (!archived) {
     fail("no archive written: " + error);
     return exit_code;
   }
-  for (const auto& w : result.warnings) std::fprintf(stderr, "hybridprof: warning: %s\n", w.c_str());
   std::fprintf(stderr, "hybridprof: %llu samples (%llu dropped) from %llu threads in %llu process%s\n",
                (unsigned long long)result.samples, (unsigned long long)result.dropped,
                (unsigned long long)result.threads, (unsigned long long)result.processes,
