@@ -240,10 +240,7 @@ void start_process(Runtime& rt) {
     return;
   }
   if (!rt.plan.notice.empty()) rt.drain.append(raw::Notice{rt.plan.notice});
-  if (!python_notice.empty()) {
-    if (!rt.config.quiet) say(python_notice);
-    rt.drain.append(raw::Notice{python_notice});
-  }
+  if (!python_notice.empty()) notice(rt, python_notice);
   for_each_event_source([&](EventSource& s) { s.process_started(rt.drain); });
   g_enabled = true;
 }
@@ -326,6 +323,11 @@ void say(const std::string& line) {
   const std::string prefix = "hybridprof: ";
   const std::string text = (line.rfind(prefix, 0) == 0 ? line : prefix + line) + "\n";
   [[maybe_unused]] ssize_t w = write(STDERR_FILENO, text.data(), text.size());
+}
+
+void notice(Runtime& rt, const std::string& line) {
+  if (!rt.config.quiet) say(line);
+  rt.drain.append(raw::Notice{line});
 }
 
 Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
@@ -432,10 +434,7 @@ void finish_process(raw::EndReason reason, int64_t status) {
   bool expected = true;
   if (!g_enabled.compare_exchange_strong(expected, false)) return;
   for_each_event_source([&](EventSource& s) { s.process_ending(reason); });
-  if (const std::string notice = small_stack_notice(); !notice.empty()) {
-    if (!rt->config.quiet) say(notice);
-    rt->drain.append(raw::Notice{notice});
-  }
+  if (const std::string line = small_stack_notice(); !line.empty()) notice(*rt, line);
   if (ThreadContext* ctx = tls_thread) prctl(PR_GET_NAME, ctx->state->name);
   raw::ProcessEnd end{monotonic_ns(), reason, status, rt->samples_without_thread.load()};
   rt->drain.stop(end);

@@ -56,6 +56,9 @@ struct Runtime {
 // One line on stderr, "hybridprof: " first (unless it has it already).
 // Not for the signal path (it allocates).
 void say(const std::string& line);
+// A notice: said (unless the launcher quiets the runtime's, having said
+// them itself) and kept in the archive's notices. Not for the signal path.
+void notice(Runtime& rt, const std::string& line);
 
 // Null until the constructor has started the runtime (or when disabled).
 Runtime* runtime();

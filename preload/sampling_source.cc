@@ -52,12 +52,12 @@ class SamplingSource final : public EventSource {
     Runtime* rt = runtime();
     if (!rt) return;
     if (const uint64_t n = timer_sampled_.load())
-      say_in_archive(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") +
+      notice(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") +
                               " sampled by CPU-time timers, not perf events: no descriptor was left for theirs "
                               "(the profiler takes none below 512, the program's; see ulimit -n)");
     std::lock_guard lock(mutex_);
     if (const uint64_t n = unsampled_.load())
-      say_in_archive(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") + " not sampled (" +
+      notice(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") + " not sampled (" +
                               first_error_ + (n > 1 ? ", and more" : "") + ")");
   }
   // The forking thread's sampler counts the parent's thread.
@@ -68,10 +68,6 @@ class SamplingSource final : public EventSource {
  private:
   static void stop_this_thread() {
     if (ThreadContext* ctx = this_thread()) ctx->sampler.stop();
-  }
-  static void say_in_archive(Runtime& rt, const std::string& notice) {
-    if (!rt.config.quiet) say(notice);
-    rt.drain.append(raw::Notice{notice});
   }
 
   std::atomic<uint64_t> timer_sampled_{0}, unsampled_{0};

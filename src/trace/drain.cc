@@ -209,7 +209,10 @@ void Drain::finish_thread(ThreadState* t, uint64_t now_ns) {
 
 void Drain::append(const raw::Record& record) {
   std::lock_guard lock(mutex_);
-  if (finished_) return;
+  if (!finished_) append_locked(record);
+}
+
+void Drain::append_locked(const raw::Record& record) {
   // Once recording has stopped, notices still say what happened.
   if (!recording() && std::holds_alternative<raw::Notice>(record)) writer_.write_closing(record);
   else writer_.append(record);
@@ -259,7 +262,7 @@ void Drain::define_code_region(uint32_t id, std::string name, uint32_t paradigm,
 void Drain::append(const std::vector<raw::Record>& records) {
   std::lock_guard lock(mutex_);
   if (finished_) return;
-  for (const auto& r : records) writer_.append(r);
+  for (const auto& r : records) append_locked(r);
 }
 
 void Drain::flush_now() {

@@ -179,6 +179,8 @@ class Drain {
   void drain_rings_locked();
   // Writes the pending chunk; notices the writer's stop (recording()).
   void flush_locked();
+  // append()'s: what a record becomes once recording has stopped.
+  void append_locked(const raw::Record& record);
   // A pass's start: the clock anchor, module changes, Python's per-pass reads.
   void begin_pass_locked();
   // Empties t's ring into the stream.

@@ -27,12 +27,6 @@ uint64_t raw_bytes(const std::string& run_dir) {
   return bytes;
 }
 
-std::string notices(const Profile& p) {
-  const auto& properties = p.archive().properties;
-  const auto it = properties.find("HYBRIDPROF::NOTICES");
-  return it == properties.end() ? "" : it->second;
-}
-
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -50,8 +44,8 @@ void expect_stopped_recording(const RunResult& r, const std::string& run_dir, co
   std::string error;
   auto p = load_profile(run_dir, &error);
   ASSERT_TRUE(p) << error << "\n" << r.describe();
-  EXPECT_NE(notices(*p).find("recording stopped"), std::string::npos) << notices(*p);
-  EXPECT_NE(notices(*p).find(why), std::string::npos) << notices(*p);
+  EXPECT_NE(p->notices().find("recording stopped"), std::string::npos) << p->notices();
+  EXPECT_NE(p->notices().find(why), std::string::npos) << p->notices();
   const uint64_t first = p->self_samples("first_work"), more = p->self_samples("more_work");
   EXPECT_GT(first, 0u) << r.describe();
   // Unstopped, more_work would have more_work_seconds / 0.2 times first_work's samples.

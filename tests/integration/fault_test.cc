@@ -87,9 +87,7 @@ TEST_F(TinyStacks, ThreadsTooSmallRunUnsampledAndTheArchiveSaysSo) {
   auto p = load_profile(d, &error);
   ASSERT_TRUE(p) << error;
   EXPECT_EQ(p->archive().threads.size(), 1u) << "the main thread only";
-  const std::string notices = p->archive().properties.count("HYBRIDPROF::NOTICES")
-                                  ? p->archive().properties.at("HYBRIDPROF::NOTICES")
-                                  : "";
+  const std::string notices = p->notices();
   EXPECT_NE(notices.find("4 threads were not sampled: their stacks (the smallest 16 KiB)"), std::string::npos)
       << notices;
   // 32 KiB stacks are sampled, and their samples are whole.
@@ -115,8 +113,7 @@ TEST(Descriptors, TheProgramKeepsEveryNumberBelow512WhenThreadsTakeTheRest) {
   std::string error;
   auto p = load_profile(d, &error);
   ASSERT_TRUE(p) << error;
-  const auto& properties = p->archive().properties;
-  const std::string notices = properties.count("HYBRIDPROF::NOTICES") ? properties.at("HYBRIDPROF::NOTICES") : "";
+  const std::string notices = p->notices();
   EXPECT_NE(notices.find("threads were sampled by CPU-time timers"), std::string::npos) << notices;
   EXPECT_EQ(p->archive().threads.size(), 201u);
 }

@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "otf2/property_names.h"
+
 extern char** environ;
 
 namespace hybridprof::integration {
@@ -323,6 +325,11 @@ std::map<uint64_t, uint64_t> Profile::samples_by_location() const {
   std::map<uint64_t, uint64_t> counts;
   for (const auto& s : samples_) ++counts[s.location];
   return counts;
+}
+
+std::string Profile::notices() const {
+  const auto it = archive_.properties.find(otf2::property::kNotices);
+  return it == archive_.properties.end() ? "" : it->second;
 }
 
 uint64_t Profile::samples_property_total() const {

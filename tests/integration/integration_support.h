@@ -140,6 +140,8 @@ class Profile {
   std::map<uint64_t, uint64_t> samples_by_location() const;
   // Sum of the SAMPLES property over threads.
   uint64_t samples_property_total() const;
+  // The archive's notices (one per line), "" when it has none.
+  std::string notices() const;
   uint64_t thread_property(uint64_t location, const std::string& name) const;  // 0 if absent
   // The process (location group) a location belongs to.
   uint32_t process_of(uint64_t location) const;
