@@ -514,7 +514,9 @@ bool StreamWriter::flush() {
     discard_pending();
     return false;
   }
-  if (passes_file_size_limit(bytes_written_ + used_)) {
+  // The closing records (why recording stopped, the process end) keep
+  // their room below a file size limit as below --max-size.
+  if (passes_file_size_limit(bytes_written_ + used_ + (closing_ ? 0 : kClosingReserve))) {
     stop_errno_ = errno = EFBIG;  // not written at all: the write would raise SIGXFSZ at the program
     stop_ = Stop::kWriteError;
     discard_pending();

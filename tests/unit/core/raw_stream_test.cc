@@ -448,6 +448,43 @@ TEST(RawStream, AWritePastTheFileSizeLimitStopsTheWriterWithoutASignal) {
   std::remove(path.c_str());
 }
 
+// Below a file size limit, as below --max-size, the closing records keep
+// their room: a small chunk that would leave too little of it is not
+// written, and why recording stopped and the process end still are.
+TEST(RawStream, AFileSizeLimitKeepsRoomForTheClosingRecords) {
+  const std::string path = temp_path("xfsz-closing");
+  std::remove(path.c_str());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    signal(SIGXFSZ, SIG_DFL);
+    StreamWriter w;
+    if (!w.open(path)) _exit(2);
+    write_chunks(w, 10);
+    rlimit small{};
+    getrlimit(RLIMIT_FSIZE, &small);
+    small.rlim_cur = w.bytes_written() + 400;
+    setrlimit(RLIMIT_FSIZE, &small);
+    for (int i = 0; i < 40; ++i) w.append(Sample{0, 5000 + uint64_t(i), 3, 0});  // fits, but leaves little
+    if (w.flush() || w.stop_errno() != EFBIG) _exit(3);
+    if (!w.write_closing(Notice{"cannot write the raw stream: File too large; what came before is kept"})) _exit(4);
+    if (!w.write_closing(ProcessEnd{6000, EndReason::kExit, 0, 0})) _exit(5);
+    w.close();
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ReadSummary summary;
+  const std::vector<Record> records = read_all(path, &summary);
+  EXPECT_EQ(summary.bytes_ignored, 0u) << summary.problem;
+  ASSERT_EQ(records.size(), 12u);
+  EXPECT_TRUE(std::holds_alternative<Notice>(records[10]));
+  EXPECT_TRUE(std::holds_alternative<ProcessEnd>(records.back()));
+  std::remove(path.c_str());
+}
+
 // A write that would pass the file size limit is not made (one that fails
 // half way, on a full disk, is cut off again: DiskLimits.AFullDisk...): the
 // file keeps whole chunks, and a closing record written once there is room
