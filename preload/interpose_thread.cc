@@ -3,9 +3,14 @@
 // ring and sampler. Its end is seen by a pthread key destructor, which also
 // runs on pthread_exit and after thread_local destructors. A thread whose
 // stack is too small for that set-up runs as is, unsampled (and counted).
+//
+// The new thread neither mallocs nor frees on the profiler's behalf: a
+// thread that calls either gets a malloc arena of its own, set up and
+// grown at its first call, which cost a short thread more than the rest of
+// its set-up (thread churn).
 #include <pthread.h>
 
-#include <cstdlib>
+#include <atomic>
 
 #include "preload/real_functions.h"
 #include "preload/runtime.h"
@@ -13,30 +18,56 @@
 namespace hybridprof::preload {
 namespace {
 
+// What the creator hands its new thread. In one of a few slots, taken by
+// the creator and given back by the new thread as soon as it has read it;
+// when every slot is in use (that many threads starting at once), on the
+// heap, and freed by the new thread.
 struct StartRequest {
-  void* (*routine)(void*);
-  void* arg;
+  void* (*routine)(void*) = nullptr;
+  void* arg = nullptr;
+  KnownStack stack;
+  bool on_heap = false;
+  std::atomic<bool> taken{false};
 };
+StartRequest g_slots[64];
 
-void* trampoline(void* raw) {
-  StartRequest request = *static_cast<StartRequest*>(raw);
-  std::free(raw);
-  thread_begin();
-  return request.routine(request.arg);
+StartRequest* take_request() {
+  for (StartRequest& slot : g_slots) {
+    bool free = false;
+    if (slot.taken.compare_exchange_strong(free, true, std::memory_order_acquire)) return &slot;
+  }
+  auto* request = new (std::nothrow) StartRequest();
+  if (request) request->on_heap = true;
+  return request;
 }
 
-// The stack a thread created with `attr` gets; 0 when unknown.
-size_t stack_bytes(const pthread_attr_t* attr) {
-  size_t bytes = 0;
-  if (attr != nullptr) {
-    pthread_attr_getstacksize(attr, &bytes);
-    return bytes;
-  }
+void give_back(StartRequest* request) {
+  if (request->on_heap) delete request;
+  else request->taken.store(false, std::memory_order_release);
+}
+
+void* trampoline(void* raw) {
+  auto* request = static_cast<StartRequest*>(raw);
+  void* (*const routine)(void*) = request->routine;
+  void* const arg = request->arg;
+  const KnownStack stack = request->stack;
+  give_back(request);
+  thread_begin(stack);
+  return routine(arg);
+}
+
+// The stack a thread created with `attr` gets; zero sizes when unknown.
+KnownStack stack_of(const pthread_attr_t* attr) {
+  KnownStack stack;
   pthread_attr_t defaults;
-  if (pthread_getattr_default_np(&defaults) != 0) return 0;
-  pthread_attr_getstacksize(&defaults, &bytes);
-  pthread_attr_destroy(&defaults);
-  return bytes;
+  if (attr == nullptr) {
+    if (pthread_getattr_default_np(&defaults) != 0) return stack;
+    attr = &defaults;
+  }
+  pthread_attr_getstacksize(attr, &stack.bytes);
+  pthread_attr_getguardsize(attr, &stack.guard_bytes);
+  if (attr == &defaults) pthread_attr_destroy(&defaults);
+  return stack;
 }
 
 }  // namespace
@@ -46,12 +77,14 @@ using namespace hybridprof::preload;
 
 extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*routine)(void*),
                               void* arg) {
-  if (!runtime() || !sampling_enabled() || stack_too_small_to_sample(stack_bytes(attr)))
-    return real().pthread_create(thread, attr, routine, arg);
-  auto* request = static_cast<StartRequest*>(std::malloc(sizeof(StartRequest)));
+  if (!runtime() || !sampling_enabled()) return real().pthread_create(thread, attr, routine, arg);
+  const KnownStack stack = stack_of(attr);
+  StartRequest* request = stack_too_small_to_sample(stack.bytes) ? nullptr : take_request();
   if (!request) return real().pthread_create(thread, attr, routine, arg);
-  *request = {routine, arg};
+  request->routine = routine;
+  request->arg = arg;
+  request->stack = stack;
   const int rc = real().pthread_create(thread, attr, trampoline, request);
-  if (rc != 0) std::free(request);
+  if (rc != 0) give_back(request);
   return rc;
 }

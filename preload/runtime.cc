@@ -13,6 +13,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <new>
+#include <type_traits>
 
 #include "common/clock.h"
 #include "common/launcher_rank.h"
@@ -36,6 +38,10 @@ std::atomic<bool> g_enabled{false};
 pthread_key_t g_thread_key;
 
 __thread ThreadContext* tls_thread __attribute__((tls_model("initial-exec"))) = nullptr;
+// What tls_thread points to once the thread is set up: in the thread's
+// static TLS, not malloc'd (see thread_begin).
+__thread ThreadContext tls_context __attribute__((tls_model("initial-exec")));
+static_assert(std::is_trivially_destructible_v<ThreadContext>, "a TLS object with no destructor to register");
 
 std::string read_file(const char* path) {
   std::ifstream in(path, std::ios::binary);
@@ -126,13 +132,14 @@ void after_fork_child() {
   for_each_event_source([](EventSource& s) { s.fork_child(); });
   // The forking thread's state belongs to the parent's thread: its ring
   // holds the parent's data.
-  const ThreadContext* parent = tls_thread;
+  const bool was_set_up = tls_thread != nullptr;
+  const stack_t program_signal_stack = tls_context.program_signal_stack;
   tls_thread = nullptr;
   start_process(*rt);
   thread_begin();
   // The signal stack the child inherited is the runtime's: what the
   // program set is still the parent thread's record of it.
-  if (parent && tls_thread) tls_thread->program_signal_stack = parent->program_signal_stack;
+  if (was_set_up && tls_thread) tls_thread->program_signal_stack = program_signal_stack;
 }
 
 // atexit, not on_exit (which would tell the status): registered from this
@@ -347,7 +354,7 @@ bool sampling_enabled() {
 bool profile_open() { return g_enabled.load(std::memory_order_relaxed); }
 ThreadContext* this_thread() { return tls_thread; }
 
-void thread_begin() {
+void thread_begin(KnownStack stack) {
   Runtime* rt = runtime();
   if (!rt || !g_enabled || tls_thread) return;
   const pid_t tid = static_cast<pid_t>(gettid());
@@ -357,7 +364,7 @@ void thread_begin() {
   ThreadState* state =
       rt->drain.add_thread(tid, monotonic_ns(), mpi_main ? size_t{kMpiMainThreadRingKiB} * 1024 : 0);
   if (!state) return;
-  auto* ctx = new ThreadContext();
+  ThreadContext* ctx = new (&tls_context) ThreadContext();  // trivially destructible: nothing to end first
   ctx->state = state;
   install_signal_stack(*ctx);
   state->sampled.record_deferred = record_deferred_samples;
@@ -369,7 +376,7 @@ void thread_begin() {
     BusyScope busy(state);
     // The main thread's unwinder is made whole now; other threads' at their
     // first sample (a short thread may have none).
-    prepare_unwinder_for_thread(/*with_trace_cache=*/tid == rt->pid);
+    prepare_unwinder_for_thread(/*with_trace_cache=*/tid == rt->pid, stack.bytes, stack.guard_bytes);
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   tls_thread = ctx;
@@ -388,7 +395,6 @@ void thread_end() {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   rt->drain.finish_thread(ctx->state, monotonic_ns());
   remove_signal_stack(*ctx);
-  delete ctx;
 }
 
 namespace {

@@ -17,7 +17,8 @@
 
 namespace hybridprof::preload {
 
-// Per sampled thread; reached from the signal path through a TLS pointer.
+// Per sampled thread, in its TLS (runtime.cc); reached from the signal
+// path through a TLS pointer, null while the thread is not set up.
 struct ThreadContext {
   ThreadState* state = nullptr;
   sampling::ThreadSampler sampler;
@@ -72,8 +73,15 @@ bool profile_open();
 // The calling thread's context, or null. Signal-safe (initial-exec TLS).
 ThreadContext* this_thread();
 
-// On a new thread, before its start routine; and at its end.
-void thread_begin();
+// What the creator of a thread knew of its stack (interpose_thread.cc):
+// its attribute's sizes; zero when unknown.
+struct KnownStack {
+  size_t bytes = 0, guard_bytes = 0;
+};
+// On a new thread, before its start routine; and at its end. Neither
+// mallocs or frees on a thread started by pthread_create (a thread that
+// does gets a malloc arena, set up and grown at its first call).
+void thread_begin(KnownStack stack = {});
 void thread_end();
 
 // Final flush at process end (exit, _exit, exec).

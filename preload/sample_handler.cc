@@ -157,6 +157,7 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
     if (sampling_enabled()) {
       const sigsafe::SectionScope recording(sigsafe::Section::kSampleHandler);
       record_sample(*rt, *ctx->state, info, ucontext, in_kernel);
+      ctx->sampler.after_owned_signal(info);  // a thread's first period starts its perf event
     } else if (profile_open()) {
       ctx->sampler.pause();  // recording stopped for good: no more signals
     }

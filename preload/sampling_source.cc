@@ -1,9 +1,7 @@
 // The sampler as an event source (trace/event_source.h): each thread's
-// perf_event (or POSIX timer) is opened when the thread starts and closed
-// when it ends or the process does. The samples themselves are written by
+// perf_event (or POSIX timer) is started with the thread, the perf event
+// at its first sampling period, and closed when it ends or the process does. The samples themselves are written by
 // the signal handler (sample_handler.cc).
-#include <atomic>
-#include <mutex>
 #include <string>
 
 #include "preload/runtime.h"
@@ -30,35 +28,29 @@ class SamplingSource final : public EventSource {
     begin.signal = uint64_t(rt->sample_signal);
   }
 
+  // Short threads are common (thread pools that do not pool): the perf
+  // event waits for a thread's first sampling period (ThreadSampler).
   void thread_started(ThreadState& t) override {
     Runtime* rt = runtime();
     ThreadContext* ctx = this_thread();
     if (!rt || !ctx) return;
-    std::string error;
-    if (!ctx->sampler.start(rt->plan, rt->sample_signal, &error, t.tid)) {
-      // Said once, at the end, however many threads (a program of
-      // thousands of threads must not fill the archive with notices).
-      if (unsampled_.fetch_add(1) == 0) {
-        std::lock_guard lock(mutex_);
-        first_error_ = "thread " + std::to_string(t.tid) + ": " + error;
-      }
-    } else if (ctx->sampler.mechanism() != rt->plan.mechanism) {
-      timer_sampled_.fetch_add(1);
-    }
+    ctx->sampler.start_at_first_period(rt->plan, rt->sample_signal, t.tid, &failures_);
   }
   void thread_ending(ThreadState&) override { stop_this_thread(); }
+  // Said once, at the end, however many threads (a program of thousands of
+  // threads must not fill the archive with notices).
   void process_ending(raw::EndReason) override {
     stop_this_thread();
     Runtime* rt = runtime();
     if (!rt) return;
-    if (const uint64_t n = timer_sampled_.load())
+    if (const uint64_t n = failures_.timer_instead_count())
       notice(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") +
-                              " sampled by CPU-time timers, not perf events: no descriptor was left for theirs "
-                              "(the profiler takes none below 512, the program's; see ulimit -n)");
-    std::lock_guard lock(mutex_);
-    if (const uint64_t n = unsampled_.load())
+                      " sampled by CPU-time timers, not perf events (" + failures_.first_timer_instead() +
+                      (n > 1 ? ", and more" : "") +
+                      "; the profiler takes no descriptor below 512, the program's: see ulimit -n)");
+    if (const uint64_t n = failures_.unsampled_count())
       notice(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") + " not sampled (" +
-                              first_error_ + (n > 1 ? ", and more" : "") + ")");
+                      failures_.first_unsampled() + (n > 1 ? ", and more" : "") + ")");
   }
   // The forking thread's sampler counts the parent's thread.
   void fork_child() override {
@@ -70,9 +62,7 @@ class SamplingSource final : public EventSource {
     if (ThreadContext* ctx = this_thread()) ctx->sampler.stop();
   }
 
-  std::atomic<uint64_t> timer_sampled_{0}, unsampled_{0};
-  std::mutex mutex_;
-  std::string first_error_;  // of the first thread not sampled
+  sampling::StartFailures failures_;
 };
 
 HYBRIDPROF_EVENT_SOURCE(SamplingSource)

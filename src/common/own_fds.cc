@@ -1,5 +1,6 @@
 #include "common/own_fds.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -46,6 +47,24 @@ int adopt(int fd, std::atomic<int>* slot) {
   if (slot) slots()[moved] = slot;
   mark(moved, true);
   return moved;
+}
+
+int adopt_out_of_reach(int fd) {
+  if (fd < 0) return fd;
+  const int moved = fd >= kLowest ? fd : fcntl(fd, F_DUPFD_CLOEXEC, kLowest);
+  if (moved != fd) close_directly(fd);
+  if (moved < 0) return -EMFILE;
+  // No slot: the bitmap is all that says it is ours (make_way gives such a
+  // descriptor up to the program by clearing its bit).
+  if (moved < kMaxFd) mark(moved, true);
+  return moved;
+}
+
+bool close_out_of_reach(int fd) {
+  if (fd < 0 || (fd < kMaxFd && !owned(fd))) return false;
+  if (fd < kMaxFd) mark(fd, false);
+  close_directly(fd);
+  return true;
 }
 
 bool release(int fd) {

@@ -20,6 +20,16 @@ namespace hybridprof::own_fds {
 inline constexpr int kLowest = 512;
 int adopt(int fd, std::atomic<int>* slot = nullptr);
 
+// Async-signal-safe and lock-free, for descriptors without a slot (each
+// thread's perf event, opened in its sample handler too): moves `fd` to
+// kLowest or above and registers it; where it cannot move (the program's
+// limit on descriptors is near) closes it and returns -EMFILE, so that the
+// program keeps every number it may open.
+int adopt_out_of_reach(int fd);
+// Async-signal-safe and lock-free: closes such a descriptor unless the
+// program took its number over (dup2); false then.
+bool close_out_of_reach(int fd);
+
 // Before the profiler closes one of its own: false when it is no longer
 // the profiler's (a program's dup2() took over a slot-less one): then the
 // number is the program's and must not be closed.

@@ -25,27 +25,13 @@ std::string errno_text(int err) {
   return strerror_r(err, buffer, sizeof buffer);  // GNU variant: returns the text
 }
 
-void close_own(int fd) {
-  if (own_fds::release(fd)) close(fd);
-}
-
-// False, with *error and errno set.
-bool fail(std::string* error, const std::string& what, int err) {
-  if (error != nullptr) *error = what + ": " + errno_text(err);
-  errno = err;
-  return false;
-}
-
-// A perf event's descriptor that adopt() could not move out of the
-// program's numbers (its limit on descriptors is near): closed, so the
-// program keeps every number it may open; EMFILE as if none were left.
-int above_the_programs(int fd) {
-  if (fd < 0 || fd >= own_fds::kLowest) return fd;
-  close_own(fd);
-  return -EMFILE;
-}
-
 }  // namespace
+
+std::string StartFailures::Kind::first() const {
+  if (count.load() == 0) return "";
+  const char* c = call.load();
+  return "thread " + std::to_string(tid.load()) + ": " + (c ? c : "?") + ": " + errno_text(err.load());
+}
 
 bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* error, pid_t tid) {
   if (running()) {
@@ -53,29 +39,81 @@ bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* err
     return false;
   }
   if (tid == 0) tid = static_cast<pid_t>(gettid());
-  if (plan.mechanism == Mechanism::kPosixTimer) return start_timer(plan, signal, tid, error);
-  if (start_perf(plan, signal, tid, error)) return true;
-  // No descriptor left for a perf event (the program's RLIMIT_NOFILE, most
-  // of it in use): a CPU-time timer needs none.
-  if (errno != EMFILE && errno != ENFILE) return false;
-  return start_timer(plan, signal, tid, error);
+  const char* call = nullptr;
+  int err = 0;
+  if (plan.mechanism == Mechanism::kPosixTimer) {
+    err = arm_timer(plan, signal, tid, /*first_period_only=*/false, &call);
+  } else {
+    err = open_perf(plan, signal, tid, &call);
+    // No descriptor left for a perf event (the program's RLIMIT_NOFILE, most
+    // of it in use): a CPU-time timer needs none.
+    if (err == EMFILE || err == ENFILE) err = arm_timer(plan, signal, tid, /*first_period_only=*/false, &call);
+  }
+  if (err == 0) return true;
+  if (error != nullptr) *error = std::string(call) + ": " + errno_text(err);
+  errno = err;
+  return false;
 }
 
-bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, pid_t tid, std::string* error) {
+void ThreadSampler::start_at_first_period(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures) {
+  if (running()) return;
+  plan_ = &plan;
+  failures_ = failures;
+  signal_ = signal;
+  tid_ = tid;
+  mechanism_ = plan.mechanism;
+  const char* call = nullptr;
+  int err = 0;
+  if (plan.mechanism == Mechanism::kPerfEvent) {
+    perf_due_ = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3: before the timer can fire
+    err = arm_timer(plan, signal, tid, /*first_period_only=*/true, &call);
+    if (err == 0) return;
+    perf_due_ = false;
+    err = open_perf(plan, signal, tid, &call);  // no timer to be had (RLIMIT_SIGPENDING): the event now
+  } else {
+    err = arm_timer(plan, signal, tid, /*first_period_only=*/false, &call);
+  }
+  if (err != 0) failures->unsampled(tid, call, err);
+}
+
+// SIGNAL PATH: system calls only.
+void ThreadSampler::after_owned_signal(const siginfo_t* info) {
+  if (!perf_due_ || info->si_code != SI_TIMER) return;
+  perf_due_ = false;
+  const char* call = nullptr;
+  const int err = open_perf(*plan_, signal_, tid_, &call);
+  if (err == 0) {
+    delete_timer();  // its one signal has come: nothing of it is left pending
+    return;
+  }
+  // Refused (no descriptor left, say): the timer samples this thread on.
+  if (make_interval(*plan_) == 0) {
+    mechanism_ = Mechanism::kPosixTimer;
+    failures_->timer_instead(tid_, call, err);
+  } else {
+    delete_timer();
+    failures_->unsampled(tid_, call, err);
+  }
+}
+
+// SIGNAL PATH too (after_owned_signal): no strings, no locks.
+int ThreadSampler::open_perf(const SamplingPlan& plan, int signal, pid_t tid, const char** call) {
   perf_event_attr attr;
   const bool kernel = plan.kernel_time == KernelTime::kSampled;
   detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, kernel, &attr);
+  *call = "perf_event_open";
   // Out of the program's reach (own_fds.h) before its number is fixed in
   // the signals (F_SETSIG below): a slot-less descriptor, never moved.
-  int fd = above_the_programs(own_fds::adopt(detail::open_on_this_thread(&attr)));
-  if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
+  int fd = own_fds::adopt_out_of_reach(detail::open_on_this_thread(&attr));
+  if (fd < 0) return -fd;
   if (kernel && !map_ring(fd)) {
     // Samples in the kernel could not be told from the user's: this thread
     // is sampled at user level only.
-    close_own(fd);
+    own_fds::close_out_of_reach(fd);
     detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, false, &attr);
-    fd = above_the_programs(own_fds::adopt(detail::open_on_this_thread(&attr)));
-    if (fd < 0) return fail(error, "perf_event_open(" + plan.event.name + ")", -fd);
+    fd = own_fds::adopt_out_of_reach(detail::open_on_this_thread(&attr));
+    if (fd < 0) return -fd;
   }
 
   mechanism_ = Mechanism::kPerfEvent;
@@ -91,15 +129,16 @@ bool ThreadSampler::start_perf(const SamplingPlan& plan, int signal, pid_t tid, 
   owner.type = F_OWNER_TID;
   owner.pid = tid;
   if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signal) != 0 || fcntl(fd, F_SETFL, O_ASYNC) != 0) {
-    int err = errno;
-    stop();
-    return fail(error, "fcntl(perf_event fd)", err);
+    const int err = errno;
+    close_perf();
+    *call = "fcntl(perf_event)";
+    return err;
   }
-  return true;
+  return 0;
 }
 
 bool ThreadSampler::map_ring(int fd) {
-  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t page = size_t(getpagesize());  // sysconf is not async-signal-safe
   // One data page holds 512 bare sample records; the handler consumes one
   // per signal, so only signals still queued keep records in it.
   const size_t bytes = 2 * page;
@@ -121,11 +160,10 @@ void ThreadSampler::unmap_ring() {
   munmap(ring, ring_map_bytes_);
 }
 
-bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, pid_t tid, std::string* error) {
-  if (plan.timer_interval_ns == 0) {
-    if (error != nullptr) *error = "timer plan without an interval";
-    return false;
-  }
+int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, bool first_period_only,
+                             const char** call) {
+  *call = "timer_create";
+  if (plan.timer_interval_ns == 0) return EINVAL;  // a plan without an interval
   sigevent event;
   memset(&event, 0, sizeof event);
   event.sigev_notify = SIGEV_THREAD_ID;
@@ -134,46 +172,62 @@ bool ThreadSampler::start_timer(const SamplingPlan& plan, int signal, pid_t tid,
   event.sigev_notify_thread_id = tid;
   timer_t timer;
   // CLOCK_THREAD_CPUTIME_ID here is the CPU clock of the calling thread.
-  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &event, &timer) != 0) return fail(error, "timer_create", errno);
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &event, &timer) != 0) return errno;
 
-  mechanism_ = Mechanism::kPosixTimer;
+  if (!first_period_only) mechanism_ = Mechanism::kPosixTimer;
   timer_ = timer;
   timer_armed_ = true;
   used_timer_ = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3
 
-  itimerspec spec;
+  itimerspec spec{};
+  spec.it_value.tv_sec = time_t(plan.timer_interval_ns / 1000000000ull);
+  spec.it_value.tv_nsec = long(plan.timer_interval_ns % 1000000000ull);
+  if (!first_period_only) spec.it_interval = spec.it_value;
+  if (timer_settime(timer, 0, &spec, nullptr) != 0) {
+    const int err = errno;
+    delete_timer();
+    *call = "timer_settime";
+    return err;
+  }
+  return 0;
+}
+
+// SIGNAL PATH too: one system call.
+int ThreadSampler::make_interval(const SamplingPlan& plan) {
+  itimerspec spec{};
   spec.it_interval.tv_sec = time_t(plan.timer_interval_ns / 1000000000ull);
   spec.it_interval.tv_nsec = long(plan.timer_interval_ns % 1000000000ull);
   spec.it_value = spec.it_interval;
-  if (timer_settime(timer, 0, &spec, nullptr) != 0) {
-    int err = errno;
-    stop();
-    return fail(error, "timer_settime", err);
-  }
-  return true;
+  return timer_settime(timer_, 0, &spec, nullptr) == 0 ? 0 : errno;
+}
+
+void ThreadSampler::close_perf() {
+  // The ring first (the handler stops reading it before it goes), then
+  // the event: a signal it raises meanwhile is still ours (owns()) and
+  // reads no ring. No PERF_EVENT_IOC_DISABLE: 5 us a thread for nothing.
+  // (Not the fd when the program took its number over with dup2.)
+  unmap_ring();
+  own_fds::close_out_of_reach(fd_);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  fd_ = -1;  // signalled_fd_ stays (rule 4)
+}
+
+void ThreadSampler::delete_timer() {
+  timer_delete(timer_);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  timer_armed_ = false;  // used_timer_ stays (rule 4)
 }
 
 void ThreadSampler::stop() {
-  if (fd_ >= 0) {
-    // The ring first (the handler stops reading it before it goes), then
-    // the event: a signal it raises meanwhile is still ours (owns()) and
-    // reads no ring. No PERF_EVENT_IOC_DISABLE: 5 us a thread for nothing.
-    // (Not the fd when the program took its number over with dup2.)
-    const bool ours = own_fds::release(fd_);
-    unmap_ring();
-    if (ours) close(fd_);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    fd_ = -1;  // signalled_fd_ stays (rule 4)
-  }
-  if (timer_armed_) {
-    timer_delete(timer_);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    timer_armed_ = false;  // used_timer_ stays (rule 4)
-  }
+  perf_due_ = false;  // first: a timer signal from here on starts nothing
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (fd_ >= 0) close_perf();
+  if (timer_armed_) delete_timer();
 }
 
 void ThreadSampler::pause() {
+  perf_due_ = false;
   if (fd_ >= 0 && own_fds::owned(fd_)) ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
   if (timer_armed_) {
     const itimerspec disarm{};
@@ -182,8 +236,9 @@ void ThreadSampler::pause() {
 }
 
 void ThreadSampler::reset_after_fork() {
+  perf_due_ = false;
   unmap_ring();  // the child's copy of the mapping
-  if (fd_ >= 0) close_own(fd_);
+  own_fds::close_out_of_reach(fd_);
   fd_ = -1;
   signalled_fd_ = -1;
   timer_ = nullptr;

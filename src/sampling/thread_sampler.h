@@ -3,10 +3,13 @@
 // tells the signal handler which signals are its own.
 //
 // Rules (the signal path):
-//  1. owns(), sample_weight() and rearm() are async-signal-safe: a few loads,
-//     no allocation, no locks, no syscalls.
-//  2. start(), stop() and reset_after_fork() run on the sampled thread, outside
-//     signal handlers; they may allocate (error strings) and make syscalls.
+//  1. owns(), sample_weight() and sample_was_in_kernel() are async-signal-
+//     safe: a few loads, no allocation, no locks, no syscalls.
+//     after_owned_signal() and pause() are async-signal-safe with system
+//     calls (the first may open the perf event).
+//  2. start(), start_at_first_period(), stop() and reset_after_fork() run
+//     on the sampled thread, outside signal handlers; they may allocate
+//     (error strings) and make syscalls.
 //  3. Fields are plain and written only by the owning thread. The handler that
 //     reads them runs on that same thread, so the only reordering to prevent
 //     is the compiler's: std::atomic_signal_fence around the syscalls that
@@ -21,6 +24,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -34,6 +38,40 @@ namespace hybridprof::sampling {
 // separates our timers' signals from sigqueue(3)/pthread_sigqueue(3), whose
 // si_code is SI_QUEUE whatever value they carry.
 inline constexpr int kTimerCookie = 0x48505246;
+
+// What became of the threads whose sampler could not start as planned,
+// counted where it happens: a sample handler too (a perf event started at
+// a thread's first period, see ThreadSampler::start_at_first_period), so
+// atomics only.
+class StartFailures {
+ public:
+  // Async-signal-safe. `call` (a string literal) failed with `err` on
+  // thread `tid`: a CPU-time timer samples the thread instead of a perf
+  // event, or nothing does.
+  void timer_instead(pid_t tid, const char* call, int err) { timer_instead_.add(tid, call, err); }
+  void unsampled(pid_t tid, const char* call, int err) { unsampled_.add(tid, call, err); }
+
+  uint64_t timer_instead_count() const { return timer_instead_.count.load(); }
+  uint64_t unsampled_count() const { return unsampled_.count.load(); }
+  // The first of each, "thread 12: perf_event_open: Too many open files";
+  // not for the signal path.
+  std::string first_timer_instead() const { return timer_instead_.first(); }
+  std::string first_unsampled() const { return unsampled_.first(); }
+
+ private:
+  struct Kind {
+    std::atomic<uint64_t> count{0};
+    std::atomic<pid_t> tid{0};
+    std::atomic<const char*> call{nullptr};
+    std::atomic<int> err{0};
+    void add(pid_t t, const char* c, int e) {
+      if (count.fetch_add(1) != 0) return;
+      tid.store(t), call.store(c), err.store(e);
+    }
+    std::string first() const;
+  };
+  Kind timer_instead_, unsampled_;
+};
 
 class ThreadSampler {
  public:
@@ -57,6 +95,25 @@ class ThreadSampler {
   //         sival_int = kTimerCookie) + timer_settime(interval).
   // `tid`: the calling thread's id, when the caller knows it (0: looked up).
   bool start(const SamplingPlan& plan, int signal, std::string* error, pid_t tid = 0);
+
+  // Called ON the sampled thread, as start(), for threads that may live
+  // shorter than a sampling period: a perf plan starts as a one-shot
+  // CPU-time timer of one period, whose signal (a sample like the others)
+  // starts the perf event from the handler (after_owned_signal). A thread
+  // that ends within its first period of CPU time never opens one: three
+  // system calls instead of nine, and no perf event set up and torn down.
+  // Where the perf event is refused then, the timer samples the thread on;
+  // where no timer can be had, the perf event starts now. A timer plan
+  // starts its interval timer. `plan` and `failures` must outlive the
+  // sampler; what does not start as planned is counted in *failures.
+  void start_at_first_period(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures);
+
+  // Async-signal-safe (system calls only, no locks): after an owned signal
+  // was handled. The first period's timer signal starts the perf event;
+  // any other signal, nothing. A perf event stays armed after each
+  // overflow (no PERF_EVENT_IOC_REFRESH limit), an interval timer re-arms
+  // itself.
+  void after_owned_signal(const siginfo_t* info);
 
   // Disable + close / timer_delete. Idempotent; safe at thread exit.
   void stop();
@@ -123,21 +180,19 @@ class ThreadSampler {
     return in_kernel;
   }
 
-  // Async-signal-safe; call after handling an owned signal. A no-op, kept so
-  // the handler does not need to know the mechanism: a perf event stays armed
-  // after each overflow unless PERF_EVENT_IOC_REFRESH set an overflow limit
-  // (we never do: with wakeup_events = 1 every overflow already signals), and
-  // an interval timer re-arms itself.
-  void rearm() const {}
-
   bool running() const { return fd_ >= 0 || timer_armed_; }
   Mechanism mechanism() const { return mechanism_; }
 
  private:
-  bool start_perf(const SamplingPlan& plan, int signal, pid_t tid, std::string* error);
-  bool start_timer(const SamplingPlan& plan, int signal, pid_t tid, std::string* error);
+  // Each returns 0 or the errno of `*call`, the system call that failed.
+  // Async-signal-safe: open_perf (no strings, no locks) and make_interval.
+  int open_perf(const SamplingPlan& plan, int signal, pid_t tid, const char** call);
+  int arm_timer(const SamplingPlan& plan, int signal, pid_t tid, bool first_period_only, const char** call);
+  int make_interval(const SamplingPlan& plan);
   bool map_ring(int fd);
   void unmap_ring();
+  void close_perf();
+  void delete_timer();
 
   // The perf event's ring buffer (metadata page, then ring_mask_ + 1 data
   // bytes), mapped when it samples kernel mode too; unmapped by stop(). Not
@@ -154,6 +209,13 @@ class ThreadSampler {
   bool timer_armed_ = false;
   bool used_timer_ = false; // our timer signals may exist (rule 4)
   Mechanism mechanism_ = Mechanism::kPerfEvent;
+
+  // start_at_first_period(): the perf event is due at the timer's signal.
+  bool perf_due_ = false;
+  const SamplingPlan* plan_ = nullptr;
+  StartFailures* failures_ = nullptr;
+  int signal_ = 0;
+  pid_t tid_ = 0;
 };
 
 static_assert(std::is_trivially_destructible_v<ThreadSampler>);

@@ -131,8 +131,13 @@ ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns, size_t ring_bytes) {
   if (storage == nullptr) {
     storage = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (storage == MAP_FAILED) return nullptr;
+    // Ended threads' rings come back at the drain's next pass, up to 50 ms
+    // away: a program that starts and ends threads by the thousand would
+    // map (page faults included) and unmap one per thread meanwhile. The
+    // pass comes now instead, so that the next threads find theirs.
+    if (threads_ending_.load(std::memory_order_relaxed) > 0) wake();
   }
-  auto* t = new ThreadState(storage, ring_bytes);
+  ThreadState* t = ThreadState::create(storage, ring_bytes);
   t->tid = tid;
   t->begin_ns = now_ns;
   std::lock_guard lock(mutex_);
@@ -204,6 +209,7 @@ uint32_t Drain::region_context(uint32_t region) {
 
 void Drain::finish_thread(ThreadState* t, uint64_t now_ns) {
   t->end_ns = now_ns;
+  threads_ending_.fetch_add(1, std::memory_order_relaxed);
   t->finished.store(true, std::memory_order_release);
 }
 
@@ -743,7 +749,8 @@ void Drain::end_thread_locked(ThreadState* t) {
   threads_.erase(std::remove(threads_.begin(), threads_.end(), t), threads_.end());
   void* storage = t->ring_storage;
   const size_t bytes = ThreadState::storage_bytes(t->ring_bytes);
-  delete t;
+  ThreadState::destroy(t);
+  threads_ending_.fetch_sub(1, std::memory_order_relaxed);
   if (!ring_pool_.give(storage, bytes)) munmap(storage, bytes);
 }
 
@@ -802,6 +809,7 @@ void Drain::after_fork_in_child() {
   // chunk is the parent's data) and leak the states (the parent frees its own).
   writer_.abandon();
   threads_.clear();
+  threads_ending_ = 0;
   appended_locations_.clear();
   device_work_.clear();
   device_work_end_.clear();

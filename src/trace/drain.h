@@ -312,9 +312,11 @@ class Drain {
   std::atomic<uint64_t> passes_written_{0};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> recording_{true};
-  // Rings (with their scratch: ThreadState::storage_bytes) of ended
-  // threads, for the next ones; of the default size only.
-  MappingPool<4> ring_pool_;
+  // Rings (with their scratch and state: ThreadState::storage_bytes) of
+  // ended threads, for the next ones; of the default size only.
+  MappingPool<8> ring_pool_;
+  // Threads finished whose state the drain has not ended yet.
+  std::atomic<uint32_t> threads_ending_{0};
   uint64_t start_ns_ = 0;  // the stream's begin, for the stop notice
 };
 

@@ -2,8 +2,10 @@
 // its identity and end, and the parts its three owners keep, each in its
 // own struct: the sampler's signal path (SampledThread), the traced-event
 // producers on the thread (TracedCallProducer) and the drain
-// (DrainedThread). Allocated when the thread starts (outside any handler),
-// freed by the drain once the thread has finished and its ring is empty.
+// (DrainedThread). Made when the thread starts (outside any handler), in
+// the mapping that holds its ring (create(): no malloc on the new thread,
+// which would give it a malloc arena of its own), and destroyed by the
+// drain once the thread has finished and its ring is empty.
 #pragma once
 
 #include <signal.h>
@@ -11,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <new>
 
 #include "sigsafe/reentrancy_guard.h"
 #include "sigsafe/thread_ring.h"
@@ -27,17 +30,14 @@ namespace hybridprof {
 inline constexpr size_t kUnwindScratchEntries = 512 + 16;
 
 struct ThreadState {
-  // `storage` holds the ring (`ring_bytes`, a power of two) followed by the
-  // unwind scratch buffer and the sampler's Python frames; see storage_bytes().
-  ThreadState(void* storage, size_t ring_bytes)
-      : ring(storage, ring_bytes),
-        unwind_scratch(reinterpret_cast<uint64_t*>(static_cast<unsigned char*>(storage) + ring_bytes)),
-        sampled(reinterpret_cast<python::PythonFrame*>(unwind_scratch + kUnwindScratchEntries)),
-        ring_storage(storage),
-        ring_bytes(ring_bytes) {}
-  static size_t storage_bytes(size_t ring_bytes) {
-    return ring_bytes + kUnwindScratchEntries * sizeof(uint64_t) + kPythonScratchFrames * sizeof(python::PythonFrame);
+  // `storage` (of storage_bytes(ring_bytes)) holds the ring (`ring_bytes`,
+  // a power of two), the unwind scratch buffer, the sampler's Python frames
+  // and the state itself. destroy() leaves the storage to its owner.
+  static ThreadState* create(void* storage, size_t ring_bytes) {
+    return new (static_cast<unsigned char*>(storage) + state_offset(ring_bytes)) ThreadState(storage, ring_bytes);
   }
+  static void destroy(ThreadState* t) { t->~ThreadState(); }
+  static size_t storage_bytes(size_t ring_bytes) { return state_offset(ring_bytes) + sizeof(ThreadState); }
 
   // Written by the thread (its handler and its producers), read by the drain.
   ThreadRing ring;
@@ -74,6 +74,24 @@ struct ThreadState {
   // Over a quarter of the ring waits for the drain.
   bool ring_filling() const { return ring.pending_bytes() * 4 > ring.capacity(); }
 
+  ThreadState(const ThreadState&) = delete;
+  ThreadState& operator=(const ThreadState&) = delete;
+
+ private:
+  ThreadState(void* storage, size_t ring_bytes)
+      : ring(storage, ring_bytes),
+        unwind_scratch(reinterpret_cast<uint64_t*>(static_cast<unsigned char*>(storage) + ring_bytes)),
+        sampled(reinterpret_cast<python::PythonFrame*>(unwind_scratch + kUnwindScratchEntries)),
+        ring_storage(storage),
+        ring_bytes(ring_bytes) {}
+  ~ThreadState() = default;
+  static size_t state_offset(size_t ring_bytes) {
+    const size_t end = ring_bytes + kUnwindScratchEntries * sizeof(uint64_t) +
+                       kPythonScratchFrames * sizeof(python::PythonFrame);
+    return (end + alignof(ThreadState) - 1) / alignof(ThreadState) * alignof(ThreadState);
+  }
+
+ public:
   // Every owner's counters, as the thread's end record carries them.
   raw::ThreadCounters counters() const {
     constexpr auto relaxed = std::memory_order_relaxed;

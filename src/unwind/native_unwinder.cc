@@ -81,9 +81,9 @@ void prepare_unwinder_for_process() {
   in_program_entry(0);  // its static is set here, not in a handler
 }
 
-void prepare_unwinder_for_thread(bool with_trace_cache) {
+void prepare_unwinder_for_thread(bool with_trace_cache, size_t stack_bytes, size_t guard_bytes) {
   LoaderSnapshot::instance().refresh_if_changed();  // the thread may start in a library just loaded
-  remember_thread_stack();
+  remember_thread_stack(stack_bytes, guard_bytes);
   if (!with_trace_cache) return;
   SnapshotLookups lookups;
   void* ips[kMaxDepthLimitForRoot];

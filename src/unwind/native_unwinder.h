@@ -1,6 +1,7 @@
 // Native stack unwinding from inside the sample signal handler.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace hybridprof {
@@ -16,7 +17,9 @@ void prepare_unwinder_for_process();
 // `with_trace_cache`: libunwind's per-thread trace cache (unw_backtrace's
 // fast path) is made now (a thread expected to live: the main thread);
 // otherwise the first sample makes it (see first_unwind_of_thread).
-void prepare_unwinder_for_thread(bool with_trace_cache = false);
+// `stack_bytes` and `guard_bytes`: for a thread pthread_create started, its
+// attribute's (remember_thread_stack); 0: asked.
+void prepare_unwinder_for_thread(bool with_trace_cache = false, size_t stack_bytes = 0, size_t guard_bytes = 0);
 
 // SIGNAL PATH: async-signal-safe (libunwind local unwinding, no allocation
 // outside libunwind's own signal-safe pool; no locks but that pool's, taken

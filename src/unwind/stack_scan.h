@@ -21,6 +21,12 @@ struct StackBounds {
 // Outside signal handlers, once per thread at its start: remembers the
 // thread's stack (pthread_getattr_np) for this_thread_stack().
 void remember_thread_stack();
+// The same for a thread that glibc's pthread_create started with a stack
+// of `stack_bytes` (its attribute's stack size, its own stack or not) and
+// a guard of `guard_bytes`, without pthread_getattr_np (which asks the
+// kernel for the thread's CPU affinity, and mallocs: on a new thread that
+// makes it a malloc arena). 0 bytes: as remember_thread_stack().
+void remember_thread_stack(size_t stack_bytes, size_t guard_bytes);
 // SIGNAL PATH: a thread-local read. Empty before remember_thread_stack().
 StackBounds this_thread_stack();
 

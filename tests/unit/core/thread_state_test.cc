@@ -2,10 +2,31 @@
 
 #include <gtest/gtest.h>
 
-#include <vector>
+#include <cstdlib>
 
 namespace hybridprof {
 namespace {
+
+// A thread's state in storage of its own, as the drain maps it (page-aligned).
+class OwnedState {
+ public:
+  explicit OwnedState(size_t ring_bytes)
+      : bytes_((ThreadState::storage_bytes(ring_bytes) + 4095) / 4096 * 4096),
+        storage_(std::aligned_alloc(4096, bytes_)),
+        state_(ThreadState::create(storage_, ring_bytes)) {}
+  ~OwnedState() {
+    ThreadState::destroy(state_);
+    std::free(storage_);
+  }
+  OwnedState(const OwnedState&) = delete;
+  OwnedState& operator=(const OwnedState&) = delete;
+  ThreadState& operator*() { return *state_; }
+
+ private:
+  size_t bytes_;
+  void* storage_;
+  ThreadState* state_;
+};
 
 void fill(ThreadRing& ring, size_t bytes) {
   for (size_t done = 0; done < bytes; done += 64) {
@@ -18,8 +39,8 @@ void fill(ThreadRing& ring, size_t bytes) {
 // full, or when told it is urgent; never twice within a millisecond.
 TEST(ThreadState, AsksForAnEarlyDrainAtAQuarterFullAtMostOnceAMillisecond) {
   constexpr size_t kRing = 64 * 1024;
-  std::vector<unsigned char> storage(ThreadState::storage_bytes(kRing) + 64);
-  ThreadState t(storage.data(), kRing);
+  OwnedState state(kRing);
+  ThreadState& t = *state;
   const uint64_t ms = ThreadState::kEarlyDrainIntervalNs;
   uint64_t now = 10 * ms;
   fill(t.ring, kRing / 4);
@@ -53,8 +74,8 @@ void record(ThreadState& t) {
 // The one reentrancy guard: a sample deferred inside nested runtime
 // sections is recorded once, when the outermost ends, outside it.
 TEST(ThreadState, DeferredSamplesAreRecordedWhenTheOutermostRuntimeSectionEnds) {
-  std::vector<unsigned char> storage(ThreadState::storage_bytes(4096));
-  ThreadState t(storage.data(), 4096);
+  OwnedState state(4096);
+  ThreadState& t = *state;
   t.sampled.record_deferred = record;
   g_recorded = 0;
   EXPECT_FALSE(sigsafe::inside(sigsafe::Section::kRuntime));

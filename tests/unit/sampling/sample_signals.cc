@@ -7,15 +7,16 @@
 namespace hybridprof::sampling::test_support {
 namespace {
 
-thread_local const ThreadSampler* t_sampler = nullptr;
+thread_local ThreadSampler* t_sampler = nullptr;
 
 void counting_handler(int, siginfo_t* info, void*) {
   SignalCounts& c = counts();
-  const ThreadSampler* sampler = t_sampler;
+  ThreadSampler* sampler = t_sampler;
   if (sampler != nullptr && sampler->owns(info)) {
     c.owned.fetch_add(1, std::memory_order_relaxed);
     c.owned_weight.fetch_add(ThreadSampler::sample_weight(info), std::memory_order_relaxed);
-    sampler->rearm();
+    if (info->si_code == SI_TIMER) c.owned_timer.fetch_add(1, std::memory_order_relaxed);
+    sampler->after_owned_signal(info);
   } else if (info->si_code == SI_TKILL) {
     c.foreign_tkill.fetch_add(1, std::memory_order_relaxed);
   } else if (info->si_code == SI_QUEUE) {
@@ -38,6 +39,7 @@ int sample_signal() { return SIGRTMIN + 4; }
 void SignalCounts::reset() {
   owned = 0;
   owned_weight = 0;
+  owned_timer = 0;
   foreign_tkill = 0;
   foreign_queue = 0;
   foreign_other = 0;
@@ -48,7 +50,7 @@ SignalCounts& counts() {
   return instance;
 }
 
-void set_thread_sampler(const ThreadSampler* sampler) { t_sampler = sampler; }
+void set_thread_sampler(ThreadSampler* sampler) { t_sampler = sampler; }
 
 void install_counting_handler() {
   struct sigaction action;

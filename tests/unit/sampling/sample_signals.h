@@ -16,6 +16,7 @@ int sample_signal();  // SIGRTMIN+4, the runtime's default
 struct SignalCounts {
   std::atomic<uint64_t> owned{0};          // owns() true
   std::atomic<uint64_t> owned_weight{0};   // sum of sample_weight() over owned signals
+  std::atomic<uint64_t> owned_timer{0};    // of those, a timer's (si_code SI_TIMER)
   std::atomic<uint64_t> foreign_tkill{0};  // owns() false, si_code SI_TKILL
   std::atomic<uint64_t> foreign_queue{0};  // owns() false, si_code SI_QUEUE
   std::atomic<uint64_t> foreign_other{0};  // owns() false, anything else
@@ -24,7 +25,7 @@ struct SignalCounts {
 SignalCounts& counts();
 
 // The sampler the handler consults on this thread (nullptr: every signal is foreign).
-void set_thread_sampler(const ThreadSampler* sampler);
+void set_thread_sampler(ThreadSampler* sampler);
 
 // Installs the counting handler for sample_signal() (idempotent; never removed,
 // so a late sample signal can never hit SIG_DFL and kill the test).

@@ -4,6 +4,7 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "common/own_fds.h"
 #include "sample_signals.h"
 
 namespace hybridprof::sampling {
@@ -245,6 +247,93 @@ TEST_F(ThreadSamplerTest, ForkChildRestartsItsOwnSampling) {
   });
   EXPECT_EQ(child_status, 0) << "1: still running after reset, 2: restart failed, 3: too few samples";
   EXPECT_GE(parent_owned_after_fork, 50u) << "the child's reset disturbed the parent's sampling";
+}
+
+// How many descriptors the profiler holds out of the program's reach.
+int own_descriptors() {
+  int n = 0;
+  for (int fd = own_fds::next_owned(0); fd >= 0; fd = own_fds::next_owned(fd + 1)) ++n;
+  return n;
+}
+
+// A thread that ends within its first sampling period never opens a perf
+// event: the one-shot timer is all it had.
+TEST_F(ThreadSamplerTest, AThreadShorterThanAPeriodOpensNoPerfEvent) {
+  SamplingPlan plan = plan_for("cpu-clock", false);
+  if (plan.mechanism != Mechanism::kPerfEvent) GTEST_SKIP() << "perf_event unavailable: " << plan.notice;
+  StartFailures failures;
+  const int before = own_descriptors();
+  int during = -1;
+  bool running = false;
+  on_sampled_thread([&](ThreadSampler& sampler) {
+    sampler.start_at_first_period(plan, sample_signal(), static_cast<pid_t>(gettid()), &failures);
+    running = sampler.running();
+    during = own_descriptors();
+  });
+  EXPECT_TRUE(running);
+  EXPECT_EQ(during, before) << "a perf event was opened at the start";
+  EXPECT_EQ(counts().owned.load(), 0u);
+  EXPECT_EQ(failures.timer_instead_count() + failures.unsampled_count(), 0u);
+}
+
+// A thread that runs on: its first period's timer signal is one sample,
+// and the perf event it opens delivers the rest.
+TEST_F(ThreadSamplerTest, ThePerfEventStartsAtTheFirstPeriodsSignal) {
+  SamplingPlan plan = plan_for("cpu-clock", false);
+  if (plan.mechanism != Mechanism::kPerfEvent) GTEST_SKIP() << "perf_event unavailable: " << plan.notice;
+  StartFailures failures;
+  const int before = own_descriptors();
+  int after_first_period = -1;
+  double cpu_seconds = 0;
+  on_sampled_thread([&](ThreadSampler& sampler) {
+    sampler.start_at_first_period(plan, sample_signal(), static_cast<pid_t>(gettid()), &failures);
+    // The timer's expiry is seen at a scheduler tick that finds this thread running.
+    cpu_seconds = spin_cpu_until([] { return counts().owned.load() > 0; }, 3.0);
+    after_first_period = own_descriptors();
+    cpu_seconds += spin_cpu(0.3);
+    EXPECT_EQ(sampler.mechanism(), Mechanism::kPerfEvent);
+  });
+  EXPECT_EQ(after_first_period, before + 1) << "no perf event after the first period";
+  EXPECT_EQ(counts().owned_timer.load(), 1u);
+  EXPECT_GE(counts().owned.load(), 150u) << "in " << cpu_seconds << " s of CPU";
+  EXPECT_EQ(own_descriptors(), before) << "stop() closed it";
+  EXPECT_EQ(failures.timer_instead_count() + failures.unsampled_count(), 0u);
+  EXPECT_EQ(foreign(), 0u);
+}
+
+// No descriptor of 512 or above for the perf event at the first period
+// (the program's limit): the timer samples the thread on, and the failure
+// is counted with its reason. In a child: the limit is the process's.
+TEST_F(ThreadSamplerTest, APerfEventRefusedAtTheFirstPeriodLeavesTheTimerSampling) {
+  SamplingPlan plan = plan_for("cpu-clock", false);
+  if (plan.mechanism != Mechanism::kPerfEvent) GTEST_SKIP() << "perf_event unavailable: " << plan.notice;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit few{256, 256};
+    if (setrlimit(RLIMIT_NOFILE, &few) != 0) _exit(2);
+    int code = 0;
+    std::thread([&] {
+      StartFailures failures;
+      ThreadSampler sampler;
+      test_support::set_thread_sampler(&sampler);
+      counts().reset();
+      sampler.start_at_first_period(plan, sample_signal(), static_cast<pid_t>(gettid()), &failures);
+      spin_cpu_until([] { return counts().owned_weight.load() >= 50; }, 3.0);
+      const bool timer_samples = counts().owned_timer.load() == counts().owned.load() && counts().owned_weight.load() >= 50;
+      const bool counted = failures.timer_instead_count() == 1 && failures.unsampled_count() == 0 &&
+                           failures.first_timer_instead().find("perf_event_open: Too many open files") != std::string::npos;
+      const bool timer = sampler.mechanism() == Mechanism::kPosixTimer;
+      sampler.stop();
+      test_support::set_thread_sampler(nullptr);
+      code = !timer_samples ? 3 : !counted ? 4 : !timer ? 5 : 0;
+    }).join();
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: setrlimit, 3: not sampled by the timer, 4: not counted, 5: mechanism";
 }
 
 }  // namespace
