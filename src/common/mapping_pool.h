@@ -28,6 +28,14 @@ class MappingPool {
     return nullptr;
   }
 
+  // How many are kept now (a moment's count: others may take and give).
+  size_t kept() const {
+    size_t n = 0;
+    for (const auto& slot : slots_) n += slot.load(std::memory_order_relaxed) != nullptr;
+    return n;
+  }
+  static constexpr size_t slots() { return kSlots; }
+
   // Keeps `map` (of `bytes`) for take(); false when it is not kept (another
   // size, or every slot taken): then unmap it.
   bool give(void* map, size_t bytes) {

@@ -107,6 +107,7 @@ void Drain::loop() {
     if (stop_requested_.load()) return;
     std::lock_guard lock(mutex_);
     if (finished_) return;
+    rings_wanted_.store(false, std::memory_order_relaxed);
     drain_rings_locked();
     flush_locked();
     passes_written_.fetch_add(1, std::memory_order_release);
@@ -131,12 +132,14 @@ ThreadState* Drain::add_thread(pid_t tid, uint64_t now_ns, size_t ring_bytes) {
   if (storage == nullptr) {
     storage = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (storage == MAP_FAILED) return nullptr;
-    // Ended threads' rings come back at the drain's next pass, up to 50 ms
-    // away: a program that starts and ends threads by the thousand would
-    // map (page faults included) and unmap one per thread meanwhile. The
-    // pass comes now instead, so that the next threads find theirs.
-    if (threads_ending_.load(std::memory_order_relaxed) > 0) wake();
   }
+  // Ended threads' rings come back at the drain's next pass, up to a flush
+  // interval away: a program that starts and ends threads by the thousand
+  // would map (page faults included) and unmap one per thread meanwhile.
+  // The pass comes before the pool runs dry instead, asked once.
+  if (ring_pool_.kept() < ring_pool_.slots() / 2 && threads_ending_.load(std::memory_order_relaxed) > 0 &&
+      !rings_wanted_.exchange(true, std::memory_order_relaxed))
+    wake();
   ThreadState* t = ThreadState::create(storage, ring_bytes);
   t->tid = tid;
   t->begin_ns = now_ns;

@@ -314,9 +314,11 @@ class Drain {
   std::atomic<bool> recording_{true};
   // Rings (with their scratch and state: ThreadState::storage_bytes) of
   // ended threads, for the next ones; of the default size only.
-  MappingPool<8> ring_pool_;
-  // Threads finished whose state the drain has not ended yet.
+  MappingPool<16> ring_pool_;
+  // Threads finished whose state the drain has not ended yet, and whether
+  // a new thread asked for a pass to bring their rings back (add_thread).
   std::atomic<uint32_t> threads_ending_{0};
+  std::atomic<bool> rings_wanted_{false};
   uint64_t start_ns_ = 0;  // the stream's begin, for the stop notice
 };
 
