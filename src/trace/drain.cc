@@ -813,6 +813,7 @@ void Drain::after_fork_in_child() {
   writer_.abandon();
   threads_.clear();
   threads_ending_ = 0;
+  rings_wanted_ = false;
   appended_locations_.clear();
   device_work_.clear();
   device_work_end_.clear();
