@@ -25,6 +25,11 @@ std::string errno_text(int err) {
   return strerror_r(err, buffer, sizeof buffer);  // GNU variant: returns the text
 }
 
+// One sampling period of `plan` as a CPU-time timer's.
+timespec timer_period(const SamplingPlan& plan) {
+  return {time_t(plan.timer_interval_ns / 1000000000ull), long(plan.timer_interval_ns % 1000000000ull)};
+}
+
 }  // namespace
 
 std::string StartFailures::Kind::first() const {
@@ -50,7 +55,7 @@ bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* err
     if (err == EMFILE || err == ENFILE) err = arm_timer(plan, signal, tid, /*first_period_only=*/false, &call);
   }
   if (err == 0) return true;
-  if (error != nullptr) *error = std::string(call) + ": " + errno_text(err);
+  if (error != nullptr) *error = std::string(call) + " (" + plan.event.name + "): " + errno_text(err);
   errno = err;
   return false;
 }
@@ -181,8 +186,7 @@ int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, bo
   std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3
 
   itimerspec spec{};
-  spec.it_value.tv_sec = time_t(plan.timer_interval_ns / 1000000000ull);
-  spec.it_value.tv_nsec = long(plan.timer_interval_ns % 1000000000ull);
+  spec.it_value = timer_period(plan);
   if (!first_period_only) spec.it_interval = spec.it_value;
   if (timer_settime(timer, 0, &spec, nullptr) != 0) {
     const int err = errno;
@@ -195,10 +199,7 @@ int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, bo
 
 // SIGNAL PATH too: one system call.
 int ThreadSampler::make_interval(const SamplingPlan& plan) {
-  itimerspec spec{};
-  spec.it_interval.tv_sec = time_t(plan.timer_interval_ns / 1000000000ull);
-  spec.it_interval.tv_nsec = long(plan.timer_interval_ns % 1000000000ull);
-  spec.it_value = spec.it_interval;
+  const itimerspec spec{timer_period(plan), timer_period(plan)};
   return timer_settime(timer_, 0, &spec, nullptr) == 0 ? 0 : errno;
 }
 

@@ -82,15 +82,15 @@ class ThreadSampler {
   // sit in thread-local storage without registering a TLS destructor. Call
   // stop() at thread exit.
 
-  // Called ON the sampled thread. Starts sampling it with `plan`, delivering
-  // `signal` (e.g. SIGRTMIN+4) to this thread only. The handler for `signal`
-  // must be installed first. False with *error if the thread is already
-  // sampled or a syscall fails (nothing is left open then).
-  //  perf:  perf_event_open(this thread, any CPU), disabled; its ring
+  // Called ON the sampled thread. Starts sampling it with `plan` at once,
+  // delivering `signal` (e.g. SIGRTMIN+4) to this thread only. The handler
+  // for `signal` must be installed first. False with *error if the thread
+  // is already sampled or a syscall fails (nothing is left open then).
+  //  perf:  perf_event_open(this thread, any CPU), counting; its ring
   //         buffer mapped when the plan samples kernel mode (at user level
   //         only when the mapping is refused: the locked-memory limit);
-  //         F_SETOWN_EX to this tid, F_SETSIG, O_ASYNC; then
-  //         PERF_EVENT_IOC_ENABLE.
+  //         F_SETOWN_EX to this tid, F_SETSIG, O_ASYNC. With no
+  //         descriptor left for it (EMFILE), the timer below instead.
   //  timer: timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to this tid,
   //         sival_int = kTimerCookie) + timer_settime(interval).
   // `tid`: the calling thread's id, when the caller knows it (0: looked up).

@@ -419,15 +419,13 @@ TEST(RawStream, ASizeLimitStopsTheWriterAtAChunkAndLetsTheClosingRecordsThrough)
   std::remove(path.c_str());
 }
 
-// Past the file size limit the kernel would raise SIGXFSZ, whose default
-// action ends the process: the program's, when the runtime writes there.
-// The writer stops before such a write instead (in a child: a kill must
-// not take the test binary with it).
-TEST(RawStream, AWritePastTheFileSizeLimitStopsTheWriterWithoutASignal) {
-  const std::string path = temp_path("xfsz");
-  std::remove(path.c_str());
+// In a child (a SIGXFSZ must not take the test binary with it): a writer
+// of 10 chunks at `path`, then a file size limit `room` bytes past them,
+// then `body(writer)`, whose exit code the child exits with. The child's
+// wait status.
+template <class Body>
+int in_child_past_ten_chunks(const std::string& path, uint64_t room, Body body) {
   const pid_t child = fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
     signal(SIGXFSZ, SIG_DFL);
     StreamWriter w;
@@ -435,14 +433,26 @@ TEST(RawStream, AWritePastTheFileSizeLimitStopsTheWriterWithoutASignal) {
     write_chunks(w, 10);
     rlimit small{};
     getrlimit(RLIMIT_FSIZE, &small);
-    small.rlim_cur = w.bytes_written() + 100;
+    small.rlim_cur = w.bytes_written() + room;
     setrlimit(RLIMIT_FSIZE, &small);
+    _exit(body(w));
+  }
+  int status = -1;
+  if (child > 0) waitpid(child, &status, 0);
+  return status;
+}
+
+// Past the file size limit the kernel would raise SIGXFSZ, whose default
+// action ends the process: the program's, when the runtime writes there.
+// The writer stops before such a write instead.
+TEST(RawStream, AWritePastTheFileSizeLimitStopsTheWriterWithoutASignal) {
+  const std::string path = temp_path("xfsz");
+  std::remove(path.c_str());
+  const int status = in_child_past_ten_chunks(path, 100, [](StreamWriter& w) {
     for (int i = 0; i < 2000; ++i) w.append(Sample{0, 5000 + uint64_t(i), 3, 0});
     const bool written = w.flush();
-    _exit(!written && w.stopped() == StreamWriter::Stop::kWriteError && w.stop_errno() == EFBIG ? 0 : 3);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
+    return !written && w.stopped() == StreamWriter::Stop::kWriteError && w.stop_errno() == EFBIG ? 0 : 3;
+  });
   EXPECT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   std::remove(path.c_str());
@@ -454,28 +464,16 @@ TEST(RawStream, AWritePastTheFileSizeLimitStopsTheWriterWithoutASignal) {
 TEST(RawStream, AFileSizeLimitKeepsRoomForTheClosingRecords) {
   const std::string path = temp_path("xfsz-closing");
   std::remove(path.c_str());
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    signal(SIGXFSZ, SIG_DFL);
-    StreamWriter w;
-    if (!w.open(path)) _exit(2);
-    write_chunks(w, 10);
-    rlimit small{};
-    getrlimit(RLIMIT_FSIZE, &small);
-    small.rlim_cur = w.bytes_written() + 400;
-    setrlimit(RLIMIT_FSIZE, &small);
+  const int status = in_child_past_ten_chunks(path, 400, [](StreamWriter& w) {
     for (int i = 0; i < 40; ++i) w.append(Sample{0, 5000 + uint64_t(i), 3, 0});  // fits, but leaves little
-    if (w.flush() || w.stop_errno() != EFBIG) _exit(3);
-    if (!w.write_closing(Notice{"cannot write the raw stream: File too large; what came before is kept"})) _exit(4);
-    if (!w.write_closing(ProcessEnd{6000, EndReason::kExit, 0, 0})) _exit(5);
+    if (w.flush() || w.stop_errno() != EFBIG) return 3;
+    if (!w.write_closing(Notice{"cannot write the raw stream: File too large; what came before is kept"})) return 4;
+    if (!w.write_closing(ProcessEnd{6000, EndReason::kExit, 0, 0})) return 5;
     w.close();
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
+    return 0;
+  });
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "3: the chunk was written, 4/5: a closing record was not";
   ReadSummary summary;
   const std::vector<Record> records = read_all(path, &summary);
   EXPECT_EQ(summary.bytes_ignored, 0u) << summary.problem;
