@@ -253,10 +253,7 @@ void start_process(Runtime& rt) {
 }
 
 void start_runtime() {
-  // Secure execution (setuid, setgid, file capabilities): the environment is
-  // another user's, and /etc/ld.so.preload or a library's dlopen of an
-  // injection path (CUDA_INJECTION64_PATH) loads us despite the loader's rules.
-  if (getauxval(AT_SECURE)) return;
+  if (secure_execution()) return;
   if (g_runtime.load() || std::getenv("HYBRIDPROF_DISABLE")) return;
   auto* rt = new Runtime();
   std::string error;
@@ -338,6 +335,7 @@ void notice(Runtime& rt, const std::string& line) {
 }
 
 Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
+bool secure_execution() { return getauxval(AT_SECURE) != 0; }
 
 namespace {
 std::atomic<void (*)(int)> g_exit_hook{nullptr};

@@ -61,6 +61,13 @@ void say(const std::string& line);
 // them itself) and kept in the archive's notices. Not for the signal path.
 void notice(Runtime& rt, const std::string& line);
 
+// Secure execution (setuid, setgid, file capabilities): the environment
+// is another user's, and /etc/ld.so.preload or a library's dlopen of an
+// injection path (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH) loads the
+// runtime despite the loader's rules. Nothing of it starts then: not the
+// runtime, nor the OMPT tool or the NVTX callbacks.
+bool secure_execution();
+
 // Null until the constructor has started the runtime (or when disabled).
 Runtime* runtime();
 // False from exit onwards, and once recording has stopped (a full disk,

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "nvtx/nvtx_ranges.h"
+#include "preload/runtime.h"
 
 namespace hybridprof::nvtx {
 namespace {
@@ -171,6 +172,7 @@ bool install(const NvtxExportTableCallbacks& callbacks, NvtxCallbackModule modul
 // NVTX's entry into its injection library: 1 when the tables are filled.
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
   using namespace hybridprof::nvtx;
+  if (hybridprof::preload::secure_execution()) return 0;  // NVTX calls stay no-ops
   const auto* callbacks = get_table ? static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS))
                                     : nullptr;
   if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks)) return 0;

@@ -4,7 +4,9 @@
 #include <omp-tools.h>
 
 #include "openmp/ompt_tool.h"
+#include "preload/runtime.h"
 
 extern "C" ompt_start_tool_result_t* ompt_start_tool(unsigned int omp_version, const char* runtime_version) {
+  if (hybridprof::preload::secure_execution()) return nullptr;
   return static_cast<ompt_start_tool_result_t*>(hybridprof::openmp::start_ompt_tool(omp_version, runtime_version));
 }

@@ -218,9 +218,10 @@ TEST_F(OutputSafety, ARelativeRuntimeOutputDirectorySurvivesAChdir) {
 // Secure execution: a setuid program's environment is another user's. The
 // loader ignores LD_PRELOAD there, but a library can still be loaded (here
 // by the program's own dlopen, as the CUDA driver loads an injection
-// library): the runtime must start nothing. Root runs a copy set-user-ID to
-// nobody, given a directory nobody may write in: only the runtime's own
-// check keeps it from starting.
+// library): the runtime must start nothing, and neither may the OMPT tool
+// or the NVTX callbacks (the program calls their entry points). Root runs
+// a copy set-user-ID to nobody, given a directory nobody may write in:
+// only the runtime's own check keeps it from starting.
 TEST_F(OutputSafety, ASetuidProgramStartsNoRuntime) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to give a setuid program to another user";
   struct statvfs fsinfo;
@@ -249,12 +250,27 @@ TEST_F(OutputSafety, ASetuidProgramStartsNoRuntime) {
   const RunResult control = run({plain, runtime_library()}, options);
   ASSERT_NE(control.err.find("dlsym"), std::string::npos) << "the runtime did not load:\n" << control.describe();
   ASSERT_TRUE(fs::exists(anyones + "/plain/raw")) << control.describe();
+  // The OMPT and NVTX entry points, where this build has them.
+  const bool ompt = control.err.find("ompt_start_tool:") != std::string::npos;
+  const bool nvtx = control.err.find("nvtx: tables") != std::string::npos;
+  if (ompt) {
+    EXPECT_NE(control.err.find("ompt_start_tool: a tool"), std::string::npos) << control.describe();
+  }
+  if (nvtx) {
+    EXPECT_NE(control.err.find("nvtx: tables asked"), std::string::npos) << control.describe();
+  }
 
   options.env = {{"HYBRIDPROF_OUTPUT_DIR", anyones + "/setuid"}};
   const RunResult r = run({program, runtime_library()}, options);
   if (r.err.find("dlopen:") != std::string::npos) GTEST_SKIP() << "nobody cannot load the runtime: " << r.err;
   ASSERT_NE(r.err.find("dlsym"), std::string::npos) << "the runtime did not load:\n" << r.describe();
   for (const auto& line : r.err_lines()) EXPECT_NE(line.rfind("hybridprof", 0), 0u) << line;
+  if (ompt) {
+    EXPECT_NE(r.err.find("ompt_start_tool: none"), std::string::npos) << r.describe();
+  }
+  if (nvtx) {
+    EXPECT_NE(r.err.find("nvtx: tables not asked"), std::string::npos) << r.describe();
+  }
   EXPECT_FALSE(fs::exists(anyones + "/setuid")) << "the runtime started in a setuid program";
 }
 
