@@ -47,12 +47,12 @@ bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* err
   const char* call = nullptr;
   int err = 0;
   if (plan.mechanism == Mechanism::kPosixTimer) {
-    err = arm_timer(plan, signal, tid, /*first_period_only=*/false, &call);
+    err = arm_timer(plan, signal, tid, &call);
   } else {
     err = open_perf(plan, signal, tid, &call);
     // No descriptor left for a perf event (the program's RLIMIT_NOFILE, most
     // of it in use): a CPU-time timer needs none.
-    if (err == EMFILE || err == ENFILE) err = arm_timer(plan, signal, tid, /*first_period_only=*/false, &call);
+    if (err == EMFILE || err == ENFILE) err = arm_timer(plan, signal, tid, &call);
   }
   if (err == 0) return true;
   if (error != nullptr) *error = std::string(call) + " (" + plan.event.name + "): " + errno_text(err);
@@ -66,18 +66,18 @@ void ThreadSampler::start_at_first_period(const SamplingPlan& plan, int signal, 
   failures_ = failures;
   signal_ = signal;
   tid_ = tid;
-  mechanism_ = plan.mechanism;
   const char* call = nullptr;
   int err = 0;
   if (plan.mechanism == Mechanism::kPerfEvent) {
     perf_due_ = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3: before the timer can fire
-    err = arm_timer(plan, signal, tid, /*first_period_only=*/true, &call);
+    err = arm_timer(plan, signal, tid, &call);
+    mechanism_ = Mechanism::kPerfEvent;
     if (err == 0) return;
     perf_due_ = false;
     err = open_perf(plan, signal, tid, &call);  // no timer to be had (RLIMIT_SIGPENDING): the event now
   } else {
-    err = arm_timer(plan, signal, tid, /*first_period_only=*/false, &call);
+    err = arm_timer(plan, signal, tid, &call);
   }
   if (err != 0) failures->unsampled(tid, call, err);
 }
@@ -93,13 +93,8 @@ void ThreadSampler::after_owned_signal(const siginfo_t* info) {
     return;
   }
   // Refused (no descriptor left, say): the timer samples this thread on.
-  if (make_interval(*plan_) == 0) {
-    mechanism_ = Mechanism::kPosixTimer;
-    failures_->timer_instead(tid_, call, err);
-  } else {
-    delete_timer();
-    failures_->unsampled(tid_, call, err);
-  }
+  mechanism_ = Mechanism::kPosixTimer;
+  failures_->timer_instead(tid_, call, err);
 }
 
 // SIGNAL PATH too (after_owned_signal): no strings, no locks.
@@ -165,8 +160,7 @@ void ThreadSampler::unmap_ring() {
   munmap(ring, ring_map_bytes_);
 }
 
-int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, bool first_period_only,
-                             const char** call) {
+int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, const char** call) {
   *call = "timer_create";
   if (plan.timer_interval_ns == 0) return EINVAL;  // a plan without an interval
   sigevent event;
@@ -179,15 +173,13 @@ int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, bo
   // CLOCK_THREAD_CPUTIME_ID here is the CPU clock of the calling thread.
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &event, &timer) != 0) return errno;
 
-  if (!first_period_only) mechanism_ = Mechanism::kPosixTimer;
+  mechanism_ = Mechanism::kPosixTimer;
   timer_ = timer;
   timer_armed_ = true;
   used_timer_ = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3
 
-  itimerspec spec{};
-  spec.it_value = timer_period(plan);
-  if (!first_period_only) spec.it_interval = spec.it_value;
+  const itimerspec spec{timer_period(plan), timer_period(plan)};
   if (timer_settime(timer, 0, &spec, nullptr) != 0) {
     const int err = errno;
     delete_timer();
@@ -195,12 +187,6 @@ int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, bo
     return err;
   }
   return 0;
-}
-
-// SIGNAL PATH too: one system call.
-int ThreadSampler::make_interval(const SamplingPlan& plan) {
-  const itimerspec spec{timer_period(plan), timer_period(plan)};
-  return timer_settime(timer_, 0, &spec, nullptr) == 0 ? 0 : errno;
 }
 
 void ThreadSampler::close_perf() {

@@ -97,20 +97,20 @@ class ThreadSampler {
   bool start(const SamplingPlan& plan, int signal, std::string* error, pid_t tid = 0);
 
   // Called ON the sampled thread, as start(), for threads that may live
-  // shorter than a sampling period: a perf plan starts as a one-shot
-  // CPU-time timer of one period, whose signal (a sample like the others)
-  // starts the perf event from the handler (after_owned_signal). A thread
-  // that ends within its first period of CPU time never opens one: three
-  // system calls instead of nine, and no perf event set up and torn down.
-  // Where the perf event is refused then, the timer samples the thread on;
-  // where no timer can be had, the perf event starts now. A timer plan
-  // starts its interval timer. `plan` and `failures` must outlive the
+  // shorter than a sampling period: a perf plan starts with the timer
+  // plan's CPU-time timer, whose first signal (a sample like the others,
+  // its overruns counted) starts the perf event from the handler
+  // (after_owned_signal) and ends the timer. A thread that ends within its
+  // first period of CPU time never opens one: three system calls instead
+  // of nine, and no perf event set up and torn down. Where the perf event
+  // is refused then, the timer samples the thread on; where no timer can
+  // be had, the perf event starts now. A timer plan starts its timer. `plan` and `failures` must outlive the
   // sampler; what does not start as planned is counted in *failures.
   void start_at_first_period(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures);
 
   // Async-signal-safe (system calls only, no locks): after an owned signal
-  // was handled. The first period's timer signal starts the perf event;
-  // any other signal, nothing. A perf event stays armed after each
+  // was handled. The first timer signal of start_at_first_period starts
+  // the perf event; any other signal, nothing. A perf event stays armed after each
   // overflow (no PERF_EVENT_IOC_REFRESH limit), an interval timer re-arms
   // itself.
   void after_owned_signal(const siginfo_t* info);
@@ -185,10 +185,9 @@ class ThreadSampler {
 
  private:
   // Each returns 0 or the errno of `*call`, the system call that failed.
-  // Async-signal-safe: open_perf (no strings, no locks) and make_interval.
+  // open_perf is async-signal-safe (no strings, no locks).
   int open_perf(const SamplingPlan& plan, int signal, pid_t tid, const char** call);
-  int arm_timer(const SamplingPlan& plan, int signal, pid_t tid, bool first_period_only, const char** call);
-  int make_interval(const SamplingPlan& plan);
+  int arm_timer(const SamplingPlan& plan, int signal, pid_t tid, const char** call);
   bool map_ring(int fd);
   void unmap_ring();
   void close_perf();

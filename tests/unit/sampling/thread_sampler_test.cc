@@ -257,7 +257,7 @@ int own_descriptors() {
 }
 
 // A thread that ends within its first sampling period never opens a perf
-// event: the one-shot timer is all it had.
+// event: the first period's timer is all it had.
 TEST_F(ThreadSamplerTest, AThreadShorterThanAPeriodOpensNoPerfEvent) {
   SamplingPlan plan = plan_for("cpu-clock", false);
   if (plan.mechanism != Mechanism::kPerfEvent) GTEST_SKIP() << "perf_event unavailable: " << plan.notice;
@@ -294,7 +294,10 @@ TEST_F(ThreadSamplerTest, ThePerfEventStartsAtTheFirstPeriodsSignal) {
     EXPECT_EQ(sampler.mechanism(), Mechanism::kPerfEvent);
   });
   EXPECT_EQ(after_first_period, before + 1) << "no perf event after the first period";
-  EXPECT_EQ(counts().owned_timer.load(), 1u);
+  // One timer signal (a second only if its next period ran out while
+  // the first was handled: the kernel still delivers it).
+  EXPECT_GE(counts().owned_timer.load(), 1u);
+  EXPECT_LE(counts().owned_timer.load(), 2u);
   EXPECT_GE(counts().owned.load(), 150u) << "in " << cpu_seconds << " s of CPU";
   EXPECT_EQ(own_descriptors(), before) << "stop() closed it";
   EXPECT_EQ(failures.timer_instead_count() + failures.unsampled_count(), 0u);
