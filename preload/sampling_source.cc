@@ -1,7 +1,8 @@
 // The sampler as an event source (trace/event_source.h): each thread's
 // perf_event (or POSIX timer) is started with the thread, the perf event
-// at its first sampling period, and closed when it ends or the process does. The samples themselves are written by
-// the signal handler (sample_handler.cc).
+// at its first sampling period, and closed when the thread ends or the
+// process does. The samples themselves are written by the signal handler
+// (sample_handler.cc).
 #include <string>
 
 #include "preload/runtime.h"
