@@ -78,12 +78,7 @@ TEST_F(LauncherInput, SecondRunIntoTheSameDirectoryIsRefused) {
   ASSERT_TRUE(before) << error;
 
   const RunResult second = profile({"-o", d}, {kTouch, marker});
-  EXPECT_EQ(second.exit_code, 2) << second.describe();
-  const auto lines = second.err_lines();
-  ASSERT_EQ(lines.size(), 1u) << second.describe();
-  EXPECT_EQ(lines[0].rfind("hybridprof:", 0), 0u) << lines[0];
-  EXPECT_NE(lines[0].find(d), std::string::npos) << lines[0];
-  EXPECT_FALSE(file_exists(marker)) << "the program ran";
+  expect_refused(second, d, marker);
   auto after = load_profile(d, &error);
   ASSERT_TRUE(after) << "the first archive was damaged: " << error;
   EXPECT_EQ(after->samples().size(), before->samples().size());

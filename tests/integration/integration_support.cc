@@ -224,6 +224,15 @@ bool file_exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
+void expect_refused(const RunResult& r, const std::string& why, const std::string& marker) {
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  const auto lines = r.err_lines();
+  ASSERT_EQ(lines.size(), 1u) << r.describe();
+  EXPECT_EQ(lines[0].rfind("hybridprof:", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(why), std::string::npos) << lines[0];
+  EXPECT_FALSE(file_exists(marker)) << "the program ran";
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;

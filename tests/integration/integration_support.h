@@ -102,6 +102,9 @@ bool wait_for_cpu(pid_t pid, double cpu_seconds, double timeout_seconds);
 
 std::vector<std::string> split_lines(const std::string& text);
 bool file_exists(const std::string& path);
+// The launcher said no: exit 2, one "hybridprof:" line containing `why`,
+// and the program (one that creates `marker`) never ran.
+void expect_refused(const RunResult& r, const std::string& why, const std::string& marker);
 std::string read_text(const std::string& path);
 bool have_program(const std::string& name);  // on $PATH
 

@@ -51,17 +51,6 @@ RunResult run_with_umask(const std::string& mask, std::vector<std::string> argv)
   return run(argv);
 }
 
-// The launcher said no: exit 2, one "hybridprof:" line containing `why`,
-// and the program (touch `marker`) never ran.
-void expect_refused(const RunResult& r, const std::string& why, const std::string& marker) {
-  EXPECT_EQ(r.exit_code, 2) << r.describe();
-  const auto lines = r.err_lines();
-  ASSERT_EQ(lines.size(), 1u) << r.describe();
-  EXPECT_EQ(lines[0].rfind("hybridprof:", 0), 0u) << lines[0];
-  EXPECT_NE(lines[0].find(why), std::string::npos) << lines[0];
-  EXPECT_FALSE(file_exists(marker)) << "the program ran";
-}
-
 class OutputSafety : public IntegrationTest {
  protected:
   std::string marker() const { return scratch / "MARKER"; }

@@ -94,16 +94,28 @@ class Finalizer : public ::testing::Test {
     w.close();
   }
 
+  // The archive of the raw data in dir_, written or the test failed.
+  void finalize_here(Result* result) {
+    Options options;
+    options.directory = dir_.string();
+    std::string error;
+    ASSERT_TRUE(finalize(options, result, &error)) << error;
+  }
+
+  // A stream of process 42 whose thread 0 has begun: the test appends the rest.
+  void begin_stream(raw::StreamWriter& w) {
+    ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
+    w.append(process_begin(42, "/proc/self/exe"));
+    w.append(raw::thread_begin(0, 42, 1000));
+  }
+
   fs::path dir_;
 };
 
 TEST_F(Finalizer, SymbolizesExpandsWeightsAndCounts) {
   write_stream(true);
-  Options options;
-  options.directory = dir_.string();
   Result result;
-  std::string error;
-  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  ASSERT_NO_FATAL_FAILURE(finalize_here(&result));
   EXPECT_EQ(result.processes, 1u);
   EXPECT_EQ(result.threads, 2u);
   EXPECT_EQ(result.samples, 6u) << "4 weighted samples on thread 0, 2 seen on thread 1";
@@ -147,11 +159,8 @@ TEST_F(Finalizer, SymbolizesExpandsWeightsAndCounts) {
 
 TEST_F(Finalizer, KilledProcessStillGivesAnArchiveAndSaysWhatIsMissing) {
   write_stream(false);
-  Options options;
-  options.directory = dir_.string();
   Result result;
-  std::string error;
-  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  ASSERT_NO_FATAL_FAILURE(finalize_here(&result));
   ASSERT_FALSE(result.warnings.empty());
   EXPECT_NE(result.warnings.front().find("without a final flush"), std::string::npos) << result.warnings.front();
   otf2::ArchiveReader reader(dir_.string());
@@ -166,11 +175,8 @@ TEST_F(Finalizer, KilledProcessStillGivesAnArchiveAndSaysWhatIsMissing) {
 TEST_F(Finalizer, ASingleClockOffsetStillAlignsAKilledRank) {
   constexpr int64_t kOffset = 1000000;
   write_stream(false, {raw::ClockOffset{1500, kOffset, 10}});
-  Options options;
-  options.directory = dir_.string();
   Result result;
-  std::string error;
-  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  ASSERT_NO_FATAL_FAILURE(finalize_here(&result));
   otf2::ArchiveReader reader(dir_.string());
   std::multiset<uint64_t> times;
   reader.read_events([&](const otf2::SampleEvent& s) { times.insert(s.timestamp); });
@@ -204,11 +210,8 @@ TEST_F(Finalizer, CountsIncompletePythonStacksOfPythonProcesses) {
   };
   write("host.42.1.hpr", 42, "3.11");
   write("host.50.1.hpr", 50, "");
-  Options options;
-  options.directory = dir_.string();
   Result result;
-  std::string error;
-  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  ASSERT_NO_FATAL_FAILURE(finalize_here(&result));
   EXPECT_EQ(result.python_incomplete, 5u) << "1 + 3 (weight) on thread 0, 1 on thread 1, of the Python process";
 
   otf2::ArchiveReader reader(dir_.string());
@@ -235,9 +238,7 @@ TEST_F(Finalizer, CountsIncompletePythonStacksOfPythonProcesses) {
 TEST_F(Finalizer, ANodeIdFarPastTheOthersIsDroppedNotMadeRoomFor) {
   {
     raw::StreamWriter w;
-    ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
-    w.append(process_begin(42, "/proc/self/exe"));
-    w.append(raw::thread_begin(0, 42, 1000));
+    ASSERT_NO_FATAL_FAILURE(begin_stream(w));
     w.append(raw::CctNode{3, raw::kRootComplete, 1, 0x10});
     w.append(raw::CctNode{4000000000u, 3, 1, 0x20});
     w.append(raw::Sample{0, 2000, 3, 0, 1});
@@ -245,11 +246,8 @@ TEST_F(Finalizer, ANodeIdFarPastTheOthersIsDroppedNotMadeRoomFor) {
     w.append(raw::ProcessEnd{5000, raw::EndReason::kExit, 0, 0});
     w.close();
   }
-  Options options;
-  options.directory = dir_.string();
   Result result;
-  std::string error;
-  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  ASSERT_NO_FATAL_FAILURE(finalize_here(&result));
   EXPECT_EQ(result.samples, 2u);
 }
 
@@ -260,9 +258,7 @@ TEST_F(Finalizer, ANodeIdFarPastTheOthersIsDroppedNotMadeRoomFor) {
 TEST_F(Finalizer, EventsGoToTheirSetsWriterAndTheUnwritableAreCounted) {
   {
     raw::StreamWriter w;
-    ASSERT_TRUE(w.open((dir_ / "raw/host.42.1.hpr").string()));
-    w.append(process_begin(42, "/proc/self/exe"));
-    w.append(raw::thread_begin(0, 42, 1000));
+    ASSERT_NO_FATAL_FAILURE(begin_stream(w));
     w.append(raw::EventSetDef{0, 12, "mpi"});
     w.append(raw::EventSetDef{12, 2, "toy"});
     EventPayload request;
@@ -276,11 +272,8 @@ TEST_F(Finalizer, EventsGoToTheirSetsWriterAndTheUnwritableAreCounted) {
     w.append(raw::ProcessEnd{5000, raw::EndReason::kExit, 0, 0});
     w.close();
   }
-  Options options;
-  options.directory = dir_.string();
   Result result;
-  std::string error;
-  ASSERT_TRUE(finalize(options, &result, &error)) << error;
+  ASSERT_NO_FATAL_FAILURE(finalize_here(&result));
   EXPECT_EQ(result.traced_events, 1u);
   EXPECT_EQ(result.events_skipped, 3u);
   bool warned = false;
