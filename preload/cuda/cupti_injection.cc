@@ -15,12 +15,14 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "cuda/activity_translator.h"
@@ -88,17 +90,68 @@ std::string result_text(CUptiResult r) {
   }
 }
 
+// The path of a module the process has loaded whose file name starts with
+// `prefix` ("libcudart.so"), or "".
+std::string loaded_module(const char* prefix) {
+  struct Search {
+    const char* prefix;
+    std::string path;
+  } search{prefix, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        const char* name = info->dlpi_name ? info->dlpi_name : "";
+        const char* base = std::strrchr(name, '/');
+        base = base ? base + 1 : name;
+        if (std::strncmp(base, s->prefix, std::strlen(s->prefix)) != 0) return 0;
+        s->path = name;
+        return 1;
+      },
+      &search);
+  return search.path;
+}
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+}
+
+// Where libcupti may be, first found first: the user's choice; one the
+// program already loaded (PyTorch links its own); beside the program's
+// CUDA runtime (a Python environment's nvidia/ packages, a toolkit's lib64
+// or its extras/CUPTI/lib64); the toolkit this runtime was built with; the
+// library path; the toolkit at CUDA_HOME or /usr/local/cuda.
+std::vector<std::string> cupti_candidates() {
+  const std::string soname = "libcupti.so." HYBRIDPROF_CUPTI_MAJOR;
+  std::vector<std::string> paths;
+  if (const char* v = std::getenv("HYBRIDPROF_CUPTI_LIBRARY")) paths.emplace_back(v);
+  paths.push_back(loaded_module("libcupti.so"));
+  if (const std::string runtime = directory_of(loaded_module("libcudart.so")); !runtime.empty()) {
+    paths.push_back(runtime + soname);
+    paths.push_back(runtime + "../extras/CUPTI/lib64/" + soname);
+  }
+  paths.emplace_back(HYBRIDPROF_CUPTI_DEFAULT_LIBRARY);
+  paths.push_back(soname);
+  for (const char* root : {static_cast<const char*>(std::getenv("CUDA_HOME")), static_cast<const char*>(std::getenv("CUDA_PATH")), "/usr/local/cuda"})
+    if (root != nullptr && *root != '\0')
+      for (const char* dir : {"/extras/CUPTI/lib64/", "/lib64/", "/lib/"}) paths.push_back(root + std::string(dir) + soname);
+  return paths;
+}
+
 // Loads libcupti and its functions; an error text on failure.
 std::string load_cupti() {
   std::string tried;
   void* handle = nullptr;
-  for (const char* path : {static_cast<const char*>(std::getenv("HYBRIDPROF_CUPTI_LIBRARY")), HYBRIDPROF_CUPTI_DEFAULT_LIBRARY,
-                           "libcupti.so." HYBRIDPROF_CUPTI_MAJOR}) {
-    if (path == nullptr || *path == '\0') continue;
-    if ((handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+  const char* chosen = std::getenv("HYBRIDPROF_CUPTI_LIBRARY");
+  for (const std::string& path : cupti_candidates()) {
+    if (path.empty()) continue;
+    // Guessed paths that do not exist are not worth a line in the error.
+    if ((chosen == nullptr || path != chosen) && path.find('/') != std::string::npos && access(path.c_str(), R_OK) != 0)
+      continue;
+    if ((handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
     tried += std::string(tried.empty() ? "" : "; ") + dlerror();
   }
-  if (handle == nullptr) return "cannot load CUPTI: " + tried;
+  if (handle == nullptr) return "cannot load CUPTI: " + (tried.empty() ? "no libcupti.so." HYBRIDPROF_CUPTI_MAJOR " found" : tried);
 #define CUPTI_FUNCTION(name, required)                                           \
   g_cupti.name = reinterpret_cast<decltype(g_cupti.name)>(dlsym(handle, #name)); \
   if ((required) && g_cupti.name == nullptr) return "CUPTI has no " #name;
@@ -265,19 +318,8 @@ void start() {
 
 // A CUDA runtime library among the process's modules ("libcudart.so.13"), or "".
 std::string loaded_cuda_runtime() {
-  std::string found;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        const char* base = std::strrchr(info->dlpi_name ? info->dlpi_name : "", '/');
-        base = base ? base + 1 : info->dlpi_name;
-        if (base && std::strncmp(base, "libcudart.so", 12) == 0) {
-          *static_cast<std::string*>(data) = base;
-          return 1;
-        }
-        return 0;
-      },
-      &found);
-  return found;
+  const std::string path = loaded_module("libcudart.so");
+  return path.substr(directory_of(path).size());
 }
 
 class CudaSource final : public EventSource {

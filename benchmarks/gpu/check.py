@@ -1,0 +1,247 @@
+"""The GPU node check's runs and verdict (benchmarks/gpu/check.sh runs it
+once it has found a GPU).
+
+Runs train_step.py under Kineto (torch.profiler) once, then plain and
+under the bundle's hybridprof in interleaved pairs, reads the first
+profiled run's archive with gpu_archive_facts, measures CUPTI's cost per
+GPU operation with benchmarks/cuda_overhead.sh, and prints one line per
+fact: PASS or FAIL and the figure. Exit status 0 when every fact passes,
+else 1.
+
+    python3 check.py BUNDLE [--work DIR] [--pairs N] [--steps N] [--device cuda|cpu]
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TRAIN = HERE / "train_step.py"
+CUDA_OVERHEAD = HERE.parent / "cuda_overhead.sh"
+
+# Targets. Counts are of the same deterministic steps, so they should
+# agree closely; times differ from run to run.
+KERNEL_COUNT_TOLERANCE = 0.05
+KERNEL_TIME_TOLERANCE = 0.10
+MAX_WALL_RATIO = 1.20          # profiled / plain training loop, median of pairs
+MAX_ADDED_NS_PER_OP = 3000     # CUPTI + tracing per queued GPU operation
+RUN_TIMEOUT = 180              # seconds, one training run (a hung one must not take the check with it)
+
+
+class Verdict:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, fact, ok, figure):
+        self.rows.append((fact, bool(ok), figure))
+
+    def print(self, out=sys.stdout):
+        width = max(len(f) for f, _, _ in self.rows)
+        for fact, ok, figure in self.rows:
+            print(f"  {fact:<{width}}  {'PASS' if ok else 'FAIL'}  {figure}", file=out)
+        passed = sum(ok for _, ok, _ in self.rows)
+        print(f"verdict: {passed}/{len(self.rows)} facts pass", file=out)
+
+    def ok(self):
+        return all(ok for _, ok, _ in self.rows)
+
+
+def run(argv, log, env=None, timeout=600):
+    """Runs argv, its output appended to log; returns (exit code, stdout)."""
+    with open(log, "a") as err:
+        err.write("$ " + " ".join(map(str, argv)) + "\n")
+        err.flush()
+        started = time.monotonic()
+        try:
+            p = subprocess.run(list(map(str, argv)), stdout=subprocess.PIPE, stderr=err, text=True,
+                               env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            err.write(f"timed out after {timeout} s\n")
+            return 124, ""
+        err.write(p.stdout)
+        err.write(f"(exit {p.returncode}, {time.monotonic() - started:.1f} s)\n")
+        return p.returncode, p.stdout
+
+
+def loop_seconds(stdout):
+    for line in stdout.splitlines():
+        if line.startswith("loop_seconds="):
+            return float(line.split()[0].split("=")[1])
+    return None
+
+
+def read_facts(text):
+    facts, notices, threads, devices = {}, [], {}, []
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "notice":
+            notices.append(value)
+        elif key == "device":
+            devices.append(value)
+        elif key == "kernels_in_steps_from_thread":
+            n, _, name = value.partition(" ")
+            threads[name] = int(n)
+        elif key:
+            facts[key] = int(value) if value.lstrip("-").isdigit() else value
+    return facts, notices, threads, devices
+
+
+def percent(a, b):
+    return 100.0 * (a - b) / b if b else float("inf")
+
+
+def node_description(python):
+    parts = []
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        q = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        if q.returncode == 0 and q.stdout.strip():
+            name, _, driver = q.stdout.splitlines()[0].partition(",")
+            parts.append(f"{name.strip()}, driver {driver.strip()}")
+    v = subprocess.run([python, "-c", "import sys, torch; print(sys.version.split()[0], torch.__version__, "
+                                      "torch.version.cuda)"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       text=True)
+    if v.returncode == 0 and v.stdout.split():
+        py, torch_version, cuda = (v.stdout.split() + ["?", "?", "?"])[:3]
+        parts.append(f"Python {py}, PyTorch {torch_version} (CUDA {cuda})")
+    parts.append(f"{platform.system()} {platform.release()}")
+    return "; ".join(parts)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("bundle")
+    parser.add_argument("--work", help="keep the runs' files here (default: a temporary directory, removed)")
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                        help="cpu: a dry run of the plumbing on a machine without a GPU (GPU facts fail)")
+    parser.add_argument("--python", default=os.environ.get("PYTHON", sys.executable))
+    args = parser.parse_args()
+    bundle = Path(args.bundle).resolve()
+    bin_dir = bundle / "bin"
+    for tool in ("hybridprof", "hybridprof-report", "gpu_archive_facts"):
+        if not os.access(bin_dir / tool, os.X_OK):
+            sys.exit(f"check.py: {bin_dir / tool} is missing: is {bundle} a bundle (tools/make-bundle.sh)?")
+    work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="hybridprof-gpu-check."))
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "check.log"
+    started = time.monotonic()
+    python = args.python
+    train = [python, TRAIN, "--steps", args.steps, "--device", args.device]
+    print(f"hybridprof GPU check: {node_description(python)}", flush=True)
+
+    verdict = Verdict()
+    # Kineto's view of the same steps, in a run of its own.
+    kineto = {}
+    code, out = run(train + ["--kineto", work / "kineto.json"], log)
+    if code == 0 and (work / "kineto.json").exists():
+        kineto = json.loads((work / "kineto.json").read_text())
+    else:
+        print(f"  (the Kineto run failed, exit {code}: see {log})", flush=True)
+
+    # Plain and profiled, interleaved; the first profiled run's archive is
+    # read as soon as it is written (what a cut-short check still tells).
+    plain, profiled, profiled_codes = [], [], []
+    facts_text = ""
+    for i in range(args.pairs):
+        code, out = run(train, log, timeout=RUN_TIMEOUT)
+        plain.append(loop_seconds(out) if code == 0 else None)
+        archive = work / f"profiled.{i}"
+        code, out = run([bin_dir / "hybridprof", "-o", archive, "--"] + train, log, timeout=RUN_TIMEOUT)
+        profiled_codes.append(code)
+        profiled.append(loop_seconds(out) if code == 0 else None)
+        if i == 0:
+            code, facts_text = run([bin_dir / "gpu_archive_facts", archive, "train_step", "step "], log)
+            (work / "facts.txt").write_text(facts_text)
+            run([bin_dir / "hybridprof-report", archive], log)  # in the log, for a reader
+    verdict.add("the job runs under hybridprof (exit status)", all(c == 0 for c in profiled_codes),
+                " ".join(map(str, profiled_codes)))
+    facts, notices, threads, devices = read_facts(facts_text)
+    f = lambda key: facts.get(key, 0) if isinstance(facts.get(key, 0), int) else 0
+
+    verdict.add("GPU locations in the archive", f("devices") >= 1 and f("streams") >= 1,
+                f"{f('devices')} device(s) ({'; '.join(devices) or '-'}), {f('streams')} stream(s)")
+    kernels, k_kineto = f("kernels_in_steps"), kineto.get("kernels", 0)
+    verdict.add("kernels in the steps vs Kineto (within 5%)",
+                k_kineto > 0 and abs(kernels - k_kineto) <= KERNEL_COUNT_TOLERANCE * k_kineto,
+                f"{kernels} vs {k_kineto} ({percent(kernels, k_kineto):+.1f}%); {f('kernels')} in the whole run")
+    verdict.add("memcpy host to device and device to host", f("memcpy_htod") > 0 and f("memcpy_dtoh") > 0,
+                f"{f('memcpy_htod')} HtoD, {f('memcpy_dtoh')} DtoH, {f('memcpy_other')} other, "
+                f"{f('memsets')} memsets")
+    verdict.add("synchronizations", f("syncs") > 0, f"{f('syncs')}")
+    verdict.add("every kernel has its launching CUDA call", f("kernels") > 0 and f("kernels_with_call") == f("kernels"),
+                f"{f('kernels_with_call')}/{f('kernels')}")
+    others = ", ".join(f"{n} from '{t}'" for t, n in sorted(threads.items())) or "none from other threads"
+    verdict.add("launching call's context has train_step",
+                f("kernels_in_steps_from_step_thread") > 0 and
+                f("kernels_call_in_function") == f("kernels_in_steps_from_step_thread"),
+                f"{f('kernels_call_in_function')}/{f('kernels_in_steps_from_step_thread')} launched by the stepping "
+                f"thread; {others}")
+    ranges_ok = (f("step_ranges") == args.steps and f("nested_step_ranges") == 0 and f("misnested_ranges") == 0
+                 and (f("ranges_in_steps") > 0 or args.device != "cuda"))
+    verdict.add("NVTX: one range per step, nested as pushed", ranges_ok,
+                f"{f('step_ranges')} step ranges for {args.steps} steps, {f('ranges_in_steps')} emit_nvtx ranges "
+                f"inside, {f('misnested_ranges')} misnested")
+    dropped = [n for n in notices if "dropped" in n and "CUPTI" in n]
+    not_traced = [n for n in notices if "not traced" in n]
+    verdict.add("CUPTI dropped records (0, or counted and reported)", not not_traced,
+                "; ".join(dropped) or ("0" if not not_traced else not_traced[0]))
+    verdict.add("kernels start after their launch call began",
+                f("kernels_with_call") > 0 and f("kernels_started_after_call") == f("kernels_with_call"),
+                f"{f('kernels_started_after_call')}/{f('kernels_with_call')}")
+    ours_us, kineto_us = f("kernel_ns_in_steps") / 1000.0, kineto.get("kernel_us", 0.0)
+    verdict.add("kernel time in the steps vs Kineto (within 10%)",
+                kineto_us > 0 and abs(ours_us - kineto_us) <= KERNEL_TIME_TOLERANCE * kineto_us,
+                f"{ours_us / 1000:.2f} ms vs {kineto_us / 1000:.2f} ms ({percent(ours_us, kineto_us):+.1f}%)")
+    ratios = [p / q for p, q in zip(profiled, plain) if p and q]
+    ratio = statistics.median(ratios) if ratios else float("inf")
+    verdict.add(f"training loop wall time, profiled / plain ({args.pairs} pairs, median)",
+                ratio <= MAX_WALL_RATIO,
+                f"{ratio:.3f}x (plain {', '.join(f'{s:.3f}' if s else '-' for s in plain)} s; "
+                f"profiled {', '.join(f'{s:.3f}' if s else '-' for s in profiled)} s)")
+    cuda_bench = bin_dir / "cuda_bench"
+    if args.device == "cuda" and os.access(cuda_bench, os.X_OK):
+        code, out = run(["bash", CUDA_OVERHEAD, bundle, "3", "20000"], log, timeout=300)
+        added = {}
+        for line in out.splitlines():
+            words = line.split()
+            # "  async_op  plain X ns  traced Y ns (+D ns)  profiled Z ns (+E ns)"
+            if words and words[0] in ("async_op", "round_trip") and "profiled" in words:
+                added[words[0]] = float(line.rsplit("(", 1)[1].split()[0])
+        lost = next((line.split(":")[1].split()[0] for line in out.splitlines() if "events lost" in line), "?")
+        verdict.add("CUPTI cost per GPU operation (cuda_overhead.sh)",
+                    code == 0 and added and max(added.values()) <= MAX_ADDED_NS_PER_OP and lost == "0",
+                    ", ".join(f"{k} {v:+.0f} ns" for k, v in added.items()) + f"; events lost {lost}"
+                    if added else f"cuda_overhead.sh exit {code}")
+    else:
+        verdict.add("CUPTI cost per GPU operation (cuda_overhead.sh)", False,
+                    "no bin/cuda_bench in the bundle (built without the CUDA toolkit)"
+                    if args.device == "cuda" else "not measured on the CPU")
+    version = f"{sys.version_info.major}.{sys.version_info.minor}" if python == sys.executable else "?"
+    verdict.add(f"Python {facts.get('python', '-')} frames in samples",
+                f("python_samples") > 0 and facts.get("python") not in (None, "-"),
+                f"{f('python_samples')} of {f('samples')} samples (interpreter {version})")
+
+    print(f"({time.monotonic() - started:.0f} s; runs logged in {log})")
+    verdict.print()
+    for n in notices:
+        print(f"  notice: {n}")
+    if not args.work:
+        if verdict.ok():
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept for a look: {work}")
+    return 0 if verdict.ok() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
