@@ -216,10 +216,36 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
   g_buffers.fetch_sub(1);
 }
 
+// A new context's device, named as the driver names it ("NVIDIA H100 80GB
+// HBM3, sm_90"), for its streams' group.
+void name_context_device(CUcontext context) {
+  ActivityTranslator* translator = g_translator.load(std::memory_order_acquire);
+  uint32_t device = 0;
+  if (translator == nullptr || g_cupti.cuptiGetDeviceId == nullptr ||
+      g_cupti.cuptiGetDeviceId(context, &device) != CUPTI_SUCCESS)
+    return;
+  void* driver = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+  if (driver == nullptr) return;
+  const auto get = reinterpret_cast<decltype(&cuDeviceGet)>(dlsym(driver, "cuDeviceGet"));
+  const auto get_name = reinterpret_cast<decltype(&cuDeviceGetName)>(dlsym(driver, "cuDeviceGetName"));
+  const auto get_attribute = reinterpret_cast<decltype(&cuDeviceGetAttribute)>(dlsym(driver, "cuDeviceGetAttribute"));
+  CUdevice handle = 0;
+  char name[256] = {};
+  int major = 0, minor = 0;
+  if (get && get_name && get_attribute && get(&handle, int(device)) == CUDA_SUCCESS &&
+      get_name(name, sizeof name - 1, handle) == CUDA_SUCCESS &&
+      get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle) == CUDA_SUCCESS &&
+      get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle) == CUDA_SUCCESS)
+    translator->name_device(device, std::string(name) + ", sm_" + std::to_string(major) + std::to_string(minor));
+  dlclose(driver);
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     // A context's work is delivered before the context goes.
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) g_cupti.cuptiActivityFlushAll(0);
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+      name_context_device(static_cast<const CUpti_ResourceData*>(data)->context);
     return;
   }
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
@@ -282,10 +308,9 @@ std::string start_cupti(TracingHost& host, GpuClock* clock) {
   if (error.empty())
     error = check(enable_calls(subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, kDriverCalls),
                   "cuptiEnableCallback");
-  if (error.empty())
-    error = check(g_cupti.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                              CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
-                  "cuptiEnableCallback");
+  for (const CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
+    if (error.empty())
+      error = check(g_cupti.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid), "cuptiEnableCallback");
   if (error.empty())
     error = check(g_cupti.cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed),
                   "cuptiActivityRegisterCallbacks");

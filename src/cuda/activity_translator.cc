@@ -204,8 +204,10 @@ void ActivityTranslator::add_locked(const CUpti_Activity& record) {
 }
 
 void ActivityTranslator::flush_locked() {
-  // A buffer holds its streams' work in about the order it finished; each
-  // location's must reach the drain in time order.
+  // A buffer holds its streams' work in about the order it finished;
+  // sorted here, each buffer's work reaches the drain in time order per
+  // location. Buffers overlap in time (CUPTI keeps one per launching
+  // thread): the finalizer puts them in order (finalize/device_order.h).
   std::stable_sort(batch_.begin(), batch_.end(), [](const DeviceWork& a, const DeviceWork& b) {
     return std::tie(a.location, a.begin_ns) < std::tie(b.location, b.begin_ns);
   });
@@ -226,6 +228,11 @@ ActivityTranslator::Counts ActivityTranslator::end(uint64_t now_ns) {
 ActivityTranslator::Counts ActivityTranslator::counts() const {
   std::lock_guard lock(mutex_);
   return counts_;
+}
+
+void ActivityTranslator::name_device(uint32_t device, const std::string& model) {
+  std::lock_guard lock(mutex_);
+  device_models_.try_emplace(device, model);
 }
 
 void ActivityTranslator::forget_locations() {

@@ -84,6 +84,10 @@ class ActivityTranslator {
   Counts counts() const;
   // A fork child's stream is new: forget the parent's locations.
   void forget_locations();
+  // A device's model ("NVIDIA H100 80GB HBM3, sm_90") as the host learned
+  // it: CUPTI's own device record may come after the device's first work
+  // (in another thread's buffer), too late to name its streams' group.
+  void name_device(uint32_t device, const std::string& model);
 
   // Region names, as nvprof names them.
   static std::string memcpy_name(uint32_t copy_kind);

@@ -191,9 +191,9 @@ void Drain::write_device_work_locked(bool all, const uint32_t* location) {
         const uint32_t parent = launch == DeviceWorkQueue::kNoLaunch ? raw::kRootComplete : launch;
         const uint32_t node = cct_.child(parent, raw::kTracedRegionModule, w.region, &new_nodes_);
         for (const auto& n : new_nodes_) writer_.append(n);
-        uint64_t& last_end = device_work_end_[w.location];
-        const uint64_t begin = std::max(w.begin_ns, last_end), end = std::max(w.end_ns, begin);
-        last_end = end;
+        // Written as the device reported it: the finalizer puts each device
+        // location's work in time order (a device reports it out of order).
+        const uint64_t begin = w.begin_ns, end = std::max(w.end_ns, begin);
         writer_.append(raw::Enter{{w.location, begin, w.region, node}});
         if (w.has_event) writer_.append(raw::Event{w.location, begin, w.event_kind, w.event});
         writer_.append(raw::Leave{{w.location, end, w.region, node}});
@@ -816,7 +816,6 @@ void Drain::after_fork_in_child() {
   rings_wanted_ = false;
   appended_locations_.clear();
   device_work_.clear();
-  device_work_end_.clear();
   cct_.clear();
   next_location_ = 0;
   event_sets_defined_ = 0;

@@ -86,7 +86,8 @@ class Drain {
 
   // A location that is not a thread and has no ring (a device stream): its
   // adapter appends its records (append(), naming the index returned) as
-  // it learns of them, each location's in time order, and ends it with
+  // it learns of them, in any order (the finalizer writes such a location's
+  // records in time order, a region's records together), and ends it with
   // end_location. The process's end ends those still open. Thread-safe.
   uint32_t add_location(raw::LocationKind kind, uint64_t id, const std::string& name, const std::string& device,
                         uint64_t now_ns);
@@ -98,10 +99,8 @@ class Drain {
   uint32_t region_context(uint32_t region);
   // A device's work on a location of add_location's, under the context of
   // the traced call that launched it (trace/device_work.h), else under its
-  // region alone. Each location's work in time order: a begin before the
-  // previous work's end is moved to that end (a device stream runs one
-  // thing at a time; its clock and the host's differ by a few ns).
-  // Thread-safe.
+  // region alone. In any order, as the device reports it (see
+  // add_location). Thread-safe.
   void append_device_work(const DeviceWork& work);
   // Code of a library the runtime loaded and that calls back into it (a
   // tool interface: CUPTI): its frames are the profiler's, dropped from
@@ -297,7 +296,6 @@ class Drain {
   std::vector<MergedFrame> merged_;
   std::vector<uint32_t> appended_locations_;  // add_location's, not yet ended
   DeviceWorkQueue device_work_;
-  std::map<uint32_t, uint64_t> device_work_end_;  // by location: where its last work ended
   std::vector<std::pair<uint64_t, uint64_t>> tool_code_;  // add_tool_code's [start, end)
   uint64_t passes_ = 0;  // begin_pass_locked's count
   uint32_t next_location_ = 0;  // threads' and appended locations' indices

@@ -13,6 +13,7 @@
 
 #include "finalize/adapter_writers.h"
 #include "finalize/archive_check.h"
+#include "finalize/device_order.h"
 #include "finalize/process_definitions.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
@@ -334,6 +335,34 @@ class Finalizer {
       return true;
     };
     uint64_t loc = 0;
+    // Enter, Leave and Event, written where they belong.
+    const auto write_region_or_event = [&](const DeviceRecordOrder::Record& record) {
+      if (const auto* e = std::get_if<raw::Enter>(&record)) {
+        const uint32_t ctx = e->node < contexts.size() ? contexts[e->node] : kUndefined;
+        if (ctx != kUndefined && location_of(e->location, &loc))
+          writers_.each([&](sink::TraceSink& w) { w.write_context_enter(loc, e->timestamp_ns, ctx, depth[e->node]); });
+      } else if (const auto* l = std::get_if<raw::Leave>(&record)) {
+        const uint32_t ctx = l->node < contexts.size() ? contexts[l->node] : kUndefined;
+        if (ctx != kUndefined && location_of(l->location, &loc))
+          writers_.each([&](sink::TraceSink& w) { w.write_context_leave(loc, l->timestamp_ns, ctx); });
+      } else if (const auto* ev = std::get_if<raw::Event>(&record)) {
+        if (location_of(ev->location, &loc)) write_event(*ev, loc, p, refs);
+      }
+    };
+    // A device location's records wait for its end, to be written in time
+    // order (device_order.h).
+    DeviceRecordOrder device_order;
+    uint64_t moved = 0;
+    const auto is_device = [&](uint32_t location) {
+      const auto t = p.threads.find(location);
+      return t != p.threads.end() && t->second.kind == raw::LocationKind::kDeviceStream;
+    };
+    const auto add = [&](uint32_t location, const DeviceRecordOrder::Record& record) {
+      if (is_device(location))
+        device_order.add(location, record);
+      else
+        write_region_or_event(record);
+    };
     auto on_record = [&](const raw::Record& record) {
       if (const auto* s = std::get_if<raw::Sample>(&record)) {
         const uint32_t ctx = s->node < contexts.size() ? contexts[s->node] : kUndefined;
@@ -344,16 +373,13 @@ class Finalizer {
           for (uint32_t i = 0; i < s->weight; ++i) w.write_sample(loc, s->timestamp_ns, ctx, depth[s->node], generator);
         });
       } else if (const auto* e = std::get_if<raw::Enter>(&record)) {
-        const uint32_t ctx = e->node < contexts.size() ? contexts[e->node] : kUndefined;
-        if (ctx != kUndefined && location_of(e->location, &loc))
-          writers_.each([&](sink::TraceSink& w) { w.write_context_enter(loc, e->timestamp_ns, ctx, depth[e->node]); });
+        add(e->location, *e);
       } else if (const auto* l = std::get_if<raw::Leave>(&record)) {
-        const uint32_t ctx = l->node < contexts.size() ? contexts[l->node] : kUndefined;
-        if (ctx != kUndefined && location_of(l->location, &loc))
-          writers_.each([&](sink::TraceSink& w) { w.write_context_leave(loc, l->timestamp_ns, ctx); });
+        add(l->location, *l);
       } else if (const auto* ev = std::get_if<raw::Event>(&record)) {
-        if (location_of(ev->location, &loc)) write_event(*ev, loc, p, refs);
+        add(ev->location, *ev);
       } else if (const auto* t = std::get_if<raw::LocationEnd>(&record)) {
+        moved += device_order.release(t->location, write_region_or_event);
         if (location_of(t->location, &loc)) {
           ended.insert(t->location);
           writers_.each([&](sink::TraceSink& w) { w.end_thread(loc, t->timestamp_ns); });
@@ -363,6 +389,10 @@ class Finalizer {
     std::string error;
     raw::ReadSummary summary;
     raw::read_stream(p.path, on_record, &summary, &error);
+    for (uint32_t location : device_order.locations()) moved += device_order.release(location, write_region_or_event);
+    if (moved > 0)
+      result_->warnings.push_back(std::to_string(moved) + " pieces of device work overlapped the work before them on their stream" +
+                                  " (the device's and the host's clocks disagreeing) and were moved to start after it");
     for (const auto& [index, t] : p.threads) {
       if (!ended.count(index))
         writers_.each([&](sink::TraceSink& w) { w.end_thread(locations.at(index), t.last_ns); });

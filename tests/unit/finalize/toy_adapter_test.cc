@@ -61,17 +61,26 @@ class ToyAdapter final : public EventSource {
   // batches, on a thread of its own): a stream of the device is a location
   // with no ring; its kernels are appended, each a toy_kernel region from
   // `start_ns + 100 * i` to 50 ns later with a stray event (word 3 = i)
-  // inside, in time order.
-  void device_work(Drain& drain, int kernels, uint64_t start_ns) {
+  // inside. In time order; or, with `batch`, in batches of that many
+  // kernels, the last batch first and the others after it, each in time
+  // order (as CUPTI hands back one buffer per launching thread).
+  void device_work(Drain& drain, int kernels, uint64_t start_ns, int batch = 0) {
     const uint32_t stream = drain.add_location(raw::LocationKind::kDeviceStream, 7, "toy stream 7", "toy device 0",
                                                start_ns);
     const uint32_t node = drain.region_context(kernel_region());
-    for (int i = 0; i < kernels; ++i) {
+    const auto append = [&](int i) {
       const uint64_t at = start_ns + 100 * uint64_t(i);
       raw::Event inside{stream, at + 10, base_ + kStray, {}};
       inside.payload.word[3] = uint32_t(i);
       drain.append({raw::Enter{{stream, at, kernel_region(), node}}, inside,
                     raw::Leave{{stream, at + 50, kernel_region(), node}}});
+    };
+    if (batch <= 0) {
+      for (int i = 0; i < kernels; ++i) append(i);
+    } else {
+      const int last = (kernels - 1) / batch * batch;
+      for (int i = last; i < kernels; ++i) append(i);
+      for (int i = 0; i < last; ++i) append(i);
     }
     drain.end_location(stream, start_ns + 100 * uint64_t(kernels));
   }
@@ -147,7 +156,7 @@ class ToyAdapterTest : public ::testing::Test {
 
   // A process whose one thread makes `steps` toy steps, each followed by a
   // stray event, while another reports `kernels` of the toy device's.
-  void run(int steps, int kernels = 0) {
+  void run(int steps, int kernels = 0, int kernel_batch = 0) {
     ModuleTable modules;
     Drain drain{modules};
     Drain::Options options;
@@ -166,7 +175,7 @@ class ToyAdapterTest : public ::testing::Test {
     ThreadState* t = drain.add_thread(7, 1000);
     ASSERT_NE(t, nullptr);
     std::thread device([&] {
-      if (kernels > 0) g_toy.device_work(drain, kernels, 5000);
+      if (kernels > 0) g_toy.device_work(drain, kernels, 5000, kernel_batch);
     });
     for (int i = 0; i < steps; ++i) {
       Step s{};
@@ -299,6 +308,32 @@ TEST_F(ToyAdapterTest, ItsDefinitionsReachItsWriterAndItsEventsTheirRefs) {
   for (const auto& r : bare.records) EXPECT_TRUE(r.definitions.empty());
 }
 
+// Its kernels as the adapter reported them, on the stream at `stream`:
+// enter, the event, leave, at its times, in time order.
+void expect_kernels_in_time_order(const sink::RecordingSink& sink, size_t stream, int kernels) {
+  using Type = sink::RecordingSink::Record::Type;
+  std::vector<const sink::RecordingSink::Record*> on_stream;
+  for (const auto& r : sink.records)
+    if (r.location == stream) on_stream.push_back(&r);
+  ASSERT_EQ(on_stream.size(), 3u * size_t(kernels));
+  for (int i = 0; i < kernels; ++i) {
+    const auto* const* k = &on_stream[3 * size_t(i)];
+    const uint64_t at = 5000 + 100 * uint64_t(i);
+    ASSERT_EQ(k[0]->type, Type::kEnter) << i;
+    EXPECT_EQ(sink.region_of(k[0]->context), "toy_kernel");
+    EXPECT_EQ(sink.contexts.at(k[0]->context).parent, otf2::kUndefined) << "a kernel has no stack below it";
+    EXPECT_EQ(k[0]->timestamp, at);
+    ASSERT_EQ(k[1]->type, Type::kEvent) << i;
+    EXPECT_EQ(k[1]->kind, ToyAdapter::kStray);
+    EXPECT_EQ(k[1]->payload.word[3], uint32_t(i));
+    EXPECT_EQ(k[1]->timestamp, at + 10);
+    ASSERT_EQ(k[2]->type, Type::kLeave) << i;
+    EXPECT_EQ(k[2]->context, k[0]->context);
+    EXPECT_EQ(k[2]->timestamp, at + 50);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 TEST_F(ToyAdapterTest, ItsDeviceStreamIsALocationOfItsDevice) {
   constexpr int kSteps = 20, kKernels = 500;
   run(kSteps, kKernels);
@@ -322,28 +357,22 @@ TEST_F(ToyAdapterTest, ItsDeviceStreamIsALocationOfItsDevice) {
   ASSERT_NE(device.device_of, sink::RecordingSink::Process::kNotADevice);
   EXPECT_EQ(device.device_of, sink.threads[1 - stream].process) << "driven by the thread's process";
 
-  // Its kernels as the adapter reported them: enter, the event, leave, at its times.
-  using Type = sink::RecordingSink::Record::Type;
-  std::vector<const sink::RecordingSink::Record*> on_stream;
-  for (const auto& r : sink.records)
-    if (r.location == stream) on_stream.push_back(&r);
-  ASSERT_EQ(on_stream.size(), 3u * kKernels);
-  for (int i = 0; i < kKernels; ++i) {
-    const auto* const* k = &on_stream[3 * size_t(i)];
-    const uint64_t at = 5000 + 100 * uint64_t(i);
-    ASSERT_EQ(k[0]->type, Type::kEnter) << i;
-    EXPECT_EQ(sink.region_of(k[0]->context), "toy_kernel");
-    EXPECT_EQ(sink.contexts.at(k[0]->context).parent, otf2::kUndefined) << "a kernel has no stack below it";
-    EXPECT_EQ(k[0]->timestamp, at);
-    ASSERT_EQ(k[1]->type, Type::kEvent) << i;
-    EXPECT_EQ(k[1]->kind, ToyAdapter::kStray);
-    EXPECT_EQ(k[1]->payload.word[3], uint32_t(i));
-    EXPECT_EQ(k[1]->timestamp, at + 10);
-    ASSERT_EQ(k[2]->type, Type::kLeave) << i;
-    EXPECT_EQ(k[2]->context, k[0]->context);
-    EXPECT_EQ(k[2]->timestamp, at + 50);
-    if (HasFailure()) return;
-  }
+  expect_kernels_in_time_order(sink, stream, kKernels);
+  EXPECT_TRUE(result.warnings.empty());
+}
+
+// A device reports its work in batches that overlap in time (CUPTI: one
+// buffer per launching thread, each handed back when full or at the end):
+// the archive has each kernel at its own times, in time order, none cut
+// short to fit behind a later one.
+TEST_F(ToyAdapterTest, ItsDeviceWorkIsInTimeOrderWhateverOrderItCameIn) {
+  constexpr int kKernels = 500;
+  run(5, kKernels, /*kernel_batch=*/64);
+  sink::RecordingSink sink;
+  const finalize::Result result = finalize_into(sink);
+  ASSERT_EQ(sink.threads.size(), 2u);
+  expect_kernels_in_time_order(sink, sink.threads[0].stream ? 0u : 1u, kKernels);
+  EXPECT_TRUE(result.warnings.empty()) << result.warnings.front();
 }
 
 }  // namespace
