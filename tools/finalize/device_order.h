@@ -9,9 +9,9 @@
 // by the start of each region: a region's records (its enter, the events
 // inside, its leave) stay together, in the order they came.
 //
-// Work that truly overlaps the work before it on its location (two clocks
-// disagreeing) starts where that work ended: counted, so the finalizer can
-// say so.
+// Work that overlaps the work before it on its location starts where that
+// work ended. A microsecond or so is usual (a GPU's copy and compute
+// engines stamp their work apart); the finalizer says so past kNoticeable.
 //
 // Memory: about 200 bytes a kernel until its location ends (a device
 // location ends with its process).
@@ -35,11 +35,23 @@ class DeviceRecordOrder {
   bool holds(uint32_t location) const { return pending_.count(location) != 0; }
   std::vector<uint32_t> locations() const;
 
+  // Regions moved to start where the one before them ended, and by how
+  // much at most.
+  struct Moved {
+    uint64_t regions = 0, max_ns = 0;
+    uint64_t noticeable = 0;  // moved by more than kNoticeableNs
+    void add(const Moved& m) {
+      regions += m.regions;
+      noticeable += m.noticeable;
+      max_ns = std::max(max_ns, m.max_ns);
+    }
+  };
+  static constexpr uint64_t kNoticeableNs = 5000;
+
   // Hands `location`'s records to write(const Record&) in time order and
-  // forgets them; returns how many regions were moved to start where the
-  // one before them ended.
+  // forgets them.
   template <typename Write>
-  uint64_t release(uint32_t location, Write&& write);
+  Moved release(uint32_t location, Write&& write);
 
  private:
   struct Group {
@@ -61,24 +73,29 @@ class DeviceRecordOrder {
 };
 
 template <typename Write>
-uint64_t DeviceRecordOrder::release(uint32_t location, Write&& write) {
+DeviceRecordOrder::Moved DeviceRecordOrder::release(uint32_t location, Write&& write) {
+  Moved moved;
   const auto it = pending_.find(location);
-  if (it == pending_.end()) return 0;
+  if (it == pending_.end()) return moved;
   Pending& p = it->second;
   std::stable_sort(p.groups.begin(), p.groups.end(), [](const Group& a, const Group& b) { return a.begin < b.begin; });
-  uint64_t last = 0, moved = 0;
+  uint64_t last = 0;
   for (const Group& g : p.groups) {
-    bool shifted = false;
+    uint64_t by = 0;  // how far the region's start moved
     for (size_t i = g.first; i < g.first + g.count; ++i) {
       Record& r = p.records[i];
       if (timestamp(r) < last) {
+        if (i == g.first) by = last - timestamp(r);
         set_timestamp(r, last);
-        shifted = true;
       }
       last = timestamp(r);
       write(r);
     }
-    moved += shifted;
+    if (by > 0) {
+      ++moved.regions;
+      moved.noticeable += by > kNoticeableNs;
+      moved.max_ns = std::max(moved.max_ns, by);
+    }
   }
   pending_.erase(it);
   return moved;

@@ -352,7 +352,7 @@ class Finalizer {
     // A device location's records wait for its end, to be written in time
     // order (device_order.h).
     DeviceRecordOrder device_order;
-    uint64_t moved = 0;
+    DeviceRecordOrder::Moved moved;
     const auto is_device = [&](uint32_t location) {
       const auto t = p.threads.find(location);
       return t != p.threads.end() && t->second.kind == raw::LocationKind::kDeviceStream;
@@ -379,7 +379,7 @@ class Finalizer {
       } else if (const auto* ev = std::get_if<raw::Event>(&record)) {
         add(ev->location, *ev);
       } else if (const auto* t = std::get_if<raw::LocationEnd>(&record)) {
-        moved += device_order.release(t->location, write_region_or_event);
+        moved.add(device_order.release(t->location, write_region_or_event));
         if (location_of(t->location, &loc)) {
           ended.insert(t->location);
           writers_.each([&](sink::TraceSink& w) { w.end_thread(loc, t->timestamp_ns); });
@@ -389,10 +389,11 @@ class Finalizer {
     std::string error;
     raw::ReadSummary summary;
     raw::read_stream(p.path, on_record, &summary, &error);
-    for (uint32_t location : device_order.locations()) moved += device_order.release(location, write_region_or_event);
-    if (moved > 0)
-      result_->warnings.push_back(std::to_string(moved) + " pieces of device work overlapped the work before them on their stream" +
-                                  " (the device's and the host's clocks disagreeing) and were moved to start after it");
+    for (uint32_t location : device_order.locations()) moved.add(device_order.release(location, write_region_or_event));
+    if (moved.noticeable > 0)
+      result_->warnings.push_back(std::to_string(moved.regions) + " pieces of device work began before the work before " +
+                                  "them on their stream ended (by up to " + std::to_string(moved.max_ns / 1000) +
+                                  " us) and were moved to start after it");
     for (const auto& [index, t] : p.threads) {
       if (!ended.count(index))
         writers_.each([&](sink::TraceSink& w) { w.end_thread(locations.at(index), t.last_ns); });
