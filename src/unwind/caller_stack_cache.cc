@@ -6,16 +6,90 @@
 #include "unwind/native_unwinder.h"
 
 namespace hybridprof {
+namespace {
+
+uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+uint64_t key_hash(uint32_t parent, uint64_t slot, uint64_t ip) {
+  return mix(ip ^ mix(slot + parent));
+}
+
+}  // namespace
 
 CallerStackCache::CallerStackCache(uint32_t max_depth)
-    : max_depth_(max_depth), entries_(kEntries), scratch_ips_(max_depth + 3), scratch_slots_(max_depth + 3) {}
+    : max_depth_(max_depth), index_(256, kNone), scratch_ips_(max_depth + 3), scratch_slots_(max_depth + 3) {
+  std::fill(std::begin(ref_leaf_), std::end(ref_leaf_), kNone);
+}
 
-bool CallerStackCache::still_there(const Entry& e, uint64_t own_slot, uint64_t own_return) const {
-  if (e.depth == 0 || e.slots[0] != own_slot || e.ips[0] != own_return) return false;
-  for (uint32_t i = 1; i < e.depth; ++i) {
-    if (*reinterpret_cast<const volatile uint64_t*>(e.slots[i]) != e.ips[i]) return false;
+uint32_t CallerStackCache::find(uint32_t parent, uint64_t slot, uint64_t ip) const {
+  const size_t mask = index_.size() - 1;
+  for (size_t i = key_hash(parent, slot, ip) & mask;; i = (i + 1) & mask) {
+    const uint32_t id = index_[i];
+    if (id == kNone) return kNone;
+    const Node& n = nodes_[id];
+    if (n.parent == parent && n.slot == slot && n.ip == ip) return id;
   }
-  return true;
+}
+
+void CallerStackCache::grow_index() {
+  std::vector<uint32_t> bigger(index_.size() * 2, kNone);
+  const size_t mask = bigger.size() - 1;
+  for (uint32_t id = 0; id < nodes_.size(); ++id) {
+    const Node& n = nodes_[id];
+    size_t i = key_hash(n.parent, n.slot, n.ip) & mask;
+    while (bigger[i] != kNone) i = (i + 1) & mask;
+    bigger[i] = id;
+  }
+  index_.swap(bigger);
+}
+
+uint32_t CallerStackCache::add(uint32_t parent, uint64_t slot, uint64_t ip, uint32_t depth) {
+  if (2 * (nodes_.size() + 1) > index_.size()) grow_index();  // at most half full
+  const uint32_t id = uint32_t(nodes_.size());
+  nodes_.push_back(Node{slot, ip, parent, depth, 0, false, 0, kNone});
+  const size_t mask = index_.size() - 1;
+  size_t i = key_hash(parent, slot, ip) & mask;
+  while (index_[i] != kNone) i = (i + 1) & mask;
+  index_[i] = id;
+  if (parent != kNone) {
+    if (nodes_[parent].child_slot == 0) nodes_[parent].child_slot = slot;
+    nodes_[parent].last_child = id;
+  }
+  return id;
+}
+
+void CallerStackCache::forget_all() {
+  nodes_.clear();
+  root_ = kNone;
+  index_.assign(256, kNone);
+  std::fill(std::begin(ref_leaf_), std::end(ref_leaf_), kNone);
+}
+
+void CallerStackCache::copy_stack(uint32_t leaf, uint64_t* ips) const {
+  for (uint32_t id = leaf; id != kNone; id = nodes_[id].parent) ips[nodes_[id].depth - 1] = nodes_[id].ip;
+}
+
+CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf, bool* stored) {
+  for (uint32_t k = 0, i = last_ref_; k < kEntries; ++k, i = (i + 1) % kEntries) {
+    if (ref_leaf_[i] == leaf) {
+      last_ref_ = i;
+      *stored = false;
+      return Ref{i, ref_generation_[i], false};
+    }
+  }
+  const uint32_t slot = next_victim_;
+  next_victim_ = (next_victim_ + 1) % kEntries;
+  if (++generations_ == 0) generations_ = 1;  // 0 means "not remembered"
+  ref_leaf_[slot] = leaf;
+  ref_generation_[slot] = generations_;
+  last_ref_ = slot;
+  *stored = true;
+  return Ref{slot, generations_, true};
 }
 
 uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, bool copy_remembered) {
@@ -23,17 +97,33 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
   // its return address sits just above the saved frame pointer.
   const uint64_t own_slot = reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 8;
   const uint64_t own_return = reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  for (uint32_t k = 0, i = last_hit_; k < kEntries; ++k, i = (i + 1) % kEntries) {
-    const Entry& e = entries_[i];
-    if (still_there(e, own_slot, own_return)) {
-      ++hits_;
-      last_hit_ = i;
-      if (copy_remembered) std::memcpy(ips, e.ips.data(), 8u * e.depth);
-      *flags |= e.flags;
-      if (ref) *ref = Ref{i, e.generation, false};
-      return e.depth;
+
+  // Walk the tree as far as the live stack matches it.
+  if (root_ == kNone || nodes_[root_].slot != own_slot || nodes_[root_].ip != own_return)
+    root_ = find(kNone, own_slot, own_return);
+  uint32_t node = root_;
+  while (node != kNone && !nodes_[node].end) {
+    Node& n = nodes_[node];
+    if (n.child_slot == 0) break;
+    const uint64_t ip = *reinterpret_cast<const volatile uint64_t*>(n.child_slot);
+    uint32_t next = n.last_child;
+    if (next == kNone || nodes_[next].ip != ip || nodes_[next].slot != n.child_slot) {
+      next = find(node, n.child_slot, ip);
+      if (next == kNone) break;
+      n.last_child = next;
     }
+    node = next;
   }
+  if (node != kNone && nodes_[node].end) {
+    ++hits_;
+    const Node& leaf = nodes_[node];
+    *flags |= leaf.end_flags;
+    bool stored = true;
+    if (ref) *ref = ref_for(node, &stored);
+    if (copy_remembered || stored) copy_stack(node, ips);
+    return leaf.depth;
+  }
+
   ++misses_;
   if (ref) *ref = Ref{};
   // The unwind starts in this function (its return address into here comes
@@ -53,16 +143,19 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
   for (uint32_t i = 1; i < depth; ++i) {
     if (own_slots[i] <= own_slots[i - 1]) return depth;
   }
-  const uint32_t slot = next_victim_;
-  next_victim_ = (next_victim_ + 1) % kEntries;
-  Entry& e = entries_[slot];
-  e.ips.assign(own_ips, own_ips + depth);
-  e.slots.assign(own_slots, own_slots + depth);
-  e.flags = unwind_flags;
-  e.depth = depth;
-  if (++generations_ == 0) generations_ = 1;  // 0 means "not remembered"
-  e.generation = generations_;
-  if (ref) *ref = Ref{slot, e.generation, true};
+  if (nodes_.size() + depth > kMaxNodes) forget_all();
+  uint32_t parent = kNone;
+  for (uint32_t i = 0; i < depth; ++i) {
+    uint32_t id = find(parent, own_slots[i], own_ips[i]);
+    if (id == kNone) id = add(parent, own_slots[i], own_ips[i], i + 1);
+    parent = id;
+  }
+  nodes_[parent].end = true;
+  nodes_[parent].end_flags = unwind_flags;
+  if (ref) {
+    bool stored = true;
+    *ref = ref_for(parent, &stored);
+  }
   return depth;
 }
 

@@ -1,22 +1,41 @@
-// The stacks of traced calls (MPI calls now; OpenMP and CUDA enters later),
-// remembered per thread. A loop that calls MPI_Send from the same place has
-// the same stack every time: unwinding it once and checking that it is
-// still there costs a load per frame instead of a DWARF walk.
+// The stacks of traced calls (MPI, OpenMP, CUDA and NVTX enters),
+// remembered per thread. A program calls a traced function from many
+// places (a PyTorch step launches a hundred kernels from as many stacks;
+// LULESH enters a dozen OpenMP regions): each stack is unwound once, then
+// recognized by reading its return-address slots, a load per frame, never
+// by another DWARF walk.
 //
-// Why the check is enough: capture() knows its own return-address slot and
-// value for certain. If they match an entry, the caller is the same code at
-// the same stack depth, so its frame (whose size follows from its code
-// address) ends where it ended before, and the next slot out holds the
-// caller's live return address. Comparing every slot outwards proves the
-// whole stack, up to frames whose size is not a function of their code
-// address (alloca/VLA frames that land the call at the same depth with a
-// different frame size: not seen in MPI codes, accepted).
+// Why reading the slots is enough: capture() knows its own return-address
+// slot and value for certain. If they match a remembered frame, the caller
+// is the same code at the same stack depth, so its frame (whose size
+// follows from its code address) ends where it ended before, and the next
+// slot out holds the caller's live return address. Proving each slot
+// outwards proves the whole stack, up to frames whose size is not a
+// function of their code address (alloca/VLA frames that land the call at
+// the same depth with a different frame size: not seen in these codes,
+// accepted).
+//
+// The stacks are kept as a tree grown from the innermost frame outwards:
+// a node is a frame (its return address and the slot that holds it), its
+// children the frames found beyond it so far, which all sit in one slot
+// (the next frame's place follows from this frame's code). Recognizing a
+// stack walks the tree from its root, reading one slot per frame and
+// taking the child it took last time when its address is the one read (a
+// hash lookup where the stack turns another way), whatever the number of
+// stacks remembered: 1 call site or 4,096 cost about the same. A stack whose walk leaves the tree is unwound and
+// added. Frames shared by many stacks are kept once.
+//
+// Consumers that key records by the stack (RegionRecord's stack_slot and
+// stack_generation) see the kEntries stacks used last through Ref, as
+// before: a stack new to them comes with its addresses (stored), a stack
+// they have comes as its slot alone.
 //
 // Not the signal path: used from traced-call wrappers, outside handlers,
 // under the thread's busy guard (the handler never sees a half-written
-// entry).
+// tree). May allocate.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -24,7 +43,10 @@ namespace hybridprof {
 
 class CallerStackCache {
  public:
+  // Stacks a consumer can refer to by slot.
   static constexpr uint32_t kEntries = 8;
+  // Frames remembered at most; past this the tree starts again empty.
+  static constexpr uint32_t kMaxNodes = 1u << 18;
 
   // Which remembered stack a capture used or made: entry `slot` as it was
   // when stored for the `generation`-th time. Lets a consumer that saw the
@@ -33,7 +55,7 @@ class CallerStackCache {
   struct Ref {
     uint32_t slot = 0;
     uint32_t generation = 0;
-    bool stored = false;  // this capture unwound and remembered the stack
+    bool stored = false;  // this capture handed out the stack's addresses for this slot
   };
 
   explicit CallerStackCache(uint32_t max_depth);
@@ -42,29 +64,47 @@ class CallerStackCache {
   // this function's caller outwards into ips[0..max_depth) (room for
   // max_depth + 1), flags as there. Reuses a remembered stack when every
   // one of its return-address slots still holds the same address; then,
-  // with `copy_remembered` false, leaves ips alone (a caller that goes by
-  // `ref` does not need the addresses again). Returns the depth.
+  // with `copy_remembered` false and a Ref the consumer already has, leaves
+  // ips alone (a caller that goes by `ref` does not need the addresses
+  // again). Returns the depth.
   __attribute__((noinline)) uint32_t capture(uint64_t* ips, uint32_t* flags, Ref* ref = nullptr,
                                              bool copy_remembered = true);
 
   uint64_t hits() const { return hits_; }
-  uint64_t misses() const { return misses_; }
+  uint64_t misses() const { return misses_; }  // captures that unwound
+  size_t frames_remembered() const { return nodes_.size(); }
 
  private:
-  struct Entry {
-    uint32_t depth = 0;  // 0: empty
-    uint32_t flags = 0;
-    uint32_t generation = 0;
-    std::vector<uint64_t> ips, slots;  // ips[0] is capture()'s return address
+  static constexpr uint32_t kNone = 0xffffffffu;
+  struct Node {
+    uint64_t slot, ip;
+    uint32_t parent;      // the next frame inwards; kNone: the innermost
+    uint32_t depth;       // frames from the innermost, this one included
+    uint32_t end_flags;   // unwinder flags of the stack ending here
+    bool end = false;     // a stack ends here (its outermost frame, or its truncation)
+    uint64_t child_slot = 0;  // where the next frame out keeps its return address; 0: none seen
+    uint32_t last_child = kNone;  // the child taken last: looked at before the index
   };
-  bool still_there(const Entry& e, uint64_t own_slot, uint64_t own_return) const;
+  // The child of `parent` (kNone: a root) for a frame (slot, ip); kNone.
+  uint32_t find(uint32_t parent, uint64_t slot, uint64_t ip) const;
+  uint32_t add(uint32_t parent, uint64_t slot, uint64_t ip, uint32_t depth);
+  void grow_index();
+  void forget_all();
+  // The stack ending at `leaf`, innermost first, into ips[0..depth).
+  void copy_stack(uint32_t leaf, uint64_t* ips) const;
+  Ref ref_for(uint32_t leaf, bool* stored);
 
   uint32_t max_depth_;
-  std::vector<Entry> entries_;
+  std::vector<Node> nodes_;
+  uint32_t root_ = kNone;  // the root found last
+  std::vector<uint32_t> index_;  // open addressing: node ids by (parent, slot, ip); kNone: empty
   std::vector<uint64_t> scratch_ips_, scratch_slots_;
+  // The stacks consumers can refer to (by slot): their leaves.
+  uint32_t ref_leaf_[kEntries];
+  uint32_t ref_generation_[kEntries] = {};
   uint32_t next_victim_ = 0;
-  uint32_t last_hit_ = 0;  // looked at first: a loop calls from the same few places
-  uint32_t generations_ = 0;  // entries stored so far
+  uint32_t last_ref_ = 0;
+  uint32_t generations_ = 0;  // stacks handed out by slot so far
   uint64_t hits_ = 0, misses_ = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <vector>
 
 #include "trace/records.h"
@@ -162,6 +163,89 @@ TEST_F(CallerStacks, MoreCallSitesThanEntriesStillGiveTheRightStacks) {
     }
   }
   EXPECT_EQ(cache.hits() + cache.misses(), uint64_t(3 * kSites));
+}
+
+// Call paths three levels deep, one of ten functions at each level: 1,000
+// stacks, each its own. site(n) captures from path n (n < 1000).
+void dispatch(const int* digits, int level, CallerStackCache* cache, Seen* seen, std::vector<uint64_t>* fresh);
+template <int K>
+__attribute__((noinline)) void via(const int* digits, int level, CallerStackCache* cache, Seen* seen,
+                                   std::vector<uint64_t>* fresh) {
+  if (level == 3) {
+    capture_here(cache, seen);
+    // A fresh unwind from here: the same callers as capture_here's.
+    std::vector<uint64_t> ips(kMaxDepth + 1);
+    uint32_t flags = 0;
+    ips.resize(unwind_from_caller(ips.data(), nullptr, kMaxDepth, &flags));
+    *fresh = ips;
+  } else {
+    dispatch(digits, level + 1, cache, seen, fresh);
+  }
+  g_sink = g_sink + K;
+}
+__attribute__((noinline)) void dispatch(const int* digits, int level, CallerStackCache* cache, Seen* seen,
+                                        std::vector<uint64_t>* fresh) {
+  switch (digits[level]) {
+    case 0: via<0>(digits, level, cache, seen, fresh); break;
+    case 1: via<1>(digits, level, cache, seen, fresh); break;
+    case 2: via<2>(digits, level, cache, seen, fresh); break;
+    case 3: via<3>(digits, level, cache, seen, fresh); break;
+    case 4: via<4>(digits, level, cache, seen, fresh); break;
+    case 5: via<5>(digits, level, cache, seen, fresh); break;
+    case 6: via<6>(digits, level, cache, seen, fresh); break;
+    case 7: via<7>(digits, level, cache, seen, fresh); break;
+    case 8: via<8>(digits, level, cache, seen, fresh); break;
+    default: via<9>(digits, level, cache, seen, fresh); break;
+  }
+  g_sink = g_sink + 1;
+}
+void site(int n, CallerStackCache* cache, Seen* seen, std::vector<uint64_t>* fresh) {
+  const int digits[4] = {0, n / 100 % 10, n / 10 % 10, n % 10};
+  dispatch(digits, 1, cache, seen, fresh);
+}
+
+// From 1, 9, 64 and 1,000 call sites called in turn: each stack is unwound
+// in the first round only, and every capture is the stack a fresh unwind
+// finds (the capture's own frame aside).
+TEST_F(CallerStacks, EachCallSiteIsUnwoundOnceHoweverManyThereAre) {
+  for (int sites : {1, 9, 64, 1000}) {
+    CallerStackCache c(kMaxDepth);
+    for (int round = 0; round < 3; ++round) {
+      for (int n = 0; n < sites; ++n) {
+        Seen s;
+        std::vector<uint64_t> fresh;
+        site(n * (1000 / sites), &c, &s, &fresh);
+        // s.ips[0] returns into capture_here, s.ips[1] and fresh[0] into
+        // via<K> (from two calls), and from there on both are via<K>'s callers.
+        ASSERT_EQ(s.ips.size(), fresh.size() + 1) << sites << " sites, round " << round << ", site " << n;
+        ASSERT_GE(fresh.size(), 8u);
+        for (size_t i = 1; i < fresh.size(); ++i)
+          ASSERT_EQ(s.ips[i + 1], fresh[i]) << sites << " sites, round " << round << ", site " << n << ", frame " << i;
+        EXPECT_EQ(s.flags & (kSampleUnwindFailed | kSampleTruncated), 0u);
+      }
+      EXPECT_EQ(c.misses(), uint64_t(sites)) << "after round " << round << " of " << sites << " sites";
+    }
+    EXPECT_EQ(c.hits(), 2u * uint64_t(sites));
+  }
+}
+
+// Past kEntries stacks in turn, a consumer going by reference gets each
+// stack's addresses whenever its slot was handed to another stack since.
+TEST_F(CallerStacks, AConsumerGetsTheAddressesWhenItsSlotChangedHands) {
+  constexpr int kSites = int(CallerStackCache::kEntries) + 4;
+  std::map<int, std::vector<uint64_t>> first;
+  for (int round = 0; round < 3; ++round) {
+    for (int n = 0; n < kSites; ++n) {
+      Seen s;
+      std::vector<uint64_t> fresh;
+      site(n * 7, &cache, &s, &fresh);
+      ASSERT_TRUE(s.ref.stored) << "a slot's stack changed since: the addresses come again";
+      ASSERT_NE(s.ref.generation, 0u);
+      if (round == 0) first[n] = s.ips;
+      EXPECT_EQ(s.ips, first[n]);
+    }
+  }
+  EXPECT_EQ(cache.misses(), uint64_t(kSites));
 }
 
 TEST_F(CallerStacks, TooDeepIsTruncated) {

@@ -1,0 +1,109 @@
+// What a traced call costs as a real program makes it: from many call
+// sites in turn, at varied stack depths. Each traced call here is an NVTX
+// push/pop pair (an adapter's enter and leave with its calling context,
+// the path every adapter's calls take), made from SITES distinct call
+// paths (three levels of 16 functions: up to 4,096 stacks, each its own)
+// at DEPTH frames, the sites called in turn. For each (sites, depth):
+//   - steady state: after one round over every site, `outer` timed
+//     repetitions of `inner` calls; the median repetition's time per call;
+//   - first calls: the first round's time per call (each stack new, through
+//     code already seen), where sites >= 64.
+// Prints "s<SITES>_d<DEPTH>_ns=... first_s<SITES>_d<DEPTH>_ns=..." on one
+// line, for benchmarks/call_sites.sh, which runs it plain and profiled.
+//
+//   call_sites_bench [INNER=20000] [OUTER=11]
+#include <nvtx3/nvToolsExt.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "median_time.h"
+
+namespace {
+
+volatile int g_sink;
+
+// The traced call, at the end of a path.
+__attribute__((noinline)) void traced_call() {
+  nvtxRangePushA("site");
+  nvtxRangePop();
+  g_sink = g_sink + 1;
+}
+
+void dispatch(const int* digits, int level);
+// One of 16 functions per level: the path's return addresses tell the sites apart.
+template <int K>
+__attribute__((noinline)) void via(const int* digits, int level) {
+  if (level == 3)
+    traced_call();
+  else
+    dispatch(digits, level + 1);
+  g_sink = g_sink + K;
+}
+template <int... K>
+__attribute__((noinline)) void dispatch_to(int k, const int* digits, int level, std::integer_sequence<int, K...>) {
+  ((k == K ? via<K>(digits, level) : void()), ...);
+}
+__attribute__((noinline)) void dispatch(const int* digits, int level) {
+  dispatch_to(digits[level] & 15, digits, level, std::make_integer_sequence<int, 16>{});
+  g_sink = g_sink + 1;
+}
+
+// `depth` frames of recursion, then site `n`'s path.
+__attribute__((noinline)) void at_depth(int depth, int n) {
+  if (depth > 0) {
+    at_depth(depth - 1, n);
+  } else {
+    const int digits[4] = {0, n >> 8 & 15, n >> 4 & 15, n & 15};
+    dispatch(digits, 1);
+  }
+  g_sink = g_sink + 1;
+}
+
+// The path itself is about 10 frames (main, the loop, dispatch and via at
+// three levels, traced_call): recursion makes up the rest of `depth`.
+constexpr int kPathFrames = 10;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int inner = argc > 1 ? std::atoi(argv[1]) : 20000;
+  const int outer = argc > 2 ? std::atoi(argv[2]) : 11;
+  if (inner < 1 || outer < 1) {
+    std::fprintf(stderr, "usage: call_sites_bench [INNER>=1] [OUTER>=1]\n");
+    return 2;
+  }
+  nvtxRangePushA("warm-up");  // NVTX loads its injection at the first call
+  nvtxRangePop();
+  std::string line;
+  char figure[96];
+  for (const int depth : {10, 50, 200}) {
+    const int recursion = depth > kPathFrames ? depth - kPathFrames : 0;
+    for (const int sites : {1, 8, 9, 64, 4096}) {
+      // Spread over the 4,096 paths, so that every level varies.
+      const int stride = 4096 / sites;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int n = 0; n < sites; ++n) at_depth(recursion, n * stride);
+      const double first = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / sites;
+      int next = 0;
+      const double steady = median_ns_per_call(inner, outer, [&](int calls) {
+        for (int i = 0; i < calls; ++i) {
+          at_depth(recursion, next * stride);
+          if (++next == sites) next = 0;
+        }
+      });
+      std::snprintf(figure, sizeof figure, "s%d_d%d_ns=%.1f ", sites, depth, steady);
+      line += figure;
+      if (sites >= 64) {
+        std::snprintf(figure, sizeof figure, "first_s%d_d%d_ns=%.1f ", sites, depth, first);
+        line += figure;
+      }
+    }
+  }
+  line.pop_back();
+  std::printf("%s\n", line.c_str());
+  return 0;
+}
