@@ -11,7 +11,7 @@
 // Prints "s<SITES>_d<DEPTH>_ns=... first_s<SITES>_d<DEPTH>_ns=..." on one
 // line, for benchmarks/call_sites.sh, which runs it plain and profiled.
 //
-//   call_sites_bench [INNER=20000] [OUTER=11]
+//   call_sites_bench [INNER=20000] [OUTER=11] [DEPTH] [SITES]   (one shape only, when given)
 #include <nvtx3/nvToolsExt.h>
 
 #include <chrono>
@@ -80,21 +80,26 @@ int main(int argc, char** argv) {
   nvtxRangePop();
   std::string line;
   char figure[96];
+  const int only_depth = argc > 3 ? std::atoi(argv[3]) : 0, only_sites = argc > 4 ? std::atoi(argv[4]) : 0;
   for (const int depth : {10, 50, 200}) {
+    if (only_depth && depth != only_depth) continue;
     const int recursion = depth > kPathFrames ? depth - kPathFrames : 0;
     for (const int sites : {1, 8, 9, 64, 4096}) {
+      if (only_sites && sites != only_sites) continue;
       // Spread over the 4,096 paths, so that every level varies.
       const int stride = 4096 / sites;
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int n = 0; n < sites; ++n) at_depth(recursion, n * stride);
-      const double first = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / sites;
+      // One loop for the first round and the timed ones: the same stacks.
       int next = 0;
-      const double steady = median_ns_per_call(inner, outer, [&](int calls) {
+      const auto calls_in_turn = [&](int calls) {
         for (int i = 0; i < calls; ++i) {
           at_depth(recursion, next * stride);
           if (++next == sites) next = 0;
         }
-      });
+      };
+      const auto t0 = std::chrono::steady_clock::now();
+      calls_in_turn(sites);
+      const double first = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / sites;
+      const double steady = median_ns_per_call(inner, outer, calls_in_turn);
       std::snprintf(figure, sizeof figure, "s%d_d%d_ns=%.1f ", sites, depth, steady);
       line += figure;
       if (sites >= 64) {

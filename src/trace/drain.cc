@@ -473,7 +473,7 @@ uint32_t Drain::intern_stack_locked(uint32_t node, const StackView& s, uint32_t*
 
 uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
   const uint32_t depth = r.header.aux;
-  const bool remembered = r.stack_generation != 0 && r.stack_slot < t.drained.remembered_stacks.size();
+  const bool remembered = r.stack_generation != 0;
   // The enter's own frame is the region's (its wrapper is traced code);
   // when the unwind did not show it (or the adapter enters every region
   // from one place: OpenMP's), the region ends the path.
@@ -483,8 +483,8 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint
   if (remembered && depth == 0) {
     // A stack seen before. Its return addresses were live on the thread's
     // stack at this enter, so their code is still what it was then.
-    const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot];
-    if (known.generation == r.stack_generation) return with_region(known.node, known.innermost_region);
+    if (const DrainedThread::RememberedStack* known = t.drained.remembered(r.stack_generation))
+      return with_region(known->node, known->innermost_region);
     // The enter that carried it was lost to a full ring.
     return cct_.child(raw::kRootUnwindFailed, raw::kTracedRegionModule, r.region, &new_nodes_);
   }
@@ -499,8 +499,7 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint
   uint32_t flags = r.flags;
   const uint32_t node = intern_stack_locked(root_for(flags), stack, &flags, &innermost, &enclosing);
   if (remembered) {
-    DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot];
-    known.generation = r.stack_generation;
+    DrainedThread::RememberedStack& known = t.drained.remember(r.stack_generation);
     known.node = node;
     known.innermost_region = innermost;
     entering_frames(r.ips(), depth, r.flags, &known.frames);
@@ -618,11 +617,11 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   call.shape_at_site = false;
   call.encloses = (r.flags & kRegionEnclosesCode) != 0;
   if (call.encloses) {
-    const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[r.stack_slot % DrainedThread::kNoSite];
+    const DrainedThread::RememberedStack* known = t.drained.remembered(r.stack_generation);
     if (r.header.aux != 0)
       entering_frames(r.ips(), r.header.aux, r.flags, &call.frames);
-    else if (r.stack_generation != 0 && known.generation == r.stack_generation)
-      call.frames = known.frames;
+    else if (known)
+      call.frames = known->frames;
     else
       call.frames.clear();  // its stack was lost with the enter that carried it
   }
@@ -650,9 +649,14 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   call.enter_ns = ns;
   call.site = slot;
   call.shape_at_site = true;
-  const DrainedThread::RememberedStack& known = t.drained.remembered_stacks[slot];
+  const DrainedThread::RememberedStack* known = t.drained.remembered(t.drained.call_sites[slot].generation);
   call.encloses = (t.drained.call_sites[slot].enter.flags & kRegionEnclosesCode) != 0;
-  if (call.encloses) call.frames = known.frames;  // the site's generation is the stack's
+  if (call.encloses) {  // the site's generation is the stack's
+    if (known)
+      call.frames = known->frames;
+    else
+      call.frames.clear();
+  }
   t.drained.call_unwritten = true;
 }
 

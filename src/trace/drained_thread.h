@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "trace/raw_format.h"
@@ -61,16 +62,37 @@ struct DrainedThread {
   };
   static constexpr uint32_t kNoSite = CallerStackCache::kEntries;
   std::array<CallSite, CallerStackCache::kEntries> call_sites;
-  // The context of each stack the thread's CallerStackCache remembers
-  // (RegionRecord's stack_slot / stack_generation): regions of several
-  // kinds may be entered from one stack.
+  // The context of each stack the thread's CallerStackCache handed out
+  // (RegionRecord's stack_generation): regions of several kinds may be
+  // entered from one stack. Those of the cache's current epoch only.
   struct RememberedStack {
-    uint32_t generation = 0;
     uint32_t node = 0;  // the stack's, without the region entered from it
     uint32_t innermost_region = 0;  // the traced region of its innermost frame kept, if any
     std::vector<uint64_t> frames;  // as OpenRegion::frames
   };
-  std::array<RememberedStack, CallerStackCache::kEntries> remembered_stacks;
+  // The stack handed out as `generation` (not 0), made when new.
+  RememberedStack& remember(uint32_t generation) {
+    forget_older_epochs(generation);
+    return remembered_stacks[generation];
+  }
+  // The stack handed out as `generation`, or null (0, or its enter was lost).
+  const RememberedStack* remembered(uint32_t generation) {
+    if (generation == 0) return nullptr;
+    forget_older_epochs(generation);
+    const auto it = remembered_stacks.find(generation);
+    return it == remembered_stacks.end() ? nullptr : &it->second;
+  }
+
+ private:
+  // A generation of a new epoch: the cache forgot every stack before it.
+  void forget_older_epochs(uint32_t generation) {
+    const uint32_t epoch = CallerStackCache::epoch_of(generation);
+    if (epoch == remembered_epoch_) return;
+    remembered_stacks.clear();
+    remembered_epoch_ = epoch;
+  }
+  std::unordered_map<uint32_t, RememberedStack> remembered_stacks;
+  uint32_t remembered_epoch_ = 0;
 };
 
 }  // namespace hybridprof

@@ -22,9 +22,7 @@ uint64_t key_hash(uint32_t parent, uint64_t slot, uint64_t ip) {
 }  // namespace
 
 CallerStackCache::CallerStackCache(uint32_t max_depth)
-    : max_depth_(max_depth), index_(256, kNone), scratch_ips_(max_depth + 3), scratch_slots_(max_depth + 3) {
-  std::fill(std::begin(ref_leaf_), std::end(ref_leaf_), kNone);
-}
+    : max_depth_(max_depth), index_(256, kNone), scratch_ips_(max_depth + 3), scratch_slots_(max_depth + 3) {}
 
 uint32_t CallerStackCache::find(uint32_t parent, uint64_t slot, uint64_t ip) const {
   const size_t mask = index_.size() - 1;
@@ -51,7 +49,7 @@ void CallerStackCache::grow_index() {
 uint32_t CallerStackCache::add(uint32_t parent, uint64_t slot, uint64_t ip, uint32_t depth) {
   if (2 * (nodes_.size() + 1) > index_.size()) grow_index();  // at most half full
   const uint32_t id = uint32_t(nodes_.size());
-  nodes_.push_back(Node{slot, ip, parent, depth, 0, false, 0, kNone});
+  nodes_.push_back(Node{slot, ip, parent, depth, 0, false, 0, kNone, 0});
   const size_t mask = index_.size() - 1;
   size_t i = key_hash(parent, slot, ip) & mask;
   while (index_[i] != kNone) i = (i + 1) & mask;
@@ -67,29 +65,24 @@ void CallerStackCache::forget_all() {
   nodes_.clear();
   root_ = kNone;
   index_.assign(256, kNone);
-  std::fill(std::begin(ref_leaf_), std::end(ref_leaf_), kNone);
+  // A new epoch: consumers forget the generations of the last one.
+  epoch_ = (epoch_ + 1) & ((1u << (32 - kEpochShift)) - 1);
+  if (epoch_ == 0) epoch_ = 1;  // generation 0 means "not remembered"
+  handed_out_ = 0;
 }
 
 void CallerStackCache::copy_stack(uint32_t leaf, uint64_t* ips) const {
   for (uint32_t id = leaf; id != kNone; id = nodes_[id].parent) ips[nodes_[id].depth - 1] = nodes_[id].ip;
 }
 
-CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf, bool* stored) {
-  for (uint32_t k = 0, i = last_ref_; k < kEntries; ++k, i = (i + 1) % kEntries) {
-    if (ref_leaf_[i] == leaf) {
-      last_ref_ = i;
-      *stored = false;
-      return Ref{i, ref_generation_[i], false};
-    }
+CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf) {
+  Node& n = nodes_[leaf];
+  const bool first = n.generation == 0;
+  if (first) {
+    if (handed_out_ + 1 >= (1u << kEpochShift)) return Ref{};  // (cannot happen below kMaxNodes)
+    n.generation = epoch_ << kEpochShift | ++handed_out_;
   }
-  const uint32_t slot = next_victim_;
-  next_victim_ = (next_victim_ + 1) % kEntries;
-  if (++generations_ == 0) generations_ = 1;  // 0 means "not remembered"
-  ref_leaf_[slot] = leaf;
-  ref_generation_[slot] = generations_;
-  last_ref_ = slot;
-  *stored = true;
-  return Ref{slot, generations_, true};
+  return Ref{n.generation % kEntries, n.generation, first};
 }
 
 uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, bool copy_remembered) {
@@ -118,9 +111,9 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
     ++hits_;
     const Node& leaf = nodes_[node];
     *flags |= leaf.end_flags;
-    bool stored = true;
-    if (ref) *ref = ref_for(node, &stored);
-    if (copy_remembered || stored) copy_stack(node, ips);
+    const Ref r = ref ? ref_for(node) : Ref{};
+    if (ref) *ref = r;
+    if (copy_remembered || !ref || r.generation == 0 || r.stored) copy_stack(node, ips);
     return leaf.depth;
   }
 
@@ -152,10 +145,7 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
   }
   nodes_[parent].end = true;
   nodes_[parent].end_flags = unwind_flags;
-  if (ref) {
-    bool stored = true;
-    *ref = ref_for(parent, &stored);
-  }
+  if (ref) *ref = ref_for(parent);
   return depth;
 }
 

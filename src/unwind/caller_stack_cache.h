@@ -25,10 +25,13 @@
 // stacks remembered: 1 call site or 4,096 cost about the same. A stack whose walk leaves the tree is unwound and
 // added. Frames shared by many stacks are kept once.
 //
-// Consumers that key records by the stack (RegionRecord's stack_slot and
-// stack_generation) see the kEntries stacks used last through Ref, as
-// before: a stack new to them comes with its addresses (stored), a stack
-// they have comes as its slot alone.
+// Consumers key records by the stack (RegionRecord's stack_slot and
+// stack_generation) through Ref: each remembered stack has a generation of
+// its own, handed out with its addresses the first time (stored), alone
+// after that, however many stacks come in between. A generation's top bits
+// are the tree's epoch: when the tree starts again empty, every generation
+// handed out before is forgotten, and a consumer that sees a new epoch
+// forgets them too (epoch_of).
 //
 // Not the signal path: used from traced-call wrappers, outside handlers,
 // under the thread's busy guard (the handler never sees a half-written
@@ -43,19 +46,22 @@ namespace hybridprof {
 
 class CallerStackCache {
  public:
-  // Stacks a consumer can refer to by slot.
-  static constexpr uint32_t kEntries = 8;
+  // Slots a consumer keeps per-stack state in (generation % kEntries).
+  static constexpr uint32_t kEntries = 64;
+  // A generation: epoch << kEpochShift | the stack's number in its epoch.
+  static constexpr uint32_t kEpochShift = 24;
+  static constexpr uint32_t epoch_of(uint32_t generation) { return generation >> kEpochShift; }
   // Frames remembered at most; past this the tree starts again empty.
   static constexpr uint32_t kMaxNodes = 1u << 18;
 
-  // Which remembered stack a capture used or made: entry `slot` as it was
-  // when stored for the `generation`-th time. Lets a consumer that saw the
-  // stack once (stored: true) map later uses of it (stored: false) without
-  // seeing its addresses again. generation 0: not remembered.
+  // Which remembered stack a capture used or made: its generation, and the
+  // slot a consumer keeps its state in. Lets a consumer that saw the stack
+  // once (stored: true) map later uses of it (stored: false) without seeing
+  // its addresses again. generation 0: not remembered.
   struct Ref {
     uint32_t slot = 0;
     uint32_t generation = 0;
-    bool stored = false;  // this capture handed out the stack's addresses for this slot
+    bool stored = false;  // this capture handed out the stack's addresses, for the first time
   };
 
   explicit CallerStackCache(uint32_t max_depth);
@@ -84,6 +90,7 @@ class CallerStackCache {
     bool end = false;     // a stack ends here (its outermost frame, or its truncation)
     uint64_t child_slot = 0;  // where the next frame out keeps its return address; 0: none seen
     uint32_t last_child = kNone;  // the child taken last: looked at before the index
+    uint32_t generation = 0;      // a stack ending here, as handed out; 0: not yet
   };
   // The child of `parent` (kNone: a root) for a frame (slot, ip); kNone.
   uint32_t find(uint32_t parent, uint64_t slot, uint64_t ip) const;
@@ -92,19 +99,15 @@ class CallerStackCache {
   void forget_all();
   // The stack ending at `leaf`, innermost first, into ips[0..depth).
   void copy_stack(uint32_t leaf, uint64_t* ips) const;
-  Ref ref_for(uint32_t leaf, bool* stored);
+  Ref ref_for(uint32_t leaf);
 
   uint32_t max_depth_;
   std::vector<Node> nodes_;
   uint32_t root_ = kNone;  // the root found last
   std::vector<uint32_t> index_;  // open addressing: node ids by (parent, slot, ip); kNone: empty
   std::vector<uint64_t> scratch_ips_, scratch_slots_;
-  // The stacks consumers can refer to (by slot): their leaves.
-  uint32_t ref_leaf_[kEntries];
-  uint32_t ref_generation_[kEntries] = {};
-  uint32_t next_victim_ = 0;
-  uint32_t last_ref_ = 0;
-  uint32_t generations_ = 0;  // stacks handed out by slot so far
+  uint32_t epoch_ = 1;
+  uint32_t handed_out_ = 0;  // stacks given a generation in this epoch
   uint64_t hits_ = 0, misses_ = 0;
 };
 

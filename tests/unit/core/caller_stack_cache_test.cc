@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "trace/records.h"
@@ -230,21 +231,31 @@ TEST_F(CallerStacks, EachCallSiteIsUnwoundOnceHoweverManyThereAre) {
 }
 
 // Past kEntries stacks in turn, a consumer going by reference gets each
-// stack's addresses whenever its slot was handed to another stack since.
-TEST_F(CallerStacks, AConsumerGetsTheAddressesWhenItsSlotChangedHands) {
+// stack's addresses once, with a generation of its own, and its generation
+// alone after that.
+TEST_F(CallerStacks, AConsumerGetsEachStacksAddressesOnceHoweverManyComeBetween) {
   constexpr int kSites = int(CallerStackCache::kEntries) + 4;
-  std::map<int, std::vector<uint64_t>> first;
+  std::map<int, Seen> first;
+  std::set<uint32_t> generations;
   for (int round = 0; round < 3; ++round) {
     for (int n = 0; n < kSites; ++n) {
       Seen s;
       std::vector<uint64_t> fresh;
       site(n * 7, &cache, &s, &fresh);
-      ASSERT_TRUE(s.ref.stored) << "a slot's stack changed since: the addresses come again";
       ASSERT_NE(s.ref.generation, 0u);
-      if (round == 0) first[n] = s.ips;
-      EXPECT_EQ(s.ips, first[n]);
+      EXPECT_EQ(s.ref.slot, s.ref.generation % CallerStackCache::kEntries);
+      if (round == 0) {
+        EXPECT_TRUE(s.ref.stored) << "site " << n;
+        first[n] = s;
+        generations.insert(s.ref.generation);
+      } else {
+        EXPECT_FALSE(s.ref.stored) << "round " << round << ", site " << n;
+        EXPECT_EQ(s.ref.generation, first[n].ref.generation) << "round " << round << ", site " << n;
+        EXPECT_EQ(s.ips, first[n].ips);
+      }
     }
   }
+  EXPECT_EQ(generations.size(), size_t(kSites));
   EXPECT_EQ(cache.misses(), uint64_t(kSites));
 }
 
