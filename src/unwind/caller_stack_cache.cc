@@ -119,10 +119,17 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
 
   ++misses_;
   if (ref) *ref = Ref{};
-  // The unwind starts in this function (its return address into here comes
-  // first): one frame more, dropped.
+  // Either unwind starts in this function (its return address into here
+  // comes first): one frame more, dropped. First libunwind's trace cache
+  // and a scan of the stack for the slots, from this function's own slot
+  // out (below it are this frame's locals); where that cannot answer, a
+  // DWARF unwind that knows every frame's slot.
   uint32_t unwind_flags = 0;
-  uint32_t depth = unwind_from_caller(scratch_ips_.data(), scratch_slots_.data(), max_depth_ + 1, &unwind_flags);
+  uint32_t depth = backtrace_from_caller(scratch_ips_.data(), max_depth_ + 1);
+  if (depth < 2 || scratch_ips_[1] != own_return ||
+      !find_return_slots(scratch_ips_.data() + 1, depth - 1, own_slot, scratch_slots_.data() + 1)) {
+    depth = unwind_from_caller(scratch_ips_.data(), scratch_slots_.data(), max_depth_ + 1, &unwind_flags);
+  }
   depth = depth > 0 ? depth - 1 : 0;
   const uint64_t* own_ips = scratch_ips_.data() + 1;
   const uint64_t* own_slots = scratch_slots_.data() + 1;
