@@ -1,7 +1,9 @@
 // What a traced call costs as a real program makes it: from many call
 // sites in turn, at varied stack depths. Each traced call here is an NVTX
 // push/pop pair (an adapter's enter and leave with its calling context,
-// the path every adapter's calls take), made from SITES distinct call
+// the path every adapter's calls take) or, built with
+// CALL_SITES_OPENMP (call_sites_openmp_bench), a one-thread OpenMP
+// parallel region (GCC's GOMP_parallel, intercepted), made from SITES distinct call
 // paths (three levels of 16 functions: up to 4,096 stacks, each its own)
 // at DEPTH frames, the sites called in turn. For each (sites, depth):
 //   - steady state: after one round over every site, `outer` timed
@@ -12,7 +14,11 @@
 // line, for benchmarks/call_sites.sh, which runs it plain and profiled.
 //
 //   call_sites_bench [INNER=20000] [OUTER=11] [DEPTH] [SITES]   (one shape only, when given)
+#ifdef CALL_SITES_OPENMP
+#include <omp.h>
+#else
 #include <nvtx3/nvToolsExt.h>
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -28,8 +34,13 @@ volatile int g_sink;
 
 // The traced call, at the end of a path.
 __attribute__((noinline)) void traced_call() {
+#ifdef CALL_SITES_OPENMP
+#pragma omp parallel num_threads(1)
+  g_sink = g_sink + 1;
+#else
   nvtxRangePushA("site");
   nvtxRangePop();
+#endif
   g_sink = g_sink + 1;
 }
 
@@ -76,8 +87,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: call_sites_bench [INNER>=1] [OUTER>=1]\n");
     return 2;
   }
+#ifndef CALL_SITES_OPENMP
   nvtxRangePushA("warm-up");  // NVTX loads its injection at the first call
   nvtxRangePop();
+#endif
   std::string line;
   char figure[96];
   const int only_depth = argc > 3 ? std::atoi(argv[3]) : 0, only_sites = argc > 4 ? std::atoi(argv[4]) : 0;
