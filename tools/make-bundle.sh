@@ -62,33 +62,21 @@ left_to_system() {
   esac
   return 1
 }
-# MPI and what only MPI needs: the job's own.
-declare -A mpi_only=()
-if [ -f "$build/lib/libhybridprof_job_archive.so" ]; then
-  libmpi=$(needs "$build/lib/libhybridprof_job_archive.so" | awk '$1 ~ /^libmpi\.so/ {print $2}')
-  if [ -n "$libmpi" ]; then
-    mpi_only[$(basename "$libmpi")]=1
-    while read -r soname _; do mpi_only[$soname]=1; done < <(needs "$libmpi")
-  fi
-fi
+# What our files need, MPI's library and its own aside: the job brings its
+# MPI (libhybridprof_job_archive.so is loaded only into MPI programs).
 declare -A wanted=()  # soname -> path
-for f in "${programs[@]}" "${ours[@]}"; do
-  while read -r soname path; do
-    left_to_system "$soname" && continue
-    # A library MPI needs is still ours when one of our own files needs it without MPI.
-    if [ -n "${mpi_only[$soname]:-}" ] && [ "$(basename "$f")" = libhybridprof_job_archive.so ]; then
-      needs_without_mpi=0
-      for g in "${programs[@]}" "$build/lib/libhybridprof.so"; do
-        needs "$g" | grep -q "^$soname " && needs_without_mpi=1
-      done
-      [ "$needs_without_mpi" = 1 ] || continue
-    fi
-    wanted[$soname]=$path
-  done < <(needs "$f")
+for f in "${programs[@]}" "$build/lib/libhybridprof.so"; do
+  while read -r soname path; do left_to_system "$soname" || wanted[$soname]=$path; done < <(needs "$f")
 done
-# Some bundled names are also MPI's (libz, say): those are ours now, the
-# others stay MPI's.
-for soname in "${!wanted[@]}"; do unset "mpi_only[$soname]"; done
+mpi=0
+if [ -f "$build/lib/libhybridprof_job_archive.so" ]; then
+  # Its own needs come straight from its dynamic section; what libmpi needs is MPI's.
+  for soname in $(patchelf --print-needed "$build/lib/libhybridprof_job_archive.so"); do
+    case "$soname" in libmpi*) mpi=1; continue ;; esac
+    left_to_system "$soname" && continue
+    [ -n "${wanted[$soname]:-}" ] || wanted[$soname]=$(needs "$build/lib/libhybridprof_job_archive.so" | awk -v s="$soname" '$1 == s {print $2}')
+  done
+fi
 
 private_name() { echo "hybridprof-$1"; }
 for soname in "${!wanted[@]}"; do
@@ -138,7 +126,7 @@ glibcxx=$(for f in "$out"/bin/* "$out"/lib/*; do objdump -T "$f" 2>/dev/null; do
        "made $(date -u +%Y-%m-%d) on $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"), $(uname -m)"
   echo "needs: x86-64 Linux, glibc >= $glibc, libstdc++ with GLIBCXX_$glibcxx (GCC's C++ runtime, as every C++ program has)"
   echo "libraries bundled (private sonames): $(printf '%s\n' "${!wanted[@]}" | sort | tr '\n' ' ')"
-  echo "left to the system: glibc, libstdc++, libgcc_s$([ ${#mpi_only[@]} -gt 0 ] && echo ", MPI (libmpi and its own libraries)")"
+  echo "left to the system: glibc, libstdc++, libgcc_s$([ "$mpi" = 1 ] && echo ", MPI (libmpi and its own libraries)")"
   echo "CUDA: $(if [ -x "$out/bin/cuda_bench" ]; then echo "CUPTI is loaded at run time from the program's CUDA"; else echo "built without CUPTI: GPU activity is not traced"; fi)"
 } >"$out/BUNDLE-INFO"
 echo "bundle: $out ($(du -sh "$out" | cut -f1))"

@@ -78,10 +78,9 @@ void CallerStackCache::copy_stack(uint32_t leaf, uint64_t* ips) const {
 CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf) {
   Node& n = nodes_[leaf];
   const bool first = n.generation == 0;
-  if (first) {
-    if (handed_out_ + 1 >= (1u << kEpochShift)) return Ref{};  // (cannot happen below kMaxNodes)
-    n.generation = epoch_ << kEpochShift | ++handed_out_;
-  }
+  // Fewer leaves than nodes in an epoch: the number fits below the epoch.
+  static_assert(kMaxNodes < (1u << kEpochShift));
+  if (first) n.generation = epoch_ << kEpochShift | ++handed_out_;
   return Ref{n.generation % kEntries, n.generation, first};
 }
 
@@ -113,7 +112,7 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
     *flags |= leaf.end_flags;
     const Ref r = ref ? ref_for(node) : Ref{};
     if (ref) *ref = r;
-    if (copy_remembered || !ref || r.generation == 0 || r.stored) copy_stack(node, ips);
+    if (copy_remembered || !ref || r.stored) copy_stack(node, ips);
     return leaf.depth;
   }
 

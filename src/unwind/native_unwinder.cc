@@ -427,7 +427,6 @@ uint32_t backtrace_from_caller(uint64_t* ips, uint32_t max_depth) {
 uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, uint32_t* flags) {
   LoaderSnapshot::instance().refresh_if_changed();
   SnapshotLookups lookups;
-
   unw_context_t context;
   unw_cursor_t cursor;
   if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) {
