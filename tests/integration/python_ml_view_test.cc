@@ -227,7 +227,7 @@ TEST_F(PythonMlView, InputBoundConvNet) {
 // convolution, batch norm and the optimizer.
 TEST_F(PythonMlView, ConvNetStacksStayWholeThroughJitKernels) {
   const bool profiled =
-      profile_fixture({kDebianPython, python_fixture("python_torch_convnet.py"), "4"}, "import torch");
+      profile_fixture({kDebianPython, python_fixture("python_torch_convnet.py"), "8"}, "import torch");
   if (!skip_reason.empty()) GTEST_SKIP() << skip_reason;
   ASSERT_TRUE(profiled);
   std::string error;
