@@ -29,8 +29,7 @@ uint32_t CallerStackCache::find(uint32_t parent, uint64_t slot, uint64_t ip) con
   for (size_t i = key_hash(parent, slot, ip) & mask;; i = (i + 1) & mask) {
     const uint32_t id = index_[i];
     if (id == kNone) return kNone;
-    const Node& n = nodes_[id];
-    if (n.parent == parent && n.slot == slot && n.ip == ip) return id;
+    if (nodes_[id].parent == parent && frames_[id].slot == slot && frames_[id].ip == ip) return id;
   }
 }
 
@@ -38,8 +37,7 @@ void CallerStackCache::grow_index() {
   std::vector<uint32_t> bigger(index_.size() * 2, kNone);
   const size_t mask = bigger.size() - 1;
   for (uint32_t id = 0; id < nodes_.size(); ++id) {
-    const Node& n = nodes_[id];
-    size_t i = key_hash(n.parent, n.slot, n.ip) & mask;
+    size_t i = key_hash(nodes_[id].parent, frames_[id].slot, frames_[id].ip) & mask;
     while (bigger[i] != kNone) i = (i + 1) & mask;
     bigger[i] = id;
   }
@@ -49,20 +47,35 @@ void CallerStackCache::grow_index() {
 uint32_t CallerStackCache::add(uint32_t parent, uint64_t slot, uint64_t ip, uint32_t depth) {
   if (2 * (nodes_.size() + 1) > index_.size()) grow_index();  // at most half full
   const uint32_t id = uint32_t(nodes_.size());
-  nodes_.push_back(Node{slot, ip, parent, depth, 0, false, 0, kNone, 0});
+  frames_.push_back(Frame{slot, ip});
+  // A run goes on when the frame follows the one added before it (and that
+  // one ends no stack); capture() sets the run's last node once it is whole.
+  nodes_.push_back(Node{parent, depth, id, 0, 0, 0, false});
   const size_t mask = index_.size() - 1;
   size_t i = key_hash(parent, slot, ip) & mask;
   while (index_[i] != kNone) i = (i + 1) & mask;
   index_[i] = id;
-  if (parent != kNone) {
-    if (nodes_[parent].child_slot == 0) nodes_[parent].child_slot = slot;
-    nodes_[parent].last_child = id;
-  }
+  if (parent != kNone && nodes_[parent].child_slot == 0) nodes_[parent].child_slot = slot;
   return id;
+}
+
+void CallerStackCache::mark_end(uint32_t leaf, uint32_t flags) {
+  Node& n = nodes_[leaf];
+  n.end_flags = flags;
+  if (n.end) return;
+  n.end = true;
+  // The walk stops at the first stack end it reaches: a run that went on
+  // past this frame now ends here.
+  const uint32_t last = n.run_last;
+  for (uint32_t id = leaf; nodes_[id].run_last == last; --id) {
+    nodes_[id].run_last = leaf;
+    if (id == 0 || nodes_[id].parent != id - 1) break;  // the run's first node
+  }
 }
 
 void CallerStackCache::forget_all() {
   nodes_.clear();
+  frames_.clear();
   root_ = kNone;
   index_.assign(256, kNone);
   // A new epoch: consumers forget the generations of the last one.
@@ -72,7 +85,7 @@ void CallerStackCache::forget_all() {
 }
 
 void CallerStackCache::copy_stack(uint32_t leaf, uint64_t* ips) const {
-  for (uint32_t id = leaf; id != kNone; id = nodes_[id].parent) ips[nodes_[id].depth - 1] = nodes_[id].ip;
+  for (uint32_t id = leaf; id != kNone; id = nodes_[id].parent) ips[nodes_[id].depth - 1] = frames_[id].ip;
 }
 
 CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf) {
@@ -90,21 +103,22 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
   const uint64_t own_slot = reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 8;
   const uint64_t own_return = reinterpret_cast<uint64_t>(__builtin_return_address(0));
 
-  // Walk the tree as far as the live stack matches it.
-  if (root_ == kNone || nodes_[root_].slot != own_slot || nodes_[root_].ip != own_return)
+  // Walk the tree as far as the live stack matches it: along a run, a
+  // load per frame and nothing that waits on it but the loop's exit; at
+  // a run's end or a frame that differs, the node whose frame the live
+  // stack holds next.
+  if (root_ == kNone || frames_[root_].slot != own_slot || frames_[root_].ip != own_return)
     root_ = find(kNone, own_slot, own_return);
   uint32_t node = root_;
   while (node != kNone && !nodes_[node].end) {
-    Node& n = nodes_[node];
-    if (n.child_slot == 0) break;
-    const uint64_t ip = *reinterpret_cast<const volatile uint64_t*>(n.child_slot);
-    uint32_t next = n.last_child;
-    if (next == kNone || nodes_[next].ip != ip || nodes_[next].slot != n.child_slot) {
-      next = find(node, n.child_slot, ip);
-      if (next == kNone) break;
-      n.last_child = next;
-    }
-    node = next;
+    const uint32_t last = nodes_[node].run_last;
+    const Frame* f = frames_.data();
+    uint32_t next = node + 1;
+    while (next <= last && *reinterpret_cast<const volatile uint64_t*>(f[next].slot) == f[next].ip) ++next;
+    node = next - 1;
+    const Node& n = nodes_[node];
+    if (n.end || n.child_slot == 0) break;
+    node = find(node, n.child_slot, *reinterpret_cast<const volatile uint64_t*>(n.child_slot));
   }
   if (node != kNone && nodes_[node].end) {
     ++hits_;
@@ -144,13 +158,16 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
   }
   if (nodes_.size() + depth > kMaxNodes) forget_all();
   uint32_t parent = kNone;
+  const uint32_t first_added = uint32_t(nodes_.size());
   for (uint32_t i = 0; i < depth; ++i) {
     uint32_t id = find(parent, own_slots[i], own_ips[i]);
     if (id == kNone) id = add(parent, own_slots[i], own_ips[i], i + 1);
     parent = id;
   }
-  nodes_[parent].end = true;
-  nodes_[parent].end_flags = unwind_flags;
+  // The frames added are one run, outwards from the first (a stack's
+  // frames found in the tree come first, the new ones after them).
+  for (uint32_t id = first_added; id < nodes_.size(); ++id) nodes_[id].run_last = parent;
+  mark_end(parent, unwind_flags);
   if (ref) *ref = ref_for(parent);
   return depth;
 }
