@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/trace_switch.h"
 #include "cuda/activity_translator.h"
 #include "cuda/api_tracer.h"
 #include "trace/drain.h"
@@ -386,6 +387,6 @@ HYBRIDPROF_EVENT_SOURCE(CudaSource)
 
 // Called by the CUDA driver at the program's cuInit (CUDA_INJECTION64_PATH).
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-  hybridprof::cuda::start();
+  if (hybridprof::adapter_traced("cuda")) hybridprof::cuda::start();  // else switched off (--trace)
   return 1;
 }

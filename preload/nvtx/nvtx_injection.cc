@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <string>
 
+#include "common/trace_switch.h"
 #include "nvtx/nvtx_ranges.h"
 #include "preload/runtime.h"
 
@@ -172,7 +173,8 @@ bool install(const NvtxExportTableCallbacks& callbacks, NvtxCallbackModule modul
 // NVTX's entry into its injection library: 1 when the tables are filled.
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
   using namespace hybridprof::nvtx;
-  if (hybridprof::preload::secure_execution()) return 0;  // NVTX calls stay no-ops
+  // NVTX calls stay no-ops (switched off: --trace).
+  if (hybridprof::preload::secure_execution() || !hybridprof::adapter_traced("nvtx")) return 0;
   const auto* callbacks = get_table ? static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS))
                                     : nullptr;
   if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks)) return 0;

@@ -6,8 +6,10 @@
 
 namespace hp = hybridprof::openmp;
 
-#define OUTLINED &hp::traced_body
-#define PACKET &packet
+// A fork's outlined function and data as the real call gets them: the
+// program's own when OpenMP is not traced, else traced_body and a packet.
+#define OUTLINED outlined
+#define PACKET payload
 #define GOMP_FUNCTION(ret, name, params, args, construct, role)                                           \
   extern "C" __attribute__((noinline)) ret name params {                                                  \
     static const hp::RealGompFunction real(#name);                                                        \
@@ -18,10 +20,17 @@ namespace hp = hybridprof::openmp;
 #define GOMP_FORK(name, params, args, construct, role)                                                    \
   extern "C" __attribute__((noinline)) void name params {                                                 \
     static const hp::RealGompFunction real(#name);                                                        \
-    hp::ForkPacket local{fn, data, hp::Construct::construct, real.traced()};                              \
+    if (!real.traced()) {                                                                                 \
+      void (*const outlined)(void*) = fn;                                                                 \
+      void* const payload = data;                                                                         \
+      return reinterpret_cast<void(*) params>(real.function) args;                                        \
+    }                                                                                                     \
+    hp::ForkPacket local{fn, data, hp::Construct::construct, true};                                       \
     constexpr bool kStart = hp::Role::role == hp::Role::kForkStart;                                       \
     hp::ForkPacket& packet = kStart ? *hp::keep_fork_packet(local) : local;                               \
     hp::before_fork(packet, num_threads);                                                                 \
+    void (*const outlined)(void*) = &hp::traced_body;                                                     \
+    void* const payload = &packet;                                                                        \
     reinterpret_cast<void(*) params>(real.function) args;                                                 \
     if (kStart) hp::after_fork_start(&packet);                                                            \
     else hp::after_fork(packet);                                                                          \

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "common/trace_switch.h"
+
 namespace hybridprof {
 namespace {
 
@@ -131,6 +133,13 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
     c->trace_clock = v;
     if (c->trace_clock != "tsc" && c->trace_clock != "monotonic") {
       *error = std::string(env::kTraceClock) + "='" + v + "' is neither tsc nor monotonic";
+      return false;
+    }
+  }
+  if (const char* v = get(env::kTrace)) {
+    uint32_t mask = 0;
+    if (!parse_trace_list(v, &mask, error)) {
+      *error = std::string(env::kTrace) + "='" + v + "': " + *error;
       return false;
     }
   }

@@ -504,6 +504,7 @@ struct Hooks<MpiFunction::MPI_Comm_free> {
 
 template <>
 struct Hooks<MpiFunction::MPI_Init> {
+  static constexpr bool kRunsUntraced = true;
   static void before(MpiCall&, int*&, char***&) {}
   static void after(MpiCall&, int rc, int*&, char***&) {
     if (rc == MPI_SUCCESS) on_mpi_initialized();
@@ -511,6 +512,7 @@ struct Hooks<MpiFunction::MPI_Init> {
 };
 template <>
 struct Hooks<MpiFunction::MPI_Init_thread> {
+  static constexpr bool kRunsUntraced = true;
   static void before(MpiCall&, int*&, char***&, int&, int*&) {}
   static void after(MpiCall&, int rc, int*&, char***&, int&, int*&) {
     if (rc == MPI_SUCCESS) on_mpi_initialized();
@@ -518,6 +520,7 @@ struct Hooks<MpiFunction::MPI_Init_thread> {
 };
 template <>
 struct Hooks<MpiFunction::MPI_Finalize> {
+  static constexpr bool kRunsUntraced = true;
   static void before(MpiCall&) { before_mpi_finalize(); }
   static void after(MpiCall&, int) {}
   // The real MPI_Finalize may wait for the job's archive (mpi_job_exit.cc).

@@ -27,6 +27,15 @@ struct ReplacesCall : std::false_type {};
 template <typename H>
 struct ReplacesCall<H, std::void_t<decltype(H::kReplacesCall)>> : std::bool_constant<H::kReplacesCall> {};
 
+// Hooks that declare kRunsUntraced (MPI_Init*, MPI_Finalize) run before()
+// and after() on calls that are not recorded too (MPI switched off, a
+// thread not traced): the rank, the clock offsets and the job's archive
+// come from there.
+template <typename H, typename = void>
+struct RunsUntraced : std::false_type {};
+template <typename H>
+struct RunsUntraced<H, std::void_t<decltype(H::kRunsUntraced)>> : std::bool_constant<H::kRunsUntraced> {};
+
 template <MpiFunction F, typename Real, typename... Args>
 __attribute__((always_inline)) inline int call_real(Real real, Args&... args) {
   if constexpr (ReplacesCall<Hooks<F>>::value)
@@ -38,7 +47,15 @@ __attribute__((always_inline)) inline int call_real(Real real, Args&... args) {
 template <MpiFunction F, typename Real, typename... Args>
 __attribute__((always_inline)) inline int intercept(Real real, Args&... args) {
   MpiCall call(F, BeginsCollective<Hooks<F>>::value);
-  if (!call.recording()) return call_real<F>(real, args...);
+  if (!call.recording()) {
+    if constexpr (RunsUntraced<Hooks<F>>::value) {
+      Hooks<F>::before(call, args...);
+      const int rc = call_real<F>(real, args...);
+      Hooks<F>::after(call, rc, args...);
+      return rc;
+    }
+    return call_real<F>(real, args...);
+  }
   Hooks<F>::before(call, args...);
   call.begin();
   const int rc = call_real<F>(real, args...);

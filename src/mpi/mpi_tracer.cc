@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/trace_clock.h"
+#include "common/trace_switch.h"
 #include "mpi/pmpi.h"
 #include "otf2/types.h"
 #include "trace/event_source.h"
@@ -107,8 +108,9 @@ const char* mpi_function_name(MpiFunction f) {
 // --- The call -----------------------------------------------------------------
 
 MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
+  static const bool switched_on = adapter_traced("mpi");  // --trace
   TracingHost* host = tracing_host();
-  if (!traced_call_.outermost() || host == nullptr) return;
+  if (!switched_on || !traced_call_.outermost() || host == nullptr) return;
   ThreadState* t = host->current_thread();  // null too once the process is past its end
   if (t == nullptr) return;
   define_regions(*host);

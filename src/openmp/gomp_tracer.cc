@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "common/fatal.h"
+#include "common/trace_switch.h"
 #include "openmp/ompt_tool.h"
 #include "openmp/openmp_regions.h"
 #include "trace/traced_region.h"
@@ -65,7 +66,10 @@ bool in_ompt_runtime(void* function) {
 RealGompFunction::RealGompFunction(const char* name)
     : function(require_gomp_function(name)), in_ompt_runtime(openmp::in_ompt_runtime(function)) {}
 
-bool RealGompFunction::traced() const { return !(in_ompt_runtime && ompt_reports()); }
+bool RealGompFunction::traced() const {
+  static const bool switched_on = adapter_traced("openmp");  // --trace
+  return switched_on && !(in_ompt_runtime && ompt_reports());
+}
 
 namespace {
 

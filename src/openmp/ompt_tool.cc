@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/trace_switch.h"
 #include "openmp/openmp_regions.h"
 
 #if __has_include(<omp-tools.h>)
@@ -231,6 +232,7 @@ void finalize(ompt_data_t*) { g_reports.store(false, std::memory_order_relaxed);
 }  // namespace
 
 void* start_ompt_tool(unsigned, const char*) {
+  if (!adapter_traced("openmp")) return nullptr;  // --trace: the runtime runs with no tool
   // A runtime serves one tool: one the user asked for by name goes first.
   const char* others = std::getenv("OMP_TOOL_LIBRARIES");
   if (others != nullptr && *others != '\0') {

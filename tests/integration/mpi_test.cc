@@ -370,6 +370,49 @@ TEST_F(Mpi, HybridJobHasEveryRanksThreadsAndTheirConstructs) {
   EXPECT_TRUE(vite.complaints.empty()) << "vite said: " << vite.complaints.front();
 }
 
+// --trace LIST and --no-trace on the MPI + OpenMP job: a switched-off
+// adapter records nothing of its own (its calls go straight to the real
+// function), the others record all theirs, and the ranks still write one
+// archive together (MPI_Init and MPI_Finalize do the job's part untraced).
+TEST_F(Mpi, AnAdapterSwitchedOffRecordsNothingAndTheJobStillHasOneArchive) {
+  constexpr int kRanks = 2, kRounds = 6;
+  const std::string program = fixture("mpi_openmp");
+  if (!file_exists(program)) GTEST_SKIP() << "mpi_openmp was not built (no OpenMP for C)";
+  struct Case {
+    std::vector<std::string> args;
+    bool mpi, openmp;
+  };
+  for (const Case& c : {Case{{"--trace", "openmp"}, false, true}, Case{{"--trace=mpi"}, true, false},
+                        Case{{"--no-trace"}, false, false}}) {
+    const std::string what = c.args[0] + (c.args.size() > 1 ? " " + c.args[1] : "");
+    std::filesystem::remove_all(dir);
+    const RunResult r = mpirun(kRanks, {program, std::to_string(kRounds)}, c.args);
+    ASSERT_EQ(r.exit_code, 0) << what << ": " << r.describe();
+    otf2::ArchiveReader reader(dir);
+    const otf2::Archive& a = reader.archive();
+    EXPECT_EQ(a.processes.size(), size_t(kRanks)) << what;
+    uint64_t mpi_enters = 0, allreduce_enters = 0, openmp_enters = 0;
+    reader.read_events([](const otf2::SampleEvent&) {},
+                       [&](const otf2::RegionEvent& e) {
+                         if (!e.enter) return;
+                         const otf2::RegionInfo& region = a.regions.at(e.region);
+                         mpi_enters += region.paradigm == otf2::Paradigm::kMpi;
+                         allreduce_enters += region.name == "MPI_Allreduce";
+                         openmp_enters += region.paradigm == otf2::Paradigm::kOpenMp;
+                       });
+    EXPECT_EQ(allreduce_enters, c.mpi ? uint64_t(kRanks * kRounds) : 0u) << what;
+    if (!c.mpi) {
+      EXPECT_EQ(mpi_enters, 0u) << what;
+    }
+    // Every rank's team of 2 enters its parallel region every round.
+    if (c.openmp) {
+      EXPECT_GE(openmp_enters, uint64_t(2 * kRanks * kRounds)) << what;
+    } else {
+      EXPECT_EQ(openmp_enters, 0u) << what;
+    }
+  }
+}
+
 TEST_F(Mpi, Mpi4pyRingIsTracedThroughTheCApi) {
   const std::string python = HP_MPI4PY_PYTHON;
   if (python.empty()) GTEST_SKIP() << "no python3 with mpi4py (Debian: python3-mpi4py)";

@@ -123,6 +123,18 @@ TEST(Nvtx, AnInjectionTheUserNamesIsKept) {
   EXPECT_TRUE(read_nvtx(dir / "out").enters.empty()) << "no range is traced";
 }
 
+// Switched off (--trace without nvtx), NVTX calls are the no-ops they are
+// without a tool; --trace nvtx traces them.
+TEST(Nvtx, SwitchedOffNoRangeIsTraced) {
+  TempDir dir;
+  const RunResult r = profile({"-o", dir / "off", "--trace", "mpi,openmp,cuda"}, {fixture("nvtx_ranges"), "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(read_nvtx(dir / "off").enters.empty()) << "no range is traced";
+  const RunResult on = profile({"-o", dir / "on", "--trace", "nvtx"}, {fixture("nvtx_ranges"), "2", "--check-levels"});
+  ASSERT_EQ(on.exit_code, 0) << on.describe();
+  EXPECT_EQ(read_nvtx(dir / "on").enters.size(), 2u) << "the main thread and the worker";
+}
+
 #endif
 
 }  // namespace

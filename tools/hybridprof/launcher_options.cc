@@ -23,6 +23,10 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
                        with K, M, G (at least 64K); the program runs on
       --enter-leave    also write DIR/enter-leave/traces.otf2 with samples as
                        Enter/Leave regions, for viewers such as ViTE
+      --trace LIST     trace only these adapters, comma-separated: mpi, openmp,
+                       cuda, nvtx (default: all; sampling is not an adapter)
+      --no-trace       trace no adapter: samples only. A switched-off
+                       adapter's calls go straight to the real function
       --no-jit-map     do not ask oneDNN for a perf map of its JIT code (by
                        default ONEDNN_JIT_PROFILE=2 unless set; JIT code is
                        named from /tmp/perf-PID.map files, kept in DIR/raw)
@@ -125,6 +129,10 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
       }
     } else if (arg == "--enter-leave" && !has_inline) {
       o->enter_leave = true;
+    } else if (arg == "--trace") {
+      if (!take(&v) || !parse_trace_list(v, &o->traced, error)) return false;
+    } else if (arg == "--no-trace" && !has_inline) {
+      o->traced = 0;
     } else if (arg == "--no-jit-map" && !has_inline) {
       o->jit_map = false;
     } else if (arg == "--list-events" && !has_inline) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/runtime_config.h"
+#include "common/trace_switch.h"
 
 namespace hybridprof::launcher {
 
@@ -19,6 +20,7 @@ struct LauncherOptions {
   std::string signal;                 // --signal ("" = SIGRTMIN+4)
   uint64_t max_size_bytes = 0;        // --max-size (0 = no limit)
   bool enter_leave = false;           // --enter-leave
+  uint32_t traced = kAllTracedAdapters;  // --trace LIST / --no-trace: a mask over kTracedAdapters
   bool jit_map = true;                // false: --no-jit-map (do not ask JIT compilers for perf maps)
   bool list_events = false, help = false, version = false;
   std::vector<std::string> command;   // program and its arguments

@@ -137,17 +137,27 @@ int run(int argc, char** argv) {
   // NVTX loads its injection library from here at a program's first NVTX
   // call; one the user named is theirs (one injection per process).
   const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
-  if (nvtx && *nvtx && std::string(nvtx) != runtime)
-    std::fprintf(stderr, "hybridprof: NVTX_INJECTION64_PATH names another tool (%s): NVTX ranges are not traced\n", nvtx);
-  else
-    set_env("NVTX_INJECTION64_PATH", runtime);
+  // Switched off (--trace), neither is set: NVTX calls stay the no-ops they
+  // are without a tool, and the driver starts no CUPTI.
+  if (mask_traces(o.traced, "nvtx")) {
+    if (nvtx && *nvtx && std::string(nvtx) != runtime)
+      std::fprintf(stderr, "hybridprof: NVTX_INJECTION64_PATH names another tool (%s): NVTX ranges are not traced\n", nvtx);
+    else
+      set_env("NVTX_INJECTION64_PATH", runtime);
+  }
   // The CUDA driver loads its injection library from here when the program
   // initializes CUDA (the runtime then starts CUPTI); again, one per process.
   const char* cuda = std::getenv("CUDA_INJECTION64_PATH");
-  if (cuda && *cuda && std::string(cuda) != runtime)
-    std::fprintf(stderr, "hybridprof: CUDA_INJECTION64_PATH names another tool (%s): GPU activity is not traced\n", cuda);
+  if (mask_traces(o.traced, "cuda")) {
+    if (cuda && *cuda && std::string(cuda) != runtime)
+      std::fprintf(stderr, "hybridprof: CUDA_INJECTION64_PATH names another tool (%s): GPU activity is not traced\n", cuda);
+    else
+      set_env("CUDA_INJECTION64_PATH", runtime);
+  }
+  if (o.traced == kAllTracedAdapters)
+    unsetenv(env::kTrace);
   else
-    set_env("CUDA_INJECTION64_PATH", runtime);
+    set_env(env::kTrace, trace_list_text(o.traced));
   set_env(env::kOutputDir, dir);
   set_env(env::kEvent, o.event);
   unsetenv(env::kFrequency);

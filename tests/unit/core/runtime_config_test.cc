@@ -1,4 +1,5 @@
 #include "common/runtime_config.h"
+#include "common/trace_switch.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -34,6 +35,32 @@ TEST(RuntimeConfig, MaxSizeFromTheEnvironment) {
   EXPECT_FALSE(runtime_config_from_env(&config, &error));
   EXPECT_NE(error.find("HYBRIDPROF_MAX_SIZE='1K'"), std::string::npos) << error;
   unsetenv(env::kMaxSize);
+}
+
+TEST(RuntimeConfig, TraceListsNameKnownAdaptersOrAllOrNone) {
+  uint32_t mask = 0;
+  std::string error;
+  ASSERT_TRUE(parse_trace_list("mpi,nvtx", &mask, &error)) << error;
+  EXPECT_TRUE(mask_traces(mask, "mpi"));
+  EXPECT_TRUE(mask_traces(mask, "nvtx"));
+  EXPECT_FALSE(mask_traces(mask, "openmp"));
+  EXPECT_FALSE(mask_traces(mask, "cuda"));
+  EXPECT_EQ(trace_list_text(mask), "mpi,nvtx");
+  ASSERT_TRUE(parse_trace_list("all", &mask, &error));
+  EXPECT_EQ(mask, kAllTracedAdapters);
+  ASSERT_TRUE(parse_trace_list("none", &mask, &error));
+  EXPECT_EQ(mask, 0u);
+  EXPECT_EQ(trace_list_text(0), "none");
+  for (const char* bad : {"", "mpi,", ",mpi", "mpi,,cuda", "MPI", "sampling", "mpi openmp"}) {
+    EXPECT_FALSE(parse_trace_list(bad, &mask, &error)) << bad;
+    EXPECT_NE(error.find("mpi, openmp, cuda, nvtx"), std::string::npos) << error;
+  }
+  // A list the runtime is handed is checked at its start, like every setting.
+  RuntimeConfig config;
+  setenv(env::kTrace, "mpi,gpu", 1);
+  EXPECT_FALSE(runtime_config_from_env(&config, &error));
+  EXPECT_NE(error.find("unknown adapter 'gpu'"), std::string::npos) << error;
+  unsetenv(env::kTrace);
 }
 
 }  // namespace
