@@ -135,7 +135,7 @@ void record_deferred_samples(ThreadState& t) {
   for (int round = 0; round < 4 && t.sampled.deferred_weight.load(std::memory_order_relaxed) != 0; ++round) {
     BusyScope busy(&t);
     const uint32_t weight = t.sampled.deferred_weight.exchange(0, std::memory_order_relaxed);
-    uint32_t flags = t.sampled.deferred_flags.exchange(0, std::memory_order_relaxed);
+    uint32_t flags = t.sampled.deferred_flags.exchange(0, std::memory_order_relaxed) | kSampleInProfiler;
     if (rt == nullptr || !sampling_enabled()) {
       t.sampled.dropped.fetch_add(weight, std::memory_order_relaxed);
       continue;

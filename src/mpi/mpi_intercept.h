@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "mpi/mpi_hooks.h"
+#include "trace/traced_region.h"
 
 namespace hybridprof::mpi {
 
@@ -56,9 +57,13 @@ __attribute__((always_inline)) inline int intercept(Real real, Args&... args) {
     }
     return call_real<F>(real, args...);
   }
-  Hooks<F>::before(call, args...);
-  call.begin();
+  {
+    const ProfilerWork work;
+    Hooks<F>::before(call, args...);
+    call.begin();
+  }
   const int rc = call_real<F>(real, args...);
+  const ProfilerWork work;
   Hooks<F>::after(call, rc, args...);
   return rc;
 }

@@ -217,6 +217,7 @@ void name_category(Domain* domain, uint32_t category, const std::string& name) {
 }
 
 int push(Domain* domain, const Label& label) {
+  const ProfilerWork work;
   NvtxThread* me = this_thread();
   if (me == nullptr) return -1;
   const OpenRanges& t = me->ranges;
@@ -226,6 +227,7 @@ int push(Domain* domain, const Label& label) {
 }
 
 int pop(Domain* domain) {
+  const ProfilerWork work;
   NvtxThread* me = this_thread();
   if (me == nullptr) return -1;
   OpenRanges& t = me->ranges;
@@ -243,6 +245,7 @@ int pop(Domain* domain) {
 }
 
 uint64_t start(Domain* domain, const Label& label) {
+  const ProfilerWork work;
   NvtxThread* me = this_thread();
   if (me == nullptr) return 0;  // ends nothing
   OpenRanges& t = me->ranges;
@@ -253,6 +256,7 @@ uint64_t start(Domain* domain, const Label& label) {
 }
 
 void end(uint64_t id) {
+  const ProfilerWork work;
   NvtxThread* me = this_thread();
   if (id == 0 || me == nullptr) return;
   OpenRanges& t = me->ranges;
@@ -267,6 +271,7 @@ void end(uint64_t id) {
 }
 
 void mark(Domain* domain, const Label& label) {
+  const ProfilerWork work;
   NvtxThread* me = this_thread();
   if (me == nullptr) return;
   end_foreign_ranges(me->ranges);

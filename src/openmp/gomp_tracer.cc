@@ -123,6 +123,7 @@ void create_task(const RealGompFunction& real, const void* site, void (*fn)(void
 
 void before_fork(const ForkPacket& packet, unsigned num_threads) {
   if (!packet.traced) return;
+  const ProfilerWork work;
   TracingHost* host = traced_host();
   if (host == nullptr) return;
   if (num_threads == 0) {
@@ -134,6 +135,7 @@ void before_fork(const ForkPacket& packet, unsigned num_threads) {
 
 void after_fork(const ForkPacket& packet) {
   if (!packet.traced) return;
+  const ProfilerWork work;
   if (TracingHost* host = traced_host()) join(*host);
 }
 
@@ -143,10 +145,14 @@ void traced_body(void* p) {
   if (host == nullptr) return packet->fn(packet->data);
   const uint32_t depth = open_depth();
   const auto body = reinterpret_cast<uint64_t>(packet->fn);
-  open(*host, Construct::kParallel, false, body);
-  if (packet->construct != Construct::kParallel) open(*host, packet->construct, false, body);
+  {
+    const ProfilerWork work;
+    open(*host, Construct::kParallel, false, body);
+    if (packet->construct != Construct::kParallel) open(*host, packet->construct, false, body);
+  }
   packet->fn(packet->data);
   // A combined loop's nowait end closed the loop; what the body left open closes with it.
+  const ProfilerWork work;
   close_above(depth);
 }
 
@@ -161,6 +167,7 @@ ForkPacket* keep_fork_packet(const ForkPacket& packet) {
 void after_fork_start(ForkPacket* packet) {
   // The master runs the body itself, between the start and the end.
   if (!packet->traced) return;
+  const ProfilerWork work;
   if (TracingHost* host = traced_host()) open(*host, Construct::kParallel, false, reinterpret_cast<uint64_t>(packet->fn));
 }
 

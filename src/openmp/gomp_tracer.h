@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "openmp/openmp_regions.h"
+#include "trace/traced_region.h"
 
 namespace hybridprof::openmp {
 
@@ -83,9 +84,15 @@ template <Construct C, Role R, typename Real, typename... Args>
 inline auto intercept(const RealGompFunction& real, const void* site, Args... args) {
   const auto fn = reinterpret_cast<Real>(real.function);
   if (!real.traced()) return fn(args...);
-  before_call(C, R, site);
+  {
+    const ProfilerWork work;
+    before_call(C, R, site);
+  }
   struct After {
-    ~After() { after_call(C, R); }
+    ~After() {
+      const ProfilerWork work;
+      after_call(C, R);
+    }
   } after;
   return fn(args...);
 }

@@ -394,7 +394,12 @@ uint32_t Drain::intern_native_locked(uint32_t node, uint64_t address, uint64_t t
   return node;
 }
 
-uint32_t Drain::in_kernel_leaf_locked(uint32_t flags, uint32_t node) {
+uint32_t Drain::sample_leaf_locked(uint32_t flags, const uint64_t* ips, uint32_t depth, uint32_t node) {
+  // The profiler's time: a sample deferred to the end of its section, or
+  // one that interrupted its code (a wrapper's own instructions, which
+  // intern_native_locked turned into the call's region).
+  if ((flags & kSampleInProfiler) || (depth != 0 && own_code(ips[0])))
+    return cct_.child(node, raw::kProfilerModule, 0, &new_nodes_);
   return (flags & kSampleInKernel) ? cct_.child(node, raw::kKernelModule, 0, &new_nodes_) : node;
 }
 
@@ -523,7 +528,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       uint32_t flags = s.flags;
       const uint32_t stack =
           intern_stack_locked(root_for(flags), StackView{s.ips(), h.aux, false, s.timestamp_ns}, &flags, nullptr, &enclosing);
-      const uint32_t node = in_kernel_leaf_locked(flags, stack);
+      const uint32_t node = sample_leaf_locked(flags, s.ips(), h.aux, stack);
       append_new_definitions_locked();
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;
@@ -535,7 +540,8 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       uint32_t flags = s.flags;
       const StackView view{s.ips(), h.aux, false, s.timestamp_ns,
                            reinterpret_cast<const python::PythonFrame*>(s.python_frames()), s.python_depth};
-      const uint32_t node = in_kernel_leaf_locked(flags, intern_stack_locked(root_for(flags), view, &flags, nullptr, &enclosing));
+      const uint32_t node =
+          sample_leaf_locked(flags, s.ips(), h.aux, intern_stack_locked(root_for(flags), view, &flags, nullptr, &enclosing));
       append_new_definitions_locked();
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;

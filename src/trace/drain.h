@@ -227,8 +227,11 @@ class Drain {
   // Interning a stack (intern_stack_locked): *innermost_region is the
   // traced region of the innermost frame kept, or kNoRegion.
   static constexpr uint32_t kNoRegion = 0xffffffffu;
-  // `node`, or its [kernel] child for a sample taken in kernel mode.
-  uint32_t in_kernel_leaf_locked(uint32_t flags, uint32_t node);
+  // The leaf of a sample whose stack (ips[0..depth), ips[0] the
+  // interrupted instruction) ends at `node`: its [hybridprof] child for
+  // the profiler's own time, its [kernel] child for a sample taken in
+  // kernel mode, else `node`.
+  uint32_t sample_leaf_locked(uint32_t flags, const uint64_t* ips, uint32_t depth, uint32_t node);
   // The regions enclosing code (kRegionEnclosesCode) open on a thread, for
   // a stack the thread has now (a sample, a nested enter): each goes after
   // the frame that entered it when the stack's callers of that frame are

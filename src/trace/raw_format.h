@@ -82,6 +82,10 @@ inline constexpr uint32_t kPythonModule = 0xfffffffdu;
 // thread (offset 0): the leaf of a sample taken in kernel mode, under the
 // user stack that entered the kernel.
 inline constexpr uint32_t kKernelModule = 0xfffffffcu;
+// A CCT node whose module is kProfilerModule is hybridprof's own work for
+// the thread (offset 0): the leaf of a sample taken in the runtime's code
+// or section, under the call it interrupted.
+inline constexpr uint32_t kProfilerModule = 0xfffffffbu;
 // Module id 0 means "address in no known module"; offset is then absolute.
 inline constexpr uint32_t kUnknownModule = 0;
 

@@ -36,6 +36,10 @@ enum SampleFlags : uint32_t {
   // The sampling period ran out while the kernel worked for the thread (a
   // system call, a page fault); the stack is the user stack that entered it.
   kSampleInKernel = 1u << 4,
+  // The period ran out while the thread was in the profiler's own section
+  // (a wrapper's bookkeeping, an unwind, a ring write): recorded at the
+  // section's end, it is the profiler's time ([hybridprof]), not the program's.
+  kSampleInProfiler = 1u << 5,
 };
 
 // A native stack sample. header.aux = number of IPs that follow; ips[0] is the

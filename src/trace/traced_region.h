@@ -65,6 +65,19 @@ __attribute__((always_inline)) inline CallerStack capture_caller_stack(TracingHo
   return s;
 }
 
+// The profiler's own work on the calling thread, for the scope's life (an
+// adapter's bookkeeping around a traced call, never the real call): a
+// sample that lands in it is recorded at its end as the profiler's time
+// ([hybridprof], kSampleInProfiler), not charged to the program's frames.
+class ProfilerWork {
+ public:
+  ProfilerWork() : busy_(current_thread_of(tracing_host())) {}
+
+ private:
+  static ThreadState* current_thread_of(TracingHost* host) { return host ? host->current_thread() : nullptr; }
+  BusyScope busy_;
+};
+
 struct EnteredRegion {
   ThreadState* thread = nullptr;  // null: nothing was entered (untraced thread)
   uint32_t region = 0;

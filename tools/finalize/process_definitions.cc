@@ -119,6 +119,8 @@ std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symb
       node.frames = {traced_region_frame(p, r->second, symbolizer)};
     } else if (n.module == raw::kKernelModule) {
       node.frames = {{"[kernel]", "", "[kernel]", 0, 0}};
+    } else if (n.module == raw::kProfilerModule) {
+      node.frames = {{"[hybridprof]", "", "[hybridprof]", 0, 0}};
     } else if (n.module == raw::kPythonModule) {
       node.frames = {python_frame(p, n)};
     } else {

@@ -81,11 +81,22 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
   counts.openmp = std::make_shared<OpenMpStats>(reader.archive());
   counts.ranges = std::make_shared<RangeStats>(reader.archive());
   counts.gpu = std::make_shared<GpuStats>(reader.archive());
+  const otf2::Archive& archive = reader.archive();
+  std::map<uint32_t, bool> profiler_leaf;  // context -> whether it is [hybridprof]
   reader.read_events(
       [&](const otf2::SampleEvent& s) {
         ++counts.total;
         ++counts.by_context[s.context];
         ++counts.by_thread[s.location];
+        auto [leaf, fresh] = profiler_leaf.try_emplace(s.context, false);
+        if (fresh) {
+          auto context = archive.contexts.find(s.context);
+          leaf->second = context != archive.contexts.end() && region_name(archive, context->second.region) == kProfilerFrame;
+        }
+        auto thread = archive.threads.find(s.location);
+        const uint32_t process = thread == archive.threads.end() ? otf2::kUndefined : thread->second.process;
+        ++counts.by_process[process];
+        if (leaf->second) ++counts.profiler_by_process[process];
         counts.mpi->add(s);
       },
       [&](const otf2::RegionEvent& e) {

@@ -22,6 +22,9 @@ struct SampleCounts {
   uint64_t total = 0;
   std::map<uint32_t, uint64_t> by_context;  // leaf calling context -> samples
   std::map<uint64_t, uint64_t> by_thread;   // location -> samples
+  // process -> its samples, and those that are the profiler's own time
+  // (whose leaf is [hybridprof])
+  std::map<uint32_t, uint64_t> by_process, profiler_by_process;
   uint64_t region_events = 0;               // Enter/Leave records (enter_leave archives, traced regions)
   std::shared_ptr<MpiStats> mpi;            // MPI calls and messages
   std::shared_ptr<OpenMpStats> openmp;      // OpenMP constructs
@@ -29,6 +32,9 @@ struct SampleCounts {
   std::shared_ptr<GpuStats> gpu;            // CUDA work and calls
 };
 SampleCounts count_samples(otf2::ArchiveReader&);
+
+// The frame a sample ends in when it is the profiler's own time.
+inline constexpr const char* kProfilerFrame = "[hybridprof]";
 
 // Which frames the profile shows, and how Python frames are named.
 struct FrameView {

@@ -100,6 +100,35 @@ std::string process_label(const otf2::Archive& archive, uint32_t process) {
   return it->second.name + (pid == "-" ? "" : " [" + pid + "]");
 }
 
+// What share of samples the profiler took ([hybridprof] leaves): in all,
+// and per process (each one's when there are few, else the range and the
+// process that took the most).
+std::string profiler_share_text(const otf2::Archive& archive, const SampleCounts& counts) {
+  uint64_t own = 0;
+  for (const auto& [process, n] : counts.profiler_by_process) own += n;
+  std::string text = percent(own, counts.total) + " of samples ([hybridprof] frames)";
+  if (counts.by_process.size() < 2) return text;
+  std::vector<std::pair<double, uint32_t>> shares;  // (share, process)
+  for (const auto& [process, n] : counts.by_process) {
+    auto it = counts.profiler_by_process.find(process);
+    shares.emplace_back(double(it == counts.profiler_by_process.end() ? 0 : it->second) / double(n), process);
+  }
+  std::sort(shares.begin(), shares.end());
+  auto share = [](double s) {
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "%.1f%%", 100.0 * s);
+    return std::string(buffer);
+  };
+  if (shares.size() <= 4) {
+    text += "; per process:";
+    for (const auto& [s, process] : shares) text += " " + process_label(archive, process) + " " + share(s) + ",";
+    text.pop_back();
+    return text;
+  }
+  return text + "; per process " + share(shares.front().first) + " to " + share(shares.back().first) + " (most: " +
+         process_label(archive, shares.back().second) + ")";
+}
+
 void heading(std::ostream& out, const std::string& title) { out << '\n' << title << '\n'; }
 
 FrameView frame_view(const Options& options) {
@@ -138,6 +167,7 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
                                             " of samples, past code without unwind tables)"});
   }
   table.add_row({"Truncated stacks", or_dash(sum_thread_property(archive, property::kTruncated))});
+  table.add_row({"Profiler's own time", profiler_share_text(archive, counts)});
   table.add_row({"Samples without thread", or_dash(sum_process_property(archive, property::kSamplesWithoutThread))});
   if (const std::string python = python_versions(archive); !python.empty()) table.add_row({"Python", python});
   if (any_python_threads(archive)) {
