@@ -9,7 +9,9 @@
 //   - steady state: after one round over every site, `outer` timed
 //     repetitions of `inner` calls; the median repetition's time per call;
 //   - first calls: the first round's time per call (each stack new, through
-//     code already seen), where sites >= 64.
+//     code already seen: a warm-up first calls each path function at each
+//     level, along the 16 paths k-k-k, at the same depth; the one or few
+//     of those among the sites are not new), where sites >= 64.
 // Prints "s<SITES>_d<DEPTH>_ns=... first_s<SITES>_d<DEPTH>_ns=..." on one
 // line, for benchmarks/call_sites.sh, which runs it plain and profiled.
 //
@@ -109,6 +111,7 @@ int main(int argc, char** argv) {
           if (++next == sites) next = 0;
         }
       };
+      for (int k = 0; k < 16; ++k) at_depth(recursion, k * 0x111);
       const auto t0 = std::chrono::steady_clock::now();
       calls_in_turn(sites);
       const double first = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / sites;

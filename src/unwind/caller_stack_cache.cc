@@ -1,5 +1,7 @@
 #include "unwind/caller_stack_cache.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -22,9 +24,24 @@ uint64_t key_hash(uint32_t parent, uint64_t slot, uint64_t ip) {
 }  // namespace
 
 CallerStackCache::CallerStackCache(uint32_t max_depth)
-    : max_depth_(max_depth), index_(256, kNone), scratch_ips_(max_depth + 3), scratch_slots_(max_depth + 3) {}
+    : max_depth_(max_depth), index_(256, kNone), scratch_ips_(max_depth + 3), scratch_slots_(max_depth + 3) {
+  // Address space for every frame it may keep, touched only as frames come:
+  // growing by copies would fault each page in twice and copy it (a first
+  // call from a new stack paid for that, about 1 us).
+  frames_.reserve(kMaxNodes);
+  nodes_.reserve(kMaxNodes);
+}
+
+bool CallerStackCache::follows_parent(uint32_t id) const {
+  return nodes_[id].parent != kNone && nodes_[id].parent == id - 1;
+}
 
 uint32_t CallerStackCache::find(uint32_t parent, uint64_t slot, uint64_t ip) const {
+  // The child stored right after its parent is not in the index.
+  const uint32_t next = parent + 1;
+  if (parent != kNone && next < nodes_.size() && nodes_[next].parent == parent && frames_[next].slot == slot &&
+      frames_[next].ip == ip)
+    return next;
   const size_t mask = index_.size() - 1;
   for (size_t i = key_hash(parent, slot, ip) & mask;; i = (i + 1) & mask) {
     const uint32_t id = index_[i];
@@ -37,6 +54,7 @@ void CallerStackCache::grow_index() {
   std::vector<uint32_t> bigger(index_.size() * 2, kNone);
   const size_t mask = bigger.size() - 1;
   for (uint32_t id = 0; id < nodes_.size(); ++id) {
+    if (follows_parent(id)) continue;
     size_t i = key_hash(nodes_[id].parent, frames_[id].slot, frames_[id].ip) & mask;
     while (bigger[i] != kNone) i = (i + 1) & mask;
     bigger[i] = id;
@@ -45,16 +63,20 @@ void CallerStackCache::grow_index() {
 }
 
 uint32_t CallerStackCache::add(uint32_t parent, uint64_t slot, uint64_t ip, uint32_t depth) {
-  if (2 * (nodes_.size() + 1) > index_.size()) grow_index();  // at most half full
   const uint32_t id = uint32_t(nodes_.size());
   frames_.push_back(Frame{slot, ip});
   // A run goes on when the frame follows the one added before it (and that
   // one ends no stack); capture() sets the run's last node once it is whole.
   nodes_.push_back(Node{parent, depth, id, 0, 0, 0, false});
-  const size_t mask = index_.size() - 1;
-  size_t i = key_hash(parent, slot, ip) & mask;
-  while (index_[i] != kNone) i = (i + 1) & mask;
-  index_[i] = id;
+  // Only a run's first frame is indexed: the rest are found next to their
+  // parent (an insertion is then one random write, not one a frame).
+  if (!follows_parent(id)) {
+    if (2 * ++indexed_ > index_.size()) grow_index();  // at most half full
+    const size_t mask = index_.size() - 1;
+    size_t i = key_hash(parent, slot, ip) & mask;
+    while (index_[i] != kNone) i = (i + 1) & mask;
+    index_[i] = id;
+  }
   if (parent != kNone && nodes_[parent].child_slot == 0) nodes_[parent].child_slot = slot;
   return id;
 }
@@ -76,6 +98,7 @@ void CallerStackCache::mark_end(uint32_t leaf, uint32_t flags) {
 void CallerStackCache::forget_all() {
   nodes_.clear();
   frames_.clear();
+  indexed_ = 0;
   root_ = kNone;
   index_.assign(256, kNone);
   // A new epoch: consumers forget the generations of the last one.
@@ -97,6 +120,31 @@ CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf) {
   return Ref{n.generation % kEntries, n.generation, first};
 }
 
+uint32_t CallerStackCache::read_known_stack(uint64_t own_slot) {
+  if (!stack_.known) {
+    // Once a thread: where its stack ends (the main thread's is read from
+    // /proc/self/maps, by glibc). Reads stay below it.
+    stack_.known = true;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* base = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+        stack_.lo = reinterpret_cast<uint64_t>(base);
+        stack_.hi = stack_.lo + size;
+      }
+      pthread_attr_destroy(&attr);
+    }
+  }
+  // Not on the thread's own stack (a signal stack, a coroutine's): unwound.
+  if (own_slot < stack_.lo || own_slot >= stack_.hi) return 0;
+  const uint32_t depth =
+      frame_sizes_.read(own_slot, stack_.hi, max_depth_, scratch_ips_.data() + 1, scratch_slots_.data() + 1);
+  if (depth == 0) return 0;
+  ++read_;
+  return depth + 1;  // as the unwinders count: this function's frame first
+}
+
 uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, bool copy_remembered) {
   // This function keeps a frame pointer (it asks for its frame address):
   // its return address sits just above the saved frame pointer.
@@ -110,12 +158,13 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
   if (root_ == kNone || frames_[root_].slot != own_slot || frames_[root_].ip != own_return)
     root_ = find(kNone, own_slot, own_return);
   uint32_t node = root_;
+  uint32_t matched = kNone;  // the outermost frame the live stack shares with the tree
   while (node != kNone && !nodes_[node].end) {
     const uint32_t last = nodes_[node].run_last;
     const Frame* f = frames_.data();
     uint32_t next = node + 1;
     while (next <= last && *reinterpret_cast<const volatile uint64_t*>(f[next].slot) == f[next].ip) ++next;
-    node = next - 1;
+    node = matched = next - 1;
     const Node& n = nodes_[node];
     if (n.end || n.child_slot == 0) break;
     node = find(node, n.child_slot, *reinterpret_cast<const volatile uint64_t*>(n.child_slot));
@@ -138,10 +187,15 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
   // out (below it are this frame's locals); where that cannot answer, a
   // DWARF unwind that knows every frame's slot.
   uint32_t unwind_flags = 0;
-  uint32_t depth = backtrace_from_caller(scratch_ips_.data(), max_depth_ + 1);
-  if (depth < 2 || scratch_ips_[1] != own_return ||
-      !find_return_slots(scratch_ips_.data() + 1, depth - 1, own_slot, scratch_slots_.data() + 1)) {
-    depth = unwind_from_caller(scratch_ips_.data(), scratch_slots_.data(), max_depth_ + 1, &unwind_flags);
+  // A stack through code seen before reads itself: each return address
+  // says where the next one is (frame_sizes.h).
+  uint32_t depth = read_known_stack(own_slot);
+  const bool read_through_known_code = depth != 0;
+  if (depth == 0) {
+    depth = backtrace_from_caller(scratch_ips_.data(), max_depth_ + 1);
+    if (depth < 2 || scratch_ips_[1] != own_return ||
+        !find_return_slots(scratch_ips_.data() + 1, depth - 1, own_slot, scratch_slots_.data() + 1))
+      depth = unwind_from_caller(scratch_ips_.data(), scratch_slots_.data(), max_depth_ + 1, &unwind_flags);
   }
   depth = depth > 0 ? depth - 1 : 0;
   const uint64_t* own_ips = scratch_ips_.data() + 1;
@@ -156,11 +210,24 @@ uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, boo
   for (uint32_t i = 1; i < depth; ++i) {
     if (own_slots[i] <= own_slots[i - 1]) return depth;
   }
-  if (nodes_.size() + depth > kMaxNodes) forget_all();
-  uint32_t parent = kNone;
+  if (!read_through_known_code) frame_sizes_.learn(own_ips, own_slots, depth, unwind_flags == 0 && depth < max_depth_);
+  if (nodes_.size() + depth > kMaxNodes) {
+    forget_all();
+    matched = kNone;
+  }
+  // The frames the walk matched are in the tree already (when the stack
+  // found agrees with them); the ones after are new, one after another.
+  uint32_t parent = kNone, shared = 0;
+  if (matched != kNone) {
+    const uint32_t d = nodes_[matched].depth;
+    if (d <= depth && own_slots[d - 1] == frames_[matched].slot && own_ips[d - 1] == frames_[matched].ip) {
+      parent = matched;
+      shared = d;
+    }
+  }
   const uint32_t first_added = uint32_t(nodes_.size());
-  for (uint32_t i = 0; i < depth; ++i) {
-    uint32_t id = find(parent, own_slots[i], own_ips[i]);
+  for (uint32_t i = shared; i < depth; ++i) {
+    uint32_t id = parent == kNone || parent < first_added ? find(parent, own_slots[i], own_ips[i]) : kNone;
     if (id == kNone) id = add(parent, own_slots[i], own_ips[i], i + 1);
     parent = id;
   }

@@ -45,6 +45,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "unwind/frame_sizes.h"
+
 namespace hybridprof {
 
 class CallerStackCache {
@@ -54,7 +56,7 @@ class CallerStackCache {
   // A generation: epoch << kEpochShift | the stack's number in its epoch.
   static constexpr uint32_t kEpochShift = 24;
   static constexpr uint32_t epoch_of(uint32_t generation) { return generation >> kEpochShift; }
-  // Frames remembered at most (48 bytes each, and 8 of index: 14 MiB a
+  // Frames remembered at most (48 bytes each, and up to 8 of index: 14 MiB a
   // thread at worst); past this the tree starts again empty.
   static constexpr uint32_t kMaxNodes = 1u << 18;
 
@@ -81,7 +83,8 @@ class CallerStackCache {
                                              bool copy_remembered = true);
 
   uint64_t hits() const { return hits_; }
-  uint64_t misses() const { return misses_; }  // captures that unwound
+  uint64_t misses() const { return misses_; }  // captures not remembered
+  uint64_t read() const { return read_; }      // misses read through known code (FrameSizes), no unwind
   size_t frames_remembered() const { return nodes_.size(); }
 
  private:
@@ -101,6 +104,9 @@ class CallerStackCache {
   };
   // The child of `parent` (kNone: a root) for a frame (slot, ip); kNone.
   uint32_t find(uint32_t parent, uint64_t slot, uint64_t ip) const;
+  // Whether node `id` is stored right after its parent (in its run), and
+  // so found there rather than in the index.
+  bool follows_parent(uint32_t id) const;
   uint32_t add(uint32_t parent, uint64_t slot, uint64_t ip, uint32_t depth);
   void grow_index();
   // Marks `leaf` the end of a stack; a run that went on past it ends there.
@@ -109,16 +115,26 @@ class CallerStackCache {
   // The stack ending at `leaf`, innermost first, into ips[0..depth).
   void copy_stack(uint32_t leaf, uint64_t* ips) const;
   Ref ref_for(uint32_t leaf);
+  // A miss's stack read through known code, into the scratch arrays from
+  // index 1; its depth counted as the unwinders count (this frame first),
+  // 0 when it cannot be read so.
+  uint32_t read_known_stack(uint64_t own_slot);
 
   uint32_t max_depth_;
   std::vector<Frame> frames_;
   std::vector<Node> nodes_;
   uint32_t root_ = kNone;  // the root found last
   std::vector<uint32_t> index_;  // open addressing: node ids by (parent, slot, ip); kNone: empty
+  size_t indexed_ = 0;           // nodes in index_ (those not following their parent)
   std::vector<uint64_t> scratch_ips_, scratch_slots_;
   uint32_t epoch_ = 1;
   uint32_t handed_out_ = 0;  // stacks given a generation in this epoch
-  uint64_t hits_ = 0, misses_ = 0;
+  uint64_t hits_ = 0, misses_ = 0, read_ = 0;
+  FrameSizes frame_sizes_;  // kept across epochs: code does not change
+  struct {
+    bool known = false;
+    uint64_t lo = 0, hi = 0;  // the thread's stack
+  } stack_;
 };
 
 }  // namespace hybridprof

@@ -230,6 +230,32 @@ TEST_F(CallerStacks, EachCallSiteIsUnwoundOnceHoweverManyThereAre) {
   }
 }
 
+// A stack never seen before, through code seen before (each level's
+// function and call site were on some earlier stack), is read slot by
+// slot from what the earlier stacks taught (FrameSizes), not unwound, and
+// is the stack a fresh unwind finds.
+TEST_F(CallerStacks, AStackNeverSeenThroughCodeSeenIsReadNotUnwound) {
+  CallerStackCache c(kMaxDepth);
+  auto expect_fresh = [&](int n) {
+    Seen s;
+    std::vector<uint64_t> fresh;
+    site(n, &c, &s, &fresh);
+    ASSERT_EQ(s.ips.size(), fresh.size() + 1) << "site " << n;
+    for (size_t i = 1; i < fresh.size(); ++i) ASSERT_EQ(s.ips[i + 1], fresh[i]) << "site " << n << ", frame " << i;
+    EXPECT_EQ(s.flags & (kSampleUnwindFailed | kSampleTruncated), 0u);
+  };
+  // One loop, so that every stack comes through the same call sites here.
+  const std::vector<std::vector<int>> rounds = {{111, 222, 333}, {123, 321, 213, 132, 312, 231}, {123, 111}, {444}};
+  const uint64_t read_after[] = {0, 6, 6, 6}, misses_after[] = {3, 9, 9, 10};
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    for (int n : rounds[r]) expect_fresh(n);
+    // The first stacks are unwound; stacks of known code are read, and
+    // remembered like the others; via<4> was never seen: unwound.
+    EXPECT_EQ(c.read(), read_after[r]) << "after round " << r;
+    EXPECT_EQ(c.misses(), misses_after[r]) << "after round " << r;
+  }
+}
+
 // Past kEntries stacks in turn, a consumer going by reference gets each
 // stack's addresses once, with a generation of its own, and its generation
 // alone after that.
