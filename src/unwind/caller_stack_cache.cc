@@ -145,7 +145,10 @@ uint32_t CallerStackCache::read_known_stack(uint64_t own_slot) {
   return depth + 1;  // as the unwinders count: this function's frame first
 }
 
-uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref, bool copy_remembered) {
+// Reads other frames' memory (their return-address slots, where a
+// sanitizer's red zones may be once the stack has moved on).
+__attribute__((no_sanitize("address"))) uint32_t CallerStackCache::capture(uint64_t* ips, uint32_t* flags, Ref* ref,
+                                                                           bool copy_remembered) {
   // This function keeps a frame pointer (it asks for its frame address):
   // its return address sits just above the saved frame pointer.
   const uint64_t own_slot = reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 8;

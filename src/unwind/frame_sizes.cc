@@ -52,7 +52,8 @@ void FrameSizes::learn(const uint64_t* ips, const uint64_t* slots, uint32_t dept
   if (depth > 0 && outermost) put(ips[depth - 1], kOutermost);
 }
 
-uint32_t FrameSizes::read(uint64_t first, uint64_t end, uint32_t max_depth, uint64_t* ips, uint64_t* slots) const {
+// Reads other frames' memory, where a sanitizer's red zones may be.
+__attribute__((no_sanitize("address"))) uint32_t FrameSizes::read(uint64_t first, uint64_t end, uint32_t max_depth, uint64_t* ips, uint64_t* slots) const {
   uint64_t slot = first;
   for (uint32_t depth = 0; depth < max_depth && slot + 8 <= end; ++depth) {
     const uint64_t ip = *reinterpret_cast<const volatile uint64_t*>(slot);
