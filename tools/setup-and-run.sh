@@ -14,7 +14,7 @@ packages=(g++ make cmake pkg-config patchelf
           libpfm4-dev libunwind-dev libdw-dev libelf-dev
           libopen-trace-format2-dev otf2-tools
           libgtest-dev libgmock-dev googletest libbenchmark-dev
-          vite linux-perf time procps openmpi-bin libopenmpi-dev gfortran libc6-dbg
+          vite linux-perf time procps strace openmpi-bin libopenmpi-dev gfortran libc6-dbg
           python3 python3-mpi4py python3-numpy python3-torch
           clang libclang-rt-dev libomp-dev)
 missing=()

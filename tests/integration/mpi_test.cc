@@ -4,7 +4,9 @@
 // communicators with the right members.
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <sstream>
 #include <set>
 #include <tuple>
 
@@ -411,6 +413,81 @@ TEST_F(Mpi, AnAdapterSwitchedOffRecordsNothingAndTheJobStillHasOneArchive) {
       EXPECT_EQ(openmp_enters, 0u) << what;
     }
   }
+}
+
+// Nine OpenMP parallel sites and nine MPI call sites called in turn
+// (mpi_openmp_sites), as real codes call: every traced call hangs under
+// the function that made it, and a traced call makes no system call: the
+// rt_sigprocmask calls each rank's process tree makes (strace -f -c; a
+// DWARF unwind masks signals around its table lookups) do not grow from 9
+// to 3,600 traced calls, and stay under 1,000 (-F 1: samples, whose
+// unwinds are another matter, left out).
+TEST_F(Mpi, NineOpenMpAndNineMpiSitesKeepTheirContextsWithNoSystemCall) {
+  constexpr int kRanks = 2, kRounds = 200;
+  const std::string program = fixture("mpi_openmp_sites");
+  if (!file_exists(program)) GTEST_SKIP() << "mpi_openmp_sites was not built (no OpenMP for C)";
+  if (!have_program("strace")) GTEST_SKIP() << "strace is not installed";
+  // rt_sigprocmask calls of each rank's launcher and program, rounds R.
+  auto sigprocmask_calls = [&](int rounds) {
+    std::filesystem::remove_all(dir);
+    RunOptions options;
+    options.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                   {"STRACE_DIR", scratch.path()}};
+    const std::string rank_command = "exec strace -f -c -o \"$STRACE_DIR/strace.$OMPI_COMM_WORLD_RANK\" " +
+                                     launcher() + " -F 1 -o " + dir + " -- " + program + " " + std::to_string(rounds);
+    const RunResult r = run({"mpirun", "-np", std::to_string(kRanks), "-x", "STRACE_DIR", "sh", "-c", rank_command}, options);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    std::vector<uint64_t> calls;
+    for (int rank = 0; rank < kRanks; ++rank) {
+      uint64_t n = 0;
+      for (const std::string& line : split_lines(read_text(scratch / ("strace." + std::to_string(rank))))) {
+        std::istringstream fields(line);
+        std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+        // "% time  seconds  usecs/call  calls  [errors]  syscall"
+        if (f.size() >= 5 && f.back() == "rt_sigprocmask") n = std::stoull(f[3]);
+      }
+      calls.push_back(n);
+    }
+    return calls;
+  };
+  const std::vector<uint64_t> few = sigprocmask_calls(1), many = sigprocmask_calls(kRounds);
+  ASSERT_EQ(many.size(), size_t(kRanks));
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_LT(many[rank], 1000u) << "rank " << rank;
+    EXPECT_LT(many[rank], few[rank] + 50) << "rank " << rank << ": 1 round " << few[rank] << ", " << kRounds << " rounds "
+                                          << many[rank];
+  }
+
+  // The archive of the long run: each site's calls under its own function.
+  otf2::ArchiveReader reader(dir);
+  const otf2::Archive& a = reader.archive();
+  std::map<std::string, uint64_t> parallel_under, allreduce_under;  // caller function -> enters
+  reader.read_events([](const otf2::SampleEvent&) {}, [&](const otf2::RegionEvent& e) {
+    if (!e.enter || e.context == otf2::kUndefined) return;
+    const otf2::ContextInfo& c = a.contexts.at(e.context);
+    const std::string& name = a.regions.at(c.region).name;
+    auto name_of = [&](uint32_t context) { return context == otf2::kUndefined ? std::string() : a.regions.at(a.contexts.at(context).region).name; };
+    const std::string caller = name_of(c.parent);
+    if (name.rfind("!$omp parallel @mpi_openmp_sites.c:", 0) == 0) {
+      // The initial thread enters the region inside libgomp's GOMP_parallel,
+      // called from the site's function; a worker from libgomp's thread loop.
+      uint32_t up = c.parent;
+      while (up != otf2::kUndefined && (name_of(up) == "GOMP_parallel" || name_of(up) == "[libgomp.so.1]"))
+        up = a.contexts.at(up).parent;
+      if (up != c.parent) ++parallel_under[name_of(up)];
+    }
+    if (name == "MPI_Allreduce") ++allreduce_under[caller];
+  });
+  std::map<std::string, uint64_t> each_omp_site, each_mpi_site;
+  for (int k = 1; k <= 9; ++k) {
+    each_omp_site["omp_site_" + std::to_string(k)] = uint64_t(kRanks * kRounds);
+    each_mpi_site["mpi_site_" + std::to_string(k)] = uint64_t(kRanks * kRounds);
+  }
+  // Workers' enters come from libgomp's thread loop: no function of the program.
+  EXPECT_EQ(parallel_under["start_thread"], uint64_t(9 * kRanks * kRounds));
+  parallel_under.erase("start_thread");
+  EXPECT_EQ(parallel_under, each_omp_site);
+  EXPECT_EQ(allreduce_under, each_mpi_site);
 }
 
 TEST_F(Mpi, Mpi4pyRingIsTracedThroughTheCApi) {
