@@ -3,7 +3,9 @@
 // push/pop pair (an adapter's enter and leave with its calling context,
 // the path every adapter's calls take) or, built with
 // CALL_SITES_OPENMP (call_sites_openmp_bench), a one-thread OpenMP
-// parallel region (GCC's GOMP_parallel, intercepted), made from SITES distinct call
+// parallel region (GCC's GOMP_parallel, intercepted), or, built with
+// CALL_SITES_MPI (call_sites_mpi_bench, one process: MPI's singleton), an
+// MPI_Allreduce of one int on MPI_COMM_SELF, made from SITES distinct call
 // paths (three levels of 16 functions: up to 4,096 stacks, each its own)
 // at DEPTH frames, the sites called in turn. For each (sites, depth):
 //   - steady state: after one round over every site, `outer` timed
@@ -16,8 +18,10 @@
 // line, for benchmarks/call_sites.sh, which runs it plain and profiled.
 //
 //   call_sites_bench [INNER=20000] [OUTER=11] [DEPTH] [SITES]   (one shape only, when given)
-#ifdef CALL_SITES_OPENMP
+#if defined(CALL_SITES_OPENMP)
 #include <omp.h>
+#elif defined(CALL_SITES_MPI)
+#include <mpi.h>
 #else
 #include <nvtx3/nvToolsExt.h>
 #endif
@@ -36,9 +40,13 @@ volatile int g_sink;
 
 // The traced call, at the end of a path.
 __attribute__((noinline)) void traced_call() {
-#ifdef CALL_SITES_OPENMP
+#if defined(CALL_SITES_OPENMP)
 #pragma omp parallel num_threads(1)
   g_sink = g_sink + 1;
+#elif defined(CALL_SITES_MPI)
+  int mine = 1, sum = 0;
+  MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+  g_sink = g_sink + sum;
 #else
   nvtxRangePushA("site");
   nvtxRangePop();
@@ -89,7 +97,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: call_sites_bench [INNER>=1] [OUTER>=1]\n");
     return 2;
   }
-#ifndef CALL_SITES_OPENMP
+#if defined(CALL_SITES_MPI)
+  MPI_Init(&argc, &argv);
+#elif !defined(CALL_SITES_OPENMP)
   nvtxRangePushA("warm-up");  // NVTX loads its injection at the first call
   nvtxRangePop();
 #endif
@@ -126,5 +136,8 @@ int main(int argc, char** argv) {
   }
   line.pop_back();
   std::printf("%s\n", line.c_str());
+#if defined(CALL_SITES_MPI)
+  MPI_Finalize();
+#endif
   return 0;
 }
