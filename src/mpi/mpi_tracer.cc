@@ -12,7 +12,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/clock.h"
 #include "common/trace_clock.h"
 #include "common/trace_switch.h"
 #include "mpi/pmpi.h"
@@ -180,7 +179,7 @@ MpiCall::~MpiCall() {
   }
   // A program making MPI calls back to back fills its ring faster than the
   // drain's interval empties it.
-  if (thread_->ring_filling() && thread_->wants_early_drain(monotonic_ns())) drain_->wake();
+  if (thread_->traced_call_wants_early_drain(now)) drain_->wake();
   const bool carries = held_ && held_event_.timestamp == now;
   if (!carries) write_held_event();
   BusyScope busy(thread_);

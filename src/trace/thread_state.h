@@ -59,6 +59,7 @@ struct ThreadState {
   uint64_t end_ns = 0;
   char name[16] = {};
   uint64_t drain_woken_ns = 0;  // when the thread last asked the drain for an early pass
+  uint64_t drain_woken_trace = 0;  // ... from a traced call, in the trace clock
 
   // Signal-safe. Should this thread, at `now_ns`, ask the drain for a pass
   // before its interval ends? Yes when `urgent` or its ring is a quarter
@@ -71,6 +72,15 @@ struct ThreadState {
     return true;
   }
   static constexpr uint64_t kEarlyDrainIntervalNs = 1000000;
+  // The same for a traced call at `trace_now`, the trace clock reading it
+  // took (common/trace_clock.h): no clock read of its own on the call's
+  // path. At most once a million of the clock's ticks (1 ms of
+  // CLOCK_MONOTONIC, 0.3 ms of a 3 GHz TSC).
+  bool traced_call_wants_early_drain(uint64_t trace_now) {
+    if (!ring_filling() || trace_now - drain_woken_trace <= kEarlyDrainIntervalNs) return false;
+    drain_woken_trace = trace_now;
+    return true;
+  }
   // Over a quarter of the ring waits for the drain.
   bool ring_filling() const { return ring.pending_bytes() * 4 > ring.capacity(); }
 

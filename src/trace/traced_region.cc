@@ -3,7 +3,6 @@
 #include <memory>
 #include <mutex>
 
-#include "common/clock.h"
 #include "common/trace_clock.h"
 #include "trace/drain.h"
 #include "trace/records.h"
@@ -57,8 +56,8 @@ void leave_region(TracingHost& host, const EnteredRegion& r) {
   if (r.thread == nullptr || !r.entered) return;
   ThreadState& t = *r.thread;
   Drain& drain = host.drain();
-  if (t.ring_filling() && t.wants_early_drain(monotonic_ns())) drain.wake();
   const uint64_t now = trace_clock_now();
+  if (t.traced_call_wants_early_drain(now)) drain.wake();
   BusyScope busy(&t);
   const RegionBody body{r.region, 0, {}};
   // A lost leave leaves the region open to the thread's end, where the
