@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/launcher_rank.h"
 #include "common/trace_clock.h"
+#include "common/trace_switch.h"
 #include "preload/real_functions.h"
 #include "sigsafe/fault_tolerant_copy.h"
 #include "sigsafe/safe_read.h"
@@ -247,6 +248,7 @@ void start_process(Runtime& rt) {
     return;
   }
   if (!rt.plan.notice.empty()) rt.drain.append(raw::Notice{rt.plan.notice});
+  if (const std::string traced = trace_switch_notice(); !traced.empty()) rt.drain.append(raw::Notice{traced});
   if (!python_notice.empty()) notice(rt, python_notice);
   for_each_event_source([&](EventSource& s) { s.process_started(rt.drain); });
   g_enabled = true;

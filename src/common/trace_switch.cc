@@ -56,6 +56,12 @@ uint32_t traced_mask() {
 
 }  // namespace
 
+std::string trace_switch_notice() {
+  const uint32_t mask = traced_mask();
+  if (mask == kAllTracedAdapters) return "";
+  return "traced: " + trace_list_text(mask) + "; switched off (--trace): " + trace_list_text(kAllTracedAdapters & ~mask);
+}
+
 bool adapter_traced(std::string_view adapter) { return mask_traces(traced_mask(), adapter); }
 
 }  // namespace hybridprof

@@ -35,6 +35,11 @@ bool parse_trace_list(std::string_view text, uint32_t* mask, std::string* error)
 // The list a mask stands for, as parse_trace_list reads it back.
 std::string trace_list_text(uint32_t mask);
 
+// What the archive says of the switches when some adapter is off
+// ("traced: mpi,openmp; switched off (--trace): cuda,nvtx"); "" when all
+// are traced.
+std::string trace_switch_notice();
+
 // Whether this process traces `adapter` (one of kTracedAdapters): read
 // from HYBRIDPROF_TRACE at the first call, then kept. A malformed value
 // traces nothing (the runtime refuses it at start, with the reason).

@@ -130,6 +130,8 @@ TEST(Nvtx, SwitchedOffNoRangeIsTraced) {
   const RunResult r = profile({"-o", dir / "off", "--trace", "mpi,openmp,cuda"}, {fixture("nvtx_ranges"), "2"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(read_nvtx(dir / "off").enters.empty()) << "no range is traced";
+  const RunResult report = run({report_tool(), dir / "off"});
+  EXPECT_NE(report.out.find("traced: mpi,openmp,cuda; switched off (--trace): nvtx"), std::string::npos) << report.out;
   const RunResult on = profile({"-o", dir / "on", "--trace", "nvtx"}, {fixture("nvtx_ranges"), "2", "--check-levels"});
   ASSERT_EQ(on.exit_code, 0) << on.describe();
   EXPECT_EQ(read_nvtx(dir / "on").enters.size(), 2u) << "the main thread and the worker";
