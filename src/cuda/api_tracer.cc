@@ -44,6 +44,7 @@ uint32_t region_of(TracingHost& host, const char* function, RegionCache& regions
 }  // namespace
 
 void api_enter(bool runtime, const char* function, uint32_t correlation, CorrelationAliases& aliases) {
+  const ProfilerWork work;  // the tracer's own time ([hybridprof])
   CudaThread* me = PerThread<CudaThread>::get();
   if (me == nullptr) return;
   OpenCalls& t = me->calls;
@@ -72,6 +73,7 @@ void api_enter(bool runtime, const char* function, uint32_t correlation, Correla
 }
 
 void api_exit(bool runtime) {
+  const ProfilerWork work;
   CudaThread* me = PerThread<CudaThread>::peek();
   if (me == nullptr) return;  // entered before tracing began
   OpenCalls& t = me->calls;

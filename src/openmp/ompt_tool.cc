@@ -53,6 +53,7 @@ ompt_get_task_info_t g_get_task_info = nullptr;
 
 void on_parallel_begin(ompt_data_t* encountering, const ompt_frame_t*, ompt_data_t* parallel, unsigned requested,
                        int flags, const void* codeptr_ra) {
+  const ProfilerWork work;  // the tool's own time ([hybridprof])
   const uint64_t code = code_at(codeptr_ra);
   if (parallel) parallel->value = code;
   if (encountering && !(encountering->value & 1)) encountering->value = code << 1;
@@ -61,6 +62,7 @@ void on_parallel_begin(ompt_data_t* encountering, const ompt_frame_t*, ompt_data
 }
 
 void on_parallel_end(ompt_data_t*, ompt_data_t*, int flags, const void*) {
+  const ProfilerWork work;
   if (flags & ompt_parallel_team)
     if (TracingHost* host = traced_host()) join(*host);
 }
@@ -88,6 +90,7 @@ thread_local uint32_t t_left_at_join = 0;
 
 void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t* parallel, ompt_data_t*, unsigned, unsigned index,
                       int flags) {
+  const ProfilerWork work;
   if (flags & ompt_task_initial) return;  // a thread's initial task, not a parallel region
   if (endpoint == ompt_scope_begin) {
     if (TracingHost* host = traced_host()) open(*host, Construct::kParallel, false, forked_code(parallel, index));
@@ -121,6 +124,7 @@ Construct work_construct(ompt_work_t type) {
 
 void on_work(ompt_work_t type, ompt_scope_endpoint_t endpoint, ompt_data_t*, ompt_data_t*, uint64_t,
              const void* codeptr_ra) {
+  const ProfilerWork work;
   scope(endpoint, work_construct(type), code_at(codeptr_ra));
 }
 
@@ -136,6 +140,7 @@ Construct sync_construct(ompt_sync_region_t kind) {
 
 void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint, ompt_data_t* parallel, ompt_data_t*,
                     const void* codeptr_ra) {
+  const ProfilerWork work;
   if (join_barrier(kind, parallel, codeptr_ra)) {
     if (endpoint == ompt_scope_begin && close_through(Construct::kParallel, false)) ++t_left_at_join;
     return;
@@ -144,16 +149,19 @@ void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint, omp
 }
 
 void on_masked(ompt_scope_endpoint_t endpoint, ompt_data_t*, ompt_data_t*, const void* codeptr_ra) {
+  const ProfilerWork work;
   scope(endpoint, Construct::kMasked, code_at(codeptr_ra));
 }
 
 // An explicit task's data holds its code, to name it where it runs; an
 // implicit or initial task's stays 0.
 void on_task_create(ompt_data_t*, const ompt_frame_t*, ompt_data_t* task, int flags, int, const void* codeptr_ra) {
+  const ProfilerWork work;
   if (task && (flags & ompt_task_explicit)) task->value = code_at(codeptr_ra) << 1 | 1;
 }
 
 void on_task_schedule(ompt_data_t* prior, ompt_task_status_t status, ompt_data_t* next) {
+  const ProfilerWork work;
   // A detached task's fulfilment is not a switch.
   if (status == ompt_task_early_fulfill || status == ompt_task_late_fulfill) return;
   if (prior && (prior->value & 1)) close_through(Construct::kTask, false);
@@ -175,6 +183,7 @@ bool mutex_construct(ompt_mutex_t kind, Construct* c) {
 }
 
 void on_mutex_acquire(ompt_mutex_t kind, unsigned, unsigned, ompt_wait_id_t, const void* codeptr_ra) {
+  const ProfilerWork work;
   Construct c;
   if (!mutex_construct(kind, &c)) return;
   if (TracingHost* host = traced_host()) {
@@ -184,6 +193,7 @@ void on_mutex_acquire(ompt_mutex_t kind, unsigned, unsigned, ompt_wait_id_t, con
 }
 
 void on_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t, const void* codeptr_ra) {
+  const ProfilerWork work;
   Construct c;
   if (mutex_construct(kind, &c)) {
     close(c, true);
@@ -193,6 +203,7 @@ void on_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t, const void* codeptr_ra
 }
 
 void on_mutex_released(ompt_mutex_t kind, ompt_wait_id_t, const void*) {
+  const ProfilerWork work;
   Construct c;
   mutex_construct(kind, &c);
   close_through(c, false);
