@@ -184,22 +184,18 @@ __attribute__((no_sanitize("address"))) uint32_t CallerStackCache::capture(uint6
 
   ++misses_;
   if (ref) *ref = Ref{};
-  // Either unwind starts in this function (its return address into here
-  // comes first): one frame more, dropped. First libunwind's trace cache
-  // and a scan of the stack for the slots, from this function's own slot
-  // out (below it are this frame's locals); where that cannot answer, a
-  // DWARF unwind that knows every frame's slot.
+  // A stack through code never seen: a DWARF unwind, which knows every
+  // frame's slot (it starts in this function: one frame more, dropped).
+  // Finding the slots by scanning the stack for the return addresses is
+  // cheaper but not sound: in a recursion every frame returns to the same
+  // address, and a stale copy of it in a frame's padding took a slot
+  // (a stack remembered wrong, missed again at every call).
   uint32_t unwind_flags = 0;
   // A stack through code seen before reads itself: each return address
   // says where the next one is (frame_sizes.h).
   uint32_t depth = read_known_stack(own_slot);
   const bool read_through_known_code = depth != 0;
-  if (depth == 0) {
-    depth = backtrace_from_caller(scratch_ips_.data(), max_depth_ + 1);
-    if (depth < 2 || scratch_ips_[1] != own_return ||
-        !find_return_slots(scratch_ips_.data() + 1, depth - 1, own_slot, scratch_slots_.data() + 1))
-      depth = unwind_from_caller(scratch_ips_.data(), scratch_slots_.data(), max_depth_ + 1, &unwind_flags);
-  }
+  if (depth == 0) depth = unwind_from_caller(scratch_ips_.data(), scratch_slots_.data(), max_depth_ + 1, &unwind_flags);
   depth = depth > 0 ? depth - 1 : 0;
   const uint64_t* own_ips = scratch_ips_.data() + 1;
   const uint64_t* own_slots = scratch_slots_.data() + 1;

@@ -383,45 +383,6 @@ bool libunwind_lookups_use_snapshot() { return tls_snapshot_lookups != 0; }
 
 bool is_stack_root(uint64_t ip) { return ip == tls_root_ip || in_program_entry(ip); }
 
-// Reads every word between the frames, locals and AddressSanitizer's
-// redzones among them: not instrumented.
-__attribute__((no_sanitize("address"))) bool find_return_slots(const uint64_t* ips, uint32_t n, uint64_t from,
-                                                               uint64_t* slots) {
-  const StackBounds stack = this_thread_stack();
-  if (!stack.contains(from)) return false;
-  uint64_t p = (from + 7) & ~uint64_t{7};
-  for (uint32_t i = 0; i < n; ++i) {
-    while (p + 8 <= stack.high && *reinterpret_cast<const uint64_t*>(p) != ips[i]) p += 8;
-    if (p + 8 > stack.high) return false;
-    slots[i] = p;
-    p += 8;
-  }
-  return true;
-}
-
-uint32_t backtrace_from_caller(uint64_t* ips, uint32_t max_depth) {
-  LoaderSnapshot::instance().refresh_if_changed();
-  SnapshotLookups lookups;
-  // The thread's trace cache: a sampled thread's first sample makes it;
-  // so does its first traced call, here (not the signal path).
-  if (!tls_trace_cache_ready) {
-    void* ignored[1];
-    unw_backtrace(ignored, 1);
-    tls_trace_cache_ready = true;
-  }
-  // unw_backtrace starts in this function: one frame more than kept. A
-  // full buffer (ips has max_depth + 1 entries) may be a truncated stack:
-  // the step path tells.
-  void** raw = reinterpret_cast<void**>(ips);
-  const int n = unw_backtrace(raw, static_cast<int>(max_depth + 1));
-  if (n < 2 || static_cast<uint32_t>(n) == max_depth + 1) return 0;
-  const uint32_t depth = static_cast<uint32_t>(n - 1);
-  std::memmove(ips, ips + 1, 8u * depth);
-  // An end other than the thread's root: libunwind's step path judges it
-  // (and may recover past it).
-  return is_stack_root(ips[depth - 1]) ? depth : 0;
-}
-
 // unw_step rather than unw_backtrace: the stack pointer of every frame is
 // needed for the slots. Frame 0 is this function and is not kept.
 uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, uint32_t* flags) {

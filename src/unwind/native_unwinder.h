@@ -45,21 +45,6 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
 // CallerStackCache checks to reuse the stack.
 uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, uint32_t* flags);
 
-// Outside signal handlers: the calling thread's return addresses from this
-// function's caller outwards into ips[0..max_depth) (room for max_depth +
-// 1), from libunwind's trace cache: no DWARF step for code the thread has
-// unwound before, no system call (its first call makes the thread's
-// cache). 0 when it cannot answer for certain (the stack does not end at
-// the thread's root, or may be deeper than max_depth): unwind_from_caller
-// then.
-__attribute__((noinline)) uint32_t backtrace_from_caller(uint64_t* ips, uint32_t max_depth);
-// Where each return address ips[0..n) sits on the calling thread's stack:
-// the first word at or above `from` holding ips[0], the first above that
-// holding ips[1], and so on (a return address is a code address just
-// after a call; a frame's local that holds its own callee's return
-// address, below the real slot, would be taken instead: not seen in
-// practice). False when one is not inside the thread's stack.
-bool find_return_slots(const uint64_t* ips, uint32_t n, uint64_t from, uint64_t* slots);
 // The outermost frame a complete unwind of this thread ends in.
 bool is_stack_root(uint64_t ip);
 
