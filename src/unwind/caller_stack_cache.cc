@@ -25,11 +25,12 @@ uint64_t key_hash(uint32_t parent, uint64_t slot, uint64_t ip) {
 
 CallerStackCache::CallerStackCache(uint32_t max_depth)
     : max_depth_(max_depth), index_(256, kNone), scratch_ips_(max_depth + 3), scratch_slots_(max_depth + 3) {
-  // Address space for every frame it may keep, touched only as frames come:
-  // growing by copies would fault each page in twice and copy it (a first
-  // call from a new stack paid for that, about 1 us).
-  frames_.reserve(kMaxNodes);
-  nodes_.reserve(kMaxNodes);
+  // Address space for the frames most threads keep, touched only as frames
+  // come: growing by copies faults each page in twice and copies it (a
+  // first call from a new stack paid about 1 us for that). Not all of
+  // kMaxNodes: a program may have thousands of threads.
+  frames_.reserve(kReservedNodes);
+  nodes_.reserve(kReservedNodes);
 }
 
 bool CallerStackCache::follows_parent(uint32_t id) const {

@@ -59,6 +59,9 @@ class CallerStackCache {
   // Frames remembered at most (48 bytes each, and up to 8 of index: 14 MiB a
   // thread at worst); past this the tree starts again empty.
   static constexpr uint32_t kMaxNodes = 1u << 18;
+  // Frames reserved up front (768 KiB of address space: 80 stacks of 200
+  // frames, 350 of 50); past them the arrays grow.
+  static constexpr uint32_t kReservedNodes = 1u << 14;
 
   // Which remembered stack a capture used or made: its generation, and the
   // slot a consumer keeps its state in. Lets a consumer that saw the stack
