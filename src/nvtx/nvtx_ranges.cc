@@ -66,14 +66,9 @@ struct CachedLabel {
 };
 using LabelCache = CachedLabel[32];
 
-uint32_t region_id(TracingHost& host, Domain& domain, const Label& label, LabelCache& labels) {
-  const void* key = label.registered ? static_cast<const void*>(label.registered) : label.text;
-  const uint64_t stream = regions().stream();
-  const auto hash = reinterpret_cast<uintptr_t>(key) ^ reinterpret_cast<uintptr_t>(&domain) >> 4 ^ label.category;
-  CachedLabel& c = labels[(hash ^ hash >> 9) % std::size(labels)];
-  if (c.key == key && c.domain == &domain && c.category == label.category && c.stream == stream &&
-      (label.registered || label.text == nullptr || std::strcmp(c.text.c_str(), label.text) == 0))
-    return c.id;
+// A label not in the thread's cache entry `c`: named, defined, kept there.
+__attribute__((noinline)) uint32_t define_region_id(TracingHost& host, Domain& domain, const Label& label,
+                                                    const void* key, uint64_t stream, CachedLabel& c) {
   c.domain = &domain;
   c.key = key;
   c.category = label.category;
@@ -84,6 +79,22 @@ uint32_t region_id(TracingHost& host, Domain& domain, const Label& label, LabelC
     host.drain().append(raw::RegionDef{fresh, name, static_cast<uint32_t>(otf2::Paradigm::kUser), 0, 0});
   });
   return c.id;
+}
+
+// Inlined, like the helpers below that push and pop use: each call level
+// the traced path goes below the program's frame costs the program a
+// mispredicted return later, once the program's stack is deeper than the
+// CPU's return stack buffer (README, "Traced calls from many call sites").
+__attribute__((always_inline)) inline uint32_t region_id(TracingHost& host, Domain& domain, const Label& label,
+                                                         LabelCache& labels) {
+  const void* key = label.registered ? static_cast<const void*>(label.registered) : label.text;
+  const uint64_t stream = regions().stream();
+  const auto hash = reinterpret_cast<uintptr_t>(key) ^ reinterpret_cast<uintptr_t>(&domain) >> 4 ^ label.category;
+  CachedLabel& c = labels[(hash ^ hash >> 9) % std::size(labels)];
+  if (c.key == key && c.domain == &domain && c.category == label.category && c.stream == stream &&
+      (label.registered || label.text == nullptr || std::strcmp(c.text.c_str(), label.text) == 0))
+    return c.id;
+  return define_region_id(host, domain, label, key, stream, c);
 }
 
 // The ranges open on this thread, innermost last.
@@ -117,17 +128,17 @@ std::atomic<uint32_t> g_serials{0};
 
 uint32_t serial_of(uint64_t id) { return static_cast<uint32_t>(id >> 32); }
 
-EnteredRegion enter(uint32_t region) {
+__attribute__((always_inline)) inline EnteredRegion enter(uint32_t region) {
   TracingHost* host = traced_host();
   return host ? enter_region(*host, region) : EnteredRegion{};
 }
-void leave(const EnteredRegion& r) {
+__attribute__((always_inline)) inline void leave(const EnteredRegion& r) {
   if (TracingHost* host = tracing_host()) leave_region(*host, r);
 }
 
 // Closes the range at `index`: the ones opened after it are left first
 // and entered again after it, so the thread's regions still nest.
-void close_at(OpenRanges& t, uint32_t index) {
+__attribute__((always_inline)) inline void close_at(OpenRanges& t, uint32_t index) {
   for (uint32_t j = t.depth; j-- > index;) leave(t.open[j].entered);
   for (uint32_t j = index + 1; j < t.depth; ++j) {
     t.open[j - 1] = t.open[j];
@@ -166,7 +177,7 @@ void end_foreign_ranges(OpenRanges& t) {
 
 // Opens a range (push or start) or a mark on this thread; false when the
 // thread already has kMax open (not kept open then).
-bool open(NvtxThread& me, Domain* domain, const Label& label, uint64_t id) {
+__attribute__((always_inline)) inline bool open(NvtxThread& me, Domain* domain, const Label& label, uint64_t id) {
   OpenRanges& t = me.ranges;
   end_foreign_ranges(t);
   TracingHost* host = traced_host();
