@@ -420,8 +420,9 @@ TEST_F(Mpi, AnAdapterSwitchedOffRecordsNothingAndTheJobStillHasOneArchive) {
 // the function that made it, and a traced call makes no system call: the
 // rt_sigprocmask calls each rank's process tree makes (strace -f -c; a
 // DWARF unwind masks signals around its table lookups) do not grow from 9
-// to 3,600 traced calls, and stay under 1,000 (-F 1: samples, whose
-// unwinds are another matter, left out).
+// to 3,600 traced calls (by less than 200: the odd sample at -F 1 unwinds
+// with a few; a traced call that unwound would add thousands), and stay
+// under 1,000 (-F 1: samples, whose unwinds are another matter, left out).
 TEST_F(Mpi, NineOpenMpAndNineMpiSitesKeepTheirContextsWithNoSystemCall) {
   constexpr int kRanks = 2, kRounds = 200;
   const std::string program = fixture("mpi_openmp_sites");
@@ -454,7 +455,7 @@ TEST_F(Mpi, NineOpenMpAndNineMpiSitesKeepTheirContextsWithNoSystemCall) {
   ASSERT_EQ(many.size(), size_t(kRanks));
   for (int rank = 0; rank < kRanks; ++rank) {
     EXPECT_LT(many[rank], 1000u) << "rank " << rank;
-    EXPECT_LT(many[rank], few[rank] + 50) << "rank " << rank << ": 1 round " << few[rank] << ", " << kRounds << " rounds "
+    EXPECT_LT(many[rank], few[rank] + 200) << "rank " << rank << ": 1 round " << few[rank] << ", " << kRounds << " rounds "
                                           << many[rank];
   }
 
