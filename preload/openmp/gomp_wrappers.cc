@@ -27,8 +27,13 @@ namespace hp = hybridprof::openmp;
     }                                                                                                     \
     hp::ForkPacket local{fn, data, hp::Construct::construct, true};                                       \
     constexpr bool kStart = hp::Role::role == hp::Role::kForkStart;                                       \
-    hp::ForkPacket& packet = kStart ? *hp::keep_fork_packet(local) : local;                               \
-    hp::before_fork(packet, num_threads);                                                                 \
+    hp::ForkPacket* kept = nullptr;                                                                       \
+    {                                                                                                     \
+      const hybridprof::ProfilerWork work;                                                                \
+      kept = kStart ? hp::keep_fork_packet(local) : &local;                                               \
+      hp::before_fork(*kept, num_threads);                                                                \
+    }                                                                                                     \
+    hp::ForkPacket& packet = *kept;                                                                       \
     void (*const outlined)(void*) = &hp::traced_body;                                                     \
     void* const payload = &packet;                                                                        \
     reinterpret_cast<void(*) params>(real.function) args;                                                 \

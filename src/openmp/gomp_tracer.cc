@@ -141,16 +141,20 @@ void after_fork(const ForkPacket& packet) {
 
 void traced_body(void* p) {
   const auto* packet = static_cast<const ForkPacket*>(p);
-  TracingHost* host = packet->traced ? traced_host() : nullptr;
-  if (host == nullptr) return packet->fn(packet->data);
-  const uint32_t depth = open_depth();
-  const auto body = reinterpret_cast<uint64_t>(packet->fn);
+  uint32_t depth = 0;
+  bool traced = false;
   {
-    const ProfilerWork work;
-    open(*host, Construct::kParallel, false, body);
-    if (packet->construct != Construct::kParallel) open(*host, packet->construct, false, body);
+    const ProfilerWork work;  // not around the body: its samples are the program's
+    if (TracingHost* host = packet->traced ? traced_host() : nullptr) {
+      traced = true;
+      depth = open_depth();
+      const auto body = reinterpret_cast<uint64_t>(packet->fn);
+      open(*host, Construct::kParallel, false, body);
+      if (packet->construct != Construct::kParallel) open(*host, packet->construct, false, body);
+    }
   }
   packet->fn(packet->data);
+  if (!traced) return;
   // A combined loop's nowait end closed the loop; what the body left open closes with it.
   const ProfilerWork work;
   close_above(depth);
