@@ -141,8 +141,10 @@ TEST(Nvtx, SwitchedOffNoRangeIsTraced) {
 // NVTX push/pop pairs from nine call sites, timing its own calls): the
 // share of samples the report gives the profiler ([hybridprof]) is the
 // share of the program's time that profiling added, (profiled - plain) /
-// profiled per call, within 5 points. Both come from the same runs, so a
-// busy machine slows both alike; 4 kHz for enough samples.
+// profiled per call, within 5 points; 4 kHz for enough samples. The plain
+// time is the least of three runs around the profiled one: at ~20 ns a call
+// a busy moment's 50% moves the expected share by 6 points (seen in CI),
+// while the profiled time, ten times larger, barely moves it.
 TEST(Nvtx, TheProfilersShareOfSamplesIsTheTimeItAdded) {
   const std::string bench = launcher().substr(0, launcher().rfind('/')) + "/call_sites_bench";
   if (!file_exists(bench)) GTEST_SKIP() << "call_sites_bench was not built";
@@ -152,12 +154,20 @@ TEST(Nvtx, TheProfilersShareOfSamplesIsTheTimeItAdded) {
     return at == std::string::npos ? 0.0 : std::stod(r.out.substr(at + 10));
   };
   TempDir dir;
-  const RunResult plain = run(program);
-  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+  double p = 0;
+  auto run_plain = [&] {
+    const RunResult plain = run(program);
+    ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+    const double ns = ns_per_call(plain);
+    ASSERT_GT(ns, 0.0) << plain.out;
+    p = p == 0 ? ns : std::min(p, ns);
+  };
+  run_plain();
+  run_plain();
   const RunResult profiled = profile({"-o", dir / "out", "-F", "4000"}, program);
   ASSERT_EQ(profiled.exit_code, 0) << profiled.describe();
-  const double p = ns_per_call(plain), q = ns_per_call(profiled);
-  ASSERT_GT(p, 0.0) << plain.out;
+  run_plain();
+  const double q = ns_per_call(profiled);
   ASSERT_GT(q, p) << profiled.out;
   const RunResult report = run({report_tool(), dir / "out"});
   ASSERT_EQ(report.exit_code, 0) << report.describe();
