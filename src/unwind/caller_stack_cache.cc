@@ -1,11 +1,10 @@
 #include "unwind/caller_stack_cache.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "unwind/native_unwinder.h"
+#include "unwind/stack_scan.h"
 
 namespace hybridprof {
 namespace {
@@ -122,25 +121,17 @@ CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf) {
 }
 
 uint32_t CallerStackCache::read_known_stack(uint64_t own_slot) {
-  if (!stack_.known) {
-    // Once a thread: where its stack ends (the main thread's is read from
-    // /proc/self/maps, by glibc). Reads stay below it.
-    stack_.known = true;
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      void* base = nullptr;
-      size_t size = 0;
-      if (pthread_attr_getstack(&attr, &base, &size) == 0) {
-        stack_.lo = reinterpret_cast<uint64_t>(base);
-        stack_.hi = stack_.lo + size;
-      }
-      pthread_attr_destroy(&attr);
-    }
+  // The thread's stack as the runtime remembered it at the thread's start
+  // (a thread it did not see start, or none: here, once). Reads stay in it.
+  StackBounds stack = this_thread_stack();
+  if (stack.high == 0) {
+    remember_thread_stack();
+    stack = this_thread_stack();
   }
   // Not on the thread's own stack (a signal stack, a coroutine's): unwound.
-  if (own_slot < stack_.lo || own_slot >= stack_.hi) return 0;
+  if (!stack.contains(own_slot)) return 0;
   const uint32_t depth =
-      frame_sizes_.read(own_slot, stack_.hi, max_depth_, scratch_ips_.data() + 1, scratch_slots_.data() + 1);
+      frame_sizes_.read(own_slot, stack.high, max_depth_, scratch_ips_.data() + 1, scratch_slots_.data() + 1);
   if (depth == 0) return 0;
   ++read_;
   return depth + 1;  // as the unwinders count: this function's frame first

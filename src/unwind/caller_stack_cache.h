@@ -134,10 +134,6 @@ class CallerStackCache {
   uint32_t handed_out_ = 0;  // stacks given a generation in this epoch
   uint64_t hits_ = 0, misses_ = 0, read_ = 0;
   FrameSizes frame_sizes_;  // kept across epochs: code does not change
-  struct {
-    bool known = false;
-    uint64_t lo = 0, hi = 0;  // the thread's stack
-  } stack_;
 };
 
 }  // namespace hybridprof
