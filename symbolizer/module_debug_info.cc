@@ -188,12 +188,10 @@ std::vector<SourceFrame> ModuleDebugInfo::dwarf_frames(Dwarf_Die* cu, Dwarf_Addr
 }
 
 std::string ModuleDebugInfo::symbol_name(uint64_t address) {
-  GElf_Off offset = 0;
-  GElf_Sym symbol;
-  // Uses .symtab when present (also from a separate debug file), else .dynsym.
-  const char* name = dwfl_module_addrinfo(module_, address, &offset, &symbol, nullptr,
-                                          nullptr, nullptr);
-  return name != nullptr && name[0] != '\0' ? demangle(name) : "";
+  // .symtab when present (also from a separate debug file), else .dynsym.
+  if (!symbols_) symbols_ = std::make_unique<SymbolTable>(module_);
+  const char* name = symbols_->name_at(address);
+  return name != nullptr ? demangle(name) : "";
 }
 
 }  // namespace hybridprof::symbolizer

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "symbolizer/dwarf_scopes.h"
+#include "symbolizer/symbol_table.h"
 #include "symbolizer/symbolizer.h"
 
 namespace hybridprof::symbolizer {
@@ -48,6 +49,7 @@ class ModuleDebugInfo {
   // Function names by DIE (its address in the loaded debug data, stable while dwfl_
   // lives): many sampled addresses share a function, and qualifying a name walks a CU.
   std::unordered_map<const void*, std::string> function_names_;
+  std::unique_ptr<SymbolTable> symbols_;  // read at the first symbol lookup
 };
 
 }  // namespace hybridprof::symbolizer
