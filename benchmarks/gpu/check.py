@@ -8,13 +8,14 @@ GPU operation with benchmarks/cuda_overhead.sh, and prints one line per
 fact: PASS or FAIL and the figure. Exit status 0 when every fact passes,
 else 1.
 
-    python3 check.py BUNDLE [--work DIR] [--pairs N] [--steps N] [--device cuda|cpu]
+    python3 check.py BUNDLE [--work DIR] [--pairs N] [--steps N] [--run-timeout S] [--device cuda|cpu]
 """
 import argparse
 import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -32,7 +33,6 @@ KERNEL_COUNT_TOLERANCE = 0.05
 KERNEL_TIME_TOLERANCE = 0.10
 MAX_WALL_RATIO = 1.20          # profiled / plain training loop, median of pairs
 MAX_ADDED_NS_PER_OP = 3000     # CUPTI + tracing per traced CUDA call (its activity record included)
-RUN_TIMEOUT = 180              # seconds, one training run (a hung one must not take the check with it)
 
 
 class Verdict:
@@ -54,20 +54,71 @@ class Verdict:
 
 
 def run(argv, log, env=None, timeout=600):
-    """Runs argv, its output appended to log; returns (exit code, stdout)."""
+    """Runs argv in a process group of its own, its output appended to log;
+    returns (exit code, stdout). A run that outlives `timeout` has the state
+    of its every process and thread written to the log (what a hang was
+    waiting for), then its whole group is killed: the program under the
+    launcher too."""
     with open(log, "a") as err:
         err.write("$ " + " ".join(map(str, argv)) + "\n")
         err.flush()
         started = time.monotonic()
+        p = subprocess.Popen(list(map(str, argv)), stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                             start_new_session=True)
         try:
-            p = subprocess.run(list(map(str, argv)), stdout=subprocess.PIPE, stderr=err, text=True,
-                               env=env, timeout=timeout)
+            out, _ = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            err.write(f"timed out after {timeout} s\n")
+            err.write(f"timed out after {timeout} s; its processes:\n")
+            err.flush()
+            describe_group(p.pid, err)
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            err.write(out or "")
             return 124, ""
-        err.write(p.stdout)
+        err.write(out)
         err.write(f"(exit {p.returncode}, {time.monotonic() - started:.1f} s)\n")
-        return p.returncode, p.stdout
+        return p.returncode, out
+
+
+def describe_group(pgid, out):
+    """Every thread of the process group: its state, the kernel function it
+    waits in and its system call; then a debugger's backtraces where one is
+    installed (gdb, or the CUDA toolkit's cuda-gdb)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                pids.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    debugger = shutil.which("gdb") or shutil.which("cuda-gdb")
+    for pid in sorted(pids):
+        try:
+            command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        out.write(f"== process {pid}: {command}\n")
+        for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+            task = f"/proc/{pid}/task/{tid}"
+            try:
+                stat = open(f"{task}/stat").read()
+                name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+                wchan = open(f"{task}/wchan").read()
+                syscall = open(f"{task}/syscall").read().split()[0]
+            except (OSError, ValueError, IndexError):
+                continue
+            out.write(f"  thread {tid} {name!r} state {state} wchan {wchan} syscall {syscall}\n")
+        out.flush()
+        if debugger:
+            try:
+                subprocess.run([debugger, "-batch", "-nx", "-p", str(pid), "-ex", "set pagination off",
+                                "-ex", "thread apply all bt 40"], stdout=out, stderr=subprocess.STDOUT, timeout=45)
+            except subprocess.TimeoutExpired:
+                out.write(f"({debugger} gave no backtrace within 45 s)\n")
+        out.flush()
 
 
 def loop_seconds(stdout):
@@ -121,7 +172,10 @@ def main():
     parser.add_argument("bundle")
     parser.add_argument("--work", help="keep the runs' files here (default: a temporary directory, removed)")
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=200,
+                        help="timed training steps a run (enough for the loop to outweigh first-time costs)")
+    parser.add_argument("--run-timeout", type=int, default=180,
+                        help="seconds one training run may take; a hung one is described in the log, then killed")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                         help="cpu: a dry run of the plumbing on a machine without a GPU (GPU facts fail)")
     parser.add_argument("--python", default=os.environ.get("PYTHON", sys.executable))
@@ -144,7 +198,7 @@ def main():
 
     def kineto_run():
         """Kineto's view of the same steps, in a run of its own."""
-        code, _ = run(train + ["--kineto", work / "kineto.json"], log, timeout=RUN_TIMEOUT)
+        code, _ = run(train + ["--kineto", work / "kineto.json"], log, timeout=args.run_timeout)
         if code == 0 and (work / "kineto.json").exists():
             kineto.update(json.loads((work / "kineto.json").read_text()))
         else:
@@ -153,16 +207,18 @@ def main():
     # Plain and profiled, interleaved; the first profiled run's archive is
     # read as soon as it is written (what a cut-short check still tells).
     plain, profiled, profiled_codes = [], [], []
-    facts_text = ""
+    facts_text, facts_from = "", None
     for i in range(args.pairs):
-        code, out = run(train, log, timeout=RUN_TIMEOUT)
+        code, out = run(train, log, timeout=args.run_timeout)
         plain.append(loop_seconds(out) if code == 0 else None)
         archive = work / f"profiled.{i}"
-        code, out = run([bin_dir / "hybridprof", "-o", archive, "--"] + train, log, timeout=RUN_TIMEOUT)
+        code, out = run([bin_dir / "hybridprof", "-o", archive, "--"] + train, log, timeout=args.run_timeout)
         profiled_codes.append(code)
         profiled.append(loop_seconds(out) if code == 0 else None)
         if i == 0:
             kineto_run()  # after a first run: the GPU's clocks are up, as in the runs it is compared with
+        if facts_from is None and profiled_codes[-1] == 0:  # the first profiled run that ended well
+            facts_from = archive
             code, facts_text = run([bin_dir / "gpu_archive_facts", archive, "train_step", "step "], log)
             (work / "facts.txt").write_text(facts_text)
             run([bin_dir / "hybridprof-report", archive], log)  # in the log, for a reader
@@ -237,7 +293,8 @@ def main():
                 f("python_samples") > 0 and facts.get("python") not in (None, "-"),
                 f"{f('python_samples')} of {f('samples')} samples (interpreter {version})")
 
-    print(f"({time.monotonic() - started:.0f} s; runs logged in {log})")
+    print(f"({time.monotonic() - started:.0f} s; runs logged in {log}; archive facts from "
+          f"{facts_from.name if facts_from else 'no profiled run: none ended well'})")
     verdict.print()
     for n in notices:
         print(f"  notice: {n}")

@@ -7,7 +7,7 @@
 # context, NVTX ranges, dropped records, clock order, the wall-clock
 # overhead, CUPTI's cost per operation, Python frames. See check.py.
 #
-#   benchmarks/gpu/check.sh BUNDLE_DIR [--work DIR] [--pairs N] [--steps N]
+#   benchmarks/gpu/check.sh BUNDLE_DIR [--work DIR] [--pairs N] [--steps N] [--run-timeout S]
 #
 # BUNDLE_DIR is what tools/make-bundle.sh made. Exits 0 when every fact
 # passes, 1 when one fails, 2 on bad arguments, and 77 ("no GPU/driver:
@@ -18,7 +18,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=${1:-}
 if [ -z "$bundle" ] || [ "${bundle#-}" != "$bundle" ]; then
-  echo "usage: $0 BUNDLE_DIR [--work DIR] [--pairs N] [--steps N]" >&2
+  echo "usage: $0 BUNDLE_DIR [--work DIR] [--pairs N] [--steps N] [--run-timeout S]" >&2
   exit 2
 fi
 if [ ! -x "$bundle/bin/hybridprof" ]; then
