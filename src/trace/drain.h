@@ -190,6 +190,7 @@ class Drain {
   // (the first write) inlines into the MPI wrappers.
   template <typename Write>
   __attribute__((noinline)) bool flush_and_write(ThreadState& t, Write& write) {
+    const BusyScope profiler_work(&t);  // the time spent writing the ring out is the profiler's ([hybridprof])
     const uint64_t begin = trace_clock_now();
     if (!flush_full_ring(t) || !write()) return false;
     if (auto* r = reinterpret_cast<RingFlushRecord*>(t.ring.reserve_exclusive(

@@ -181,6 +181,55 @@ RunResult profile(const std::vector<std::string>& profiler_args, const std::vect
   return run(argv, options);
 }
 
+void expect_profiler_share_is_the_time_added(const std::string& benchmark) {
+  const std::string bench = launcher().substr(0, launcher().rfind('/')) + "/" + benchmark;
+  if (!file_exists(bench)) GTEST_SKIP() << benchmark << " was not built";
+  const std::vector<std::string> program = {bench, "20000", "60", "10", "9"};
+  auto ns_per_call = [](const RunResult& r) {
+    const size_t at = r.out.find("s9_d10_ns=");
+    return at == std::string::npos ? 0.0 : std::stod(r.out.substr(at + 10));
+  };
+  TempDir dir;
+  double p = 0;
+  auto run_plain = [&] {
+    const RunResult plain = run(program);
+    ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+    const double ns = ns_per_call(plain);
+    ASSERT_GT(ns, 0.0) << plain.out;
+    p = p == 0 ? ns : std::min(p, ns);
+  };
+  run_plain();
+  run_plain();
+  const RunResult profiled = profile({"-o", dir / "out", "-F", "4000"}, program);
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.describe();
+  run_plain();
+  const double q = ns_per_call(profiled);
+  ASSERT_GT(q, p) << profiled.out;
+  const RunResult report = run({report_tool(), dir / "out"});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  ASSERT_NE(report.out.find("Profiler's own time"), std::string::npos) << report.out;
+  // The timed calls' samples: those under the benchmark's loop (at_depth),
+  // from the report's folded stacks ("root;...;leaf count"). The whole
+  // run's share also counts start-up (MPI_Init: a third of an MPI
+  // singleton's samples here), where the profiler adds little.
+  const RunResult folded = run({report_tool(), "--folded", dir / "out"});
+  ASSERT_EQ(folded.exit_code, 0) << folded.describe();
+  uint64_t timed = 0, ours = 0;
+  for (const std::string& line : split_lines(folded.out)) {
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos || line.find("at_depth;") == std::string::npos) continue;
+    const uint64_t n = std::stoull(line.substr(space + 1));
+    const size_t leaf = line.rfind(';', space) + 1;
+    timed += n;
+    if (line.compare(leaf, space - leaf, "[hybridprof]") == 0) ours += n;
+  }
+  ASSERT_GT(timed, 100u) << "too few samples in the timed calls\n" << folded.out.substr(0, 4000);
+  const double share = 100.0 * double(ours) / double(timed);
+  EXPECT_NEAR(share, 100.0 * (q - p) / q, 5.0) << "plain " << p << " ns a call, profiled " << q << " ns; " << ours
+                                               << " of " << timed << " samples in the timed calls are [hybridprof]\n"
+                                               << report.out;
+}
+
 pid_t wait_for_pid_file(const std::string& path, double timeout_seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -108,6 +108,19 @@ void expect_refused(const RunResult& r, const std::string& why, const std::strin
 std::string read_text(const std::string& path);
 bool have_program(const std::string& name);  // on $PATH
 
+// A program that spends most of its time in traced calls (a call_sites
+// benchmark, timing its own calls from nine call sites at 10 frames): the
+// share of the timed calls' samples the report gives the profiler
+// ([hybridprof]) is the share of their time that profiling added,
+// (profiled - plain) / profiled per call, within 5 points; 4 kHz for
+// enough samples. The plain
+// time is the least of three runs around the profiled one: at ~20 ns a
+// call a busy moment's 50% moves the expected share by 6 points (seen in
+// CI), while the profiled time, ten times larger, barely moves it.
+// `benchmark`: the program's name in the launcher's directory; skips the
+// test when it was not built.
+void expect_profiler_share_is_the_time_added(const std::string& benchmark);
+
 // ViTE exporting `archive` to SVG, headless, as a user would check a trace
 // opens: what it said, and what it drew.
 struct ViteExport {
