@@ -190,9 +190,13 @@ void expect_profiler_share_is_the_time_added(const std::string& benchmark) {
     return at == std::string::npos ? 0.0 : std::stod(r.out.substr(at + 10));
   };
   TempDir dir;
+  // CPU time per call, as samples count it: on a busy machine, wall time
+  // counts the preemptions of most repetitions, which samples never see.
+  RunOptions cpu_time;
+  cpu_time.env = {{"BENCH_THREAD_CPU_TIME", "1"}};
   double p = 0;
   auto run_plain = [&] {
-    const RunResult plain = run(program);
+    const RunResult plain = run(program, cpu_time);
     ASSERT_EQ(plain.exit_code, 0) << plain.describe();
     const double ns = ns_per_call(plain);
     ASSERT_GT(ns, 0.0) << plain.out;
@@ -200,7 +204,7 @@ void expect_profiler_share_is_the_time_added(const std::string& benchmark) {
   };
   run_plain();
   run_plain();
-  const RunResult profiled = profile({"-o", dir / "out", "-F", "4000"}, program);
+  const RunResult profiled = profile({"-o", dir / "out", "-F", "4000"}, program, cpu_time);
   ASSERT_EQ(profiled.exit_code, 0) << profiled.describe();
   run_plain();
   const double q = ns_per_call(profiled);

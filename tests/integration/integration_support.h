@@ -112,8 +112,8 @@ bool have_program(const std::string& name);  // on $PATH
 // benchmark, timing its own calls from nine call sites at 10 frames): the
 // share of the timed calls' samples the report gives the profiler
 // ([hybridprof]) is the share of their time that profiling added,
-// (profiled - plain) / profiled per call, within 5 points; 4 kHz for
-// enough samples. The plain
+// (profiled - plain) / profiled CPU time per call, within 5 points; 4 kHz
+// for enough samples. The plain
 // time is the least of three runs around the profiled one: at ~20 ns a
 // call a busy moment's 50% moves the expected share by 6 points (seen in
 // CI), while the profiled time, ten times larger, barely moves it.

@@ -415,14 +415,6 @@ TEST_F(Mpi, AnAdapterSwitchedOffRecordsNothingAndTheJobStillHasOneArchive) {
   }
 }
 
-// MPI_Allreduce on MPI_COMM_SELF from nine call sites (call_sites_mpi_bench,
-// a singleton: no mpirun), where profiling is most of each call's time
-// (~90%: MPI_COMM_SELF's reduction takes ~30 ns): the report's [hybridprof]
-// share of the timed calls' samples is that share.
-TEST_F(Mpi, TheProfilersShareOfSamplesIsTheTimeItAdded) {
-  expect_profiler_share_is_the_time_added("call_sites_mpi_bench");
-}
-
 // Nine OpenMP parallel sites and nine MPI call sites called in turn
 // (mpi_openmp_sites), as real codes call: every traced call hangs under
 // the function that made it, and a traced call makes no system call: the
