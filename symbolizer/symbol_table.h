@@ -35,8 +35,6 @@ class SymbolTable {
   // The name of the symbol covering `address` (a Dwfl address), or null.
   const char* name_at(uint64_t address) const;
 
-  size_t size() const { return globals_.sized.size() + globals_.sizeless.size() + locals_.sized.size() + locals_.sizeless.size(); }
-
  private:
   struct Symbol {
     uint64_t start = 0;
