@@ -9,6 +9,10 @@ fact: PASS or FAIL and the figure. Exit status 0 when every fact passes,
 else 1.
 
     python3 check.py BUNDLE [--work DIR] [--pairs N] [--steps N] [--run-timeout S] [--device cuda|cpu]
+                     [--split]
+
+--split adds a third run to each pair, profiled with -F 1 (tracing, next
+to no sampling): where the loop's added time goes, tracing or sampling.
 """
 import argparse
 import json
@@ -38,6 +42,7 @@ MAX_ADDED_NS_PER_OP = 3000     # CUPTI + tracing per traced CUDA call (its activ
 class Verdict:
     def __init__(self):
         self.rows = []
+        self.notes = []
 
     def add(self, fact, ok, figure):
         self.rows.append((fact, bool(ok), figure))
@@ -48,6 +53,11 @@ class Verdict:
             print(f"  {fact:<{width}}  {'PASS' if ok else 'FAIL'}  {figure}", file=out)
         passed = sum(ok for _, ok, _ in self.rows)
         print(f"verdict: {passed}/{len(self.rows)} facts pass", file=out)
+        for text in self.notes:
+            print(f"  {text}", file=out)
+
+    def note(self, text):
+        self.notes.append(text)
 
     def ok(self):
         return all(ok for _, ok, _ in self.rows)
@@ -178,6 +188,8 @@ def main():
                         help="seconds one training run may take; a hung one is described in the log, then killed")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                         help="cpu: a dry run of the plumbing on a machine without a GPU (GPU facts fail)")
+    parser.add_argument("--split", action="store_true",
+                        help="also time the loop profiled with -F 1: tracing's share of the added time")
     parser.add_argument("--python", default=os.environ.get("PYTHON", sys.executable))
     args = parser.parse_args()
     bundle = Path(args.bundle).resolve()
@@ -206,7 +218,7 @@ def main():
 
     # Plain and profiled, interleaved; the first profiled run's archive is
     # read as soon as it is written (what a cut-short check still tells).
-    plain, profiled, profiled_codes = [], [], []
+    plain, profiled, profiled_codes, traced_only = [], [], [], []
     facts_text, facts_from = "", None
     for i in range(args.pairs):
         code, out = run(train, log, timeout=args.run_timeout)
@@ -215,6 +227,10 @@ def main():
         code, out = run([bin_dir / "hybridprof", "-o", archive, "--"] + train, log, timeout=args.run_timeout)
         profiled_codes.append(code)
         profiled.append(loop_seconds(out) if code == 0 else None)
+        if args.split:
+            code, out = run([bin_dir / "hybridprof", "-F", "1", "-o", work / f"traced.{i}", "--"] + train, log,
+                            timeout=args.run_timeout)
+            traced_only.append(loop_seconds(out) if code == 0 else None)
         if i == 0:
             kineto_run()  # after a first run: the GPU's clocks are up, as in the runs it is compared with
         if facts_from is None and profiled_codes[-1] == 0:  # the first profiled run that ended well
@@ -267,6 +283,11 @@ def main():
                 ratio <= MAX_WALL_RATIO,
                 f"{ratio:.3f}x (plain {', '.join(f'{s:.3f}' if s else '-' for s in plain)} s; "
                 f"profiled {', '.join(f'{s:.3f}' if s else '-' for s in profiled)} s)")
+    if args.split:
+        split = [t / q for t, q in zip(traced_only, plain) if t and q]
+        verdict.note(f"split: tracing only (-F 1) {statistics.median(split) if split else float('nan'):.3f}x "
+                     f"(profiled -F 1 {', '.join(f'{s:.3f}' if s else '-' for s in traced_only)} s); the rest of "
+                     f"the {ratio:.3f}x is sampling's")
     cuda_bench = bin_dir / "cuda_bench"
     if args.device == "cuda" and os.access(cuda_bench, os.X_OK):
         code, out = run(["bash", CUDA_OVERHEAD, bundle, "3", "20000"], log, timeout=300)

@@ -228,10 +228,24 @@ void expect_profiler_share_is_the_time_added(const std::string& benchmark) {
     if (line.compare(leaf, space - leaf, "[hybridprof]") == 0) ours += n;
   }
   ASSERT_GT(timed, 100u) << "too few samples in the timed calls\n" << folded.out.substr(0, 4000);
-  const double share = 100.0 * double(ours) / double(timed);
-  EXPECT_NEAR(share, 100.0 * (q - p) / q, 5.0) << "plain " << p << " ns a call, profiled " << q << " ns; " << ours
-                                               << " of " << timed << " samples in the timed calls are [hybridprof]\n"
-                                               << report.out;
+  const double share = 100.0 * double(ours) / double(timed), added = 100.0 * (q - p) / q;
+  char figures[160];
+  std::snprintf(figures, sizeof figures,
+                "[hybridprof] %.1f%% of the timed calls' samples (%llu of %llu); time added %.1f%% (plain %.1f ns a call, "
+                "profiled %.1f ns)",
+                share, static_cast<unsigned long long>(ours), static_cast<unsigned long long>(timed), added, p, q);
+  std::printf("%s\n", figures);
+  // Not equal, by the CPU's nature: the program's code between traced calls
+  // costs it fewer cycles than the same code alone (its indirect dispatch,
+  // a third of the plain run, overlaps with the profiler's code; perf
+  // record agrees, 7% of a profiled run's samples in the program where its
+  // plain time predicts 10%). Measured on a 2-core machine, the share reads
+  // 1-5 points above the time added when quiet, up to 6 with both cores
+  // busy besides. Below, or far above, it would be the profiler's cost
+  // shown as another's (libc, the kernel, the program) or the program's
+  // shown as the profiler's.
+  EXPECT_GE(share, added - 3.0) << figures << "\n" << report.out;
+  EXPECT_LE(share, added + 7.0) << figures;
 }
 
 pid_t wait_for_pid_file(const std::string& path, double timeout_seconds) {

@@ -112,13 +112,11 @@ bool have_program(const std::string& name);  // on $PATH
 // benchmark, timing its own calls from nine call sites at 10 frames): the
 // share of the timed calls' samples the report gives the profiler
 // ([hybridprof]) is the share of their time that profiling added,
-// (profiled - plain) / profiled CPU time per call, within 5 points; 4 kHz
-// for enough samples. The plain
-// time is the least of three runs around the profiled one: at ~20 ns a
-// call a busy moment's 50% moves the expected share by 6 points (seen in
-// CI), while the profiled time, ten times larger, barely moves it.
-// `benchmark`: the program's name in the launcher's directory; skips the
-// test when it was not built.
+// (profiled - plain) / profiled CPU time per call (mean over repetitions,
+// BENCH_THREAD_CPU_TIME), from 3 points below to 7 above (why, at the
+// check); 4 kHz for enough samples. The plain time is the least of three
+// runs around the profiled one. `benchmark`: the program's name in the
+// launcher's directory; skips the test when it was not built.
 void expect_profiler_share_is_the_time_added(const std::string& benchmark);
 
 // ViTE exporting `archive` to SVG, headless, as a user would check a trace

@@ -137,8 +137,9 @@ TEST(Nvtx, SwitchedOffNoRangeIsTraced) {
   EXPECT_EQ(read_nvtx(dir / "on").enters.size(), 2u) << "the main thread and the worker";
 }
 
-// NVTX push/pop pairs (call_sites_bench).
-TEST(Nvtx, TheProfilersShareOfSamplesIsTheTimeItAdded) { expect_profiler_share_is_the_time_added("call_sites_bench"); }
+// NVTX push/pop pairs (call_sites_bench). The SampleShare suite runs alone
+// (tests/integration/CMakeLists.txt): it compares two runs' CPU time.
+TEST(SampleShare, OfTheProfilerIsTheTimeItAddedToNvtxCalls) { expect_profiler_share_is_the_time_added("call_sites_bench"); }
 
 #endif
 
