@@ -79,6 +79,13 @@ void write_sample(Runtime& rt, ThreadState& t, uint64_t now, uint32_t depth, uin
   if (flags & kSampleUnwindRecovered) t.sampled.unwind_recovered.fetch_add(1, std::memory_order_relaxed);
 }
 
+// The handler's time on this sample, from `since` (its start) to now.
+void count_handler_time(ThreadState& t, uint64_t since) {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  t.sampled.signals.store(t.sampled.signals.load(relaxed) + 1, relaxed);
+  t.sampled.handler_ns.store(t.sampled.handler_ns.load(relaxed) + (monotonic_ns() - since), relaxed);
+}
+
 void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* ucontext, bool in_kernel) {
   const uint64_t now = monotonic_ns();
   // A POSIX CPU timer only fires on scheduler ticks; its overruns say how
@@ -89,6 +96,7 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
     // records this sample (record_deferred_samples).
     t.sampled.deferred_weight.store(t.sampled.deferred_weight.load(std::memory_order_relaxed) + weight, std::memory_order_relaxed);
     if (in_kernel) t.sampled.deferred_flags.store(kSampleInKernel, std::memory_order_relaxed);
+    count_handler_time(t, now);
     return;
   }
   BusyScope busy(&t);
@@ -102,6 +110,7 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   const uint32_t depth = unwind_signal_context(ucontext, t.unwind_scratch, rt.config.max_depth, &flags, &snapshot_stale);
   const uint32_t python_depth = read_python_frames(rt, t, &flags);
   write_sample(rt, t, now, depth, python_depth, flags, weight, snapshot_stale);
+  count_handler_time(t, now);
 }
 
 }  // namespace

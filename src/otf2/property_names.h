@@ -36,6 +36,10 @@ inline constexpr const char* kUnwindFailures = "UNWIND_FAILURES";
 inline constexpr const char* kTruncated = "TRUNCATED";
 // Unwinds continued past code without unwind tables (JIT code) by a stack scan.
 inline constexpr const char* kUnwindRecovered = "UNWIND_RECOVERED";
+// The sample handler's own cost on the thread: the signals it took and the
+// nanoseconds it spent in them (the kernel's delivery not included).
+inline constexpr const char* kSampleSignals = "SAMPLE_SIGNALS";
+inline constexpr const char* kSampleHandlerNs = "SAMPLE_HANDLER_NS";
 inline constexpr const char* kTid = "TID";
 // Samples whose Python stack is incomplete: the frame chain could not be read
 // to its end, or did not match the native evaluation frames it replaces.

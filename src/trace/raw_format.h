@@ -30,7 +30,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'D'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'E'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -141,7 +141,21 @@ struct ThreadCounters {
   uint64_t unwind_recovered = 0;  // unwinds continued past code without unwind tables (stack scan)
   uint64_t ring_flushes = 0;    // times a traced-event producer found the ring full and wrote it out
   uint64_t ring_flush_ns = 0;   // ... and the time the thread waited for that
+  uint64_t sample_signals = 0;  // sample signals its handler took (a timer's one may stand for several periods)
+  uint64_t sample_handler_ns = 0;  // ... and the time the handler took for them (signal delivery not included)
 };
+// Every counter, in stream order. The raw stream, the finalizer's
+// definitions file and the archive's thread properties walk this list: a
+// counter is a field above and an entry here (and its property's name in
+// the finalizer, which checks that it has one for each).
+inline constexpr uint64_t ThreadCounters::*kThreadCounterFields[] = {
+    &ThreadCounters::samples,        &ThreadCounters::dropped,          &ThreadCounters::unwind_failed,
+    &ThreadCounters::truncated,      &ThreadCounters::dropped_events,   &ThreadCounters::unwind_recovered,
+    &ThreadCounters::ring_flushes,   &ThreadCounters::ring_flush_ns,    &ThreadCounters::sample_signals,
+    &ThreadCounters::sample_handler_ns,
+};
+static_assert(sizeof kThreadCounterFields / sizeof kThreadCounterFields[0] == sizeof(ThreadCounters) / sizeof(uint64_t),
+              "every ThreadCounters field is in kThreadCounterFields");
 struct LocationEnd {
   uint32_t location = 0;
   uint64_t timestamp_ns = 0;

@@ -174,10 +174,7 @@ class Decoder {
       case Tag::kLocationEnd: {
         LocationEnd r;
         r.location = u32(); r.timestamp_ns = timestamp(r.location);
-        r.counters.samples = varint(); r.counters.dropped = varint();
-        r.counters.unwind_failed = varint(); r.counters.truncated = varint();
-        r.counters.dropped_events = varint(); r.counters.unwind_recovered = varint();
-        r.counters.ring_flushes = varint(); r.counters.ring_flush_ns = varint();
+        for (auto field : kThreadCounterFields) r.counters.*field = varint();
         r.name = string();
         out = std::move(r);
         break;
@@ -409,10 +406,7 @@ void StreamWriter::put(const T& r) {
     } else if constexpr (std::is_same_v<T, LocationEnd>) {
       tag(Tag::kLocationEnd);
       put_varint(r.location); put_varint(delta(r.location, r.timestamp_ns));
-      put_varint(r.counters.samples); put_varint(r.counters.dropped);
-      put_varint(r.counters.unwind_failed); put_varint(r.counters.truncated);
-      put_varint(r.counters.dropped_events); put_varint(r.counters.unwind_recovered);
-      put_varint(r.counters.ring_flushes); put_varint(r.counters.ring_flush_ns);
+      for (auto field : kThreadCounterFields) put_varint(r.counters.*field);
       put_string(r.name);
     } else if constexpr (std::is_same_v<T, CctNode>) {
       tag(Tag::kCctNode);

@@ -28,6 +28,10 @@ struct SampledThread {
   std::unique_ptr<python::SeenCodes> python_seen_codes;     // ... with this
 
   std::atomic<uint64_t> samples{0}, dropped{0}, unwind_failed{0}, truncated{0}, unwind_recovered{0};
+  // The handler's own cost: the signals it took and the time it spent on
+  // them, entry to return (what a sample costs the thread, less the
+  // kernel's signal delivery).
+  std::atomic<uint64_t> signals{0}, handler_ns{0};
 
   // Samples landing while profiler code runs on this thread (the
   // reentrancy guard's kRuntime section, see BusyScope) are deferred: their

@@ -105,10 +105,18 @@ struct ThreadState {
   // Every owner's counters, as the thread's end record carries them.
   raw::ThreadCounters counters() const {
     constexpr auto relaxed = std::memory_order_relaxed;
-    return {sampled.samples.load(relaxed),       sampled.dropped.load(relaxed),
-            sampled.unwind_failed.load(relaxed), sampled.truncated.load(relaxed),
-            traced.dropped_events.load(relaxed), sampled.unwind_recovered.load(relaxed),
-            drained.ring_flushes,                drained.ring_flush_ns};
+    raw::ThreadCounters c;
+    c.samples = sampled.samples.load(relaxed);
+    c.dropped = sampled.dropped.load(relaxed);
+    c.unwind_failed = sampled.unwind_failed.load(relaxed);
+    c.truncated = sampled.truncated.load(relaxed);
+    c.dropped_events = traced.dropped_events.load(relaxed);
+    c.unwind_recovered = sampled.unwind_recovered.load(relaxed);
+    c.ring_flushes = drained.ring_flushes;
+    c.ring_flush_ns = drained.ring_flush_ns;
+    c.sample_signals = sampled.signals.load(relaxed);
+    c.sample_handler_ns = sampled.handler_ns.load(relaxed);
+    return c;
   }
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "integration_support.h"
+#include "otf2/property_names.h"
 
 namespace hybridprof::integration {
 namespace {
@@ -54,6 +55,38 @@ TEST_F(Events, ForcedPosixTimers) {
   EXPECT_GT(fifty, thirty);
   EXPECT_GT(thirty, twenty);
   EXPECT_GT(twenty, 0u);
+}
+
+// Each thread's archive entry says what its sample signals cost it: how
+// many the handler took and the time it spent on them; the report gives the
+// mean. Each signal is a sample recorded, deferred into one, or dropped.
+TEST_F(Events, TheSampleHandlersCostIsCountedPerThread) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("split_workload"), "2", "0.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  const double run_ns = 1e9 * double(p->archive().clock.trace_length) / double(p->archive().clock.resolution);
+  int sampled_threads = 0;
+  for (const auto& [location, thread] : p->archive().threads) {
+    const auto count = [&](const char* property) {
+      const auto it = thread.properties.find(property);
+      return it == thread.properties.end() ? uint64_t{0} : it->second;
+    };
+    const uint64_t samples = count(otf2::property::kSamples), signals = count(otf2::property::kSampleSignals);
+    const uint64_t handler_ns = count(otf2::property::kSampleHandlerNs);
+    EXPECT_LE(signals, samples + count(otf2::property::kDropped)) << "thread " << thread.name;
+    EXPECT_GE(signals * 2, samples) << "thread " << thread.name << ": a perf event's signal is one period";
+    if (samples < 100) continue;
+    ++sampled_threads;
+    EXPECT_GT(handler_ns, 0u) << "thread " << thread.name;
+    EXPECT_LT(double(handler_ns), run_ns) << "thread " << thread.name << ": more time in the handler than the run took";
+  }
+  EXPECT_EQ(sampled_threads, 2) << "the two workers";
+  const RunResult report = run({report_tool(), d});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  EXPECT_NE(report.out.find(" us a sample (mean of "), std::string::npos) << report.out;
 }
 
 }  // namespace

@@ -28,6 +28,26 @@ using otf2::kUndefined;
 using otf2::Paradigm;
 constexpr uint64_t kNoLocation = UINT64_MAX;
 
+// Each thread counter's property in the archive.
+struct CounterProperty {
+  uint64_t raw::ThreadCounters::*field;
+  const char* property;
+};
+constexpr CounterProperty kCounterProperties[] = {
+    {&raw::ThreadCounters::samples, otf2::property::kSamples},
+    {&raw::ThreadCounters::dropped, otf2::property::kDropped},
+    {&raw::ThreadCounters::unwind_failed, otf2::property::kUnwindFailures},
+    {&raw::ThreadCounters::truncated, otf2::property::kTruncated},
+    {&raw::ThreadCounters::dropped_events, otf2::property::kDroppedEvents},
+    {&raw::ThreadCounters::unwind_recovered, otf2::property::kUnwindRecovered},
+    {&raw::ThreadCounters::ring_flushes, otf2::property::kRingFlushes},
+    {&raw::ThreadCounters::ring_flush_ns, otf2::property::kRingFlushNs},
+    {&raw::ThreadCounters::sample_signals, otf2::property::kSampleSignals},
+    {&raw::ThreadCounters::sample_handler_ns, otf2::property::kSampleHandlerNs},
+};
+static_assert(std::size(kCounterProperties) == std::size(raw::kThreadCounterFields),
+              "each thread counter has its property");
+
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
   if (DIR* d = opendir(dir.c_str())) {
@@ -284,14 +304,7 @@ class Finalizer {
     const bool python = !p.python.empty();
     if (python) result_->python_incomplete += t.python_incomplete;
     writers_.each([&](sink::TraceSink& w) {
-      w.set_thread_property(loc, otf2::property::kSamples, c.samples);
-      w.set_thread_property(loc, otf2::property::kDropped, c.dropped);
-      w.set_thread_property(loc, otf2::property::kDroppedEvents, c.dropped_events);
-      w.set_thread_property(loc, otf2::property::kRingFlushes, c.ring_flushes);
-      w.set_thread_property(loc, otf2::property::kRingFlushNs, c.ring_flush_ns);
-      w.set_thread_property(loc, otf2::property::kUnwindFailures, c.unwind_failed);
-      w.set_thread_property(loc, otf2::property::kTruncated, c.truncated);
-      w.set_thread_property(loc, otf2::property::kUnwindRecovered, c.unwind_recovered);
+      for (const auto& [field, property] : kCounterProperties) w.set_thread_property(loc, property, c.*field);
       w.set_thread_property(loc, otf2::property::kTid, t.tid);
       if (python) w.set_thread_property(loc, otf2::property::kPythonIncomplete, t.python_incomplete);
     });

@@ -334,8 +334,7 @@ template <typename IO> void visit(IO& io, ContextFrame& f) {
 }
 template <typename IO> void visit(IO& io, ContextNode& n) { fields(io, n.present, n.parent, n.frames); }
 template <typename IO> void visit(IO& io, raw::ThreadCounters& c) {
-  fields(io, c.samples, c.dropped, c.unwind_failed, c.truncated, c.dropped_events, c.unwind_recovered, c.ring_flushes,
-         c.ring_flush_ns);
+  for (auto field : raw::kThreadCounterFields) visit(io, c.*field);
 }
 template <typename IO> void visit(IO& io, ThreadDefinition& t) {
   fields(io, t.index, t.tid, t.name, t.kind, t.device, t.counters, t.python_incomplete, t.last_ns);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -93,6 +94,27 @@ std::string duration_text(const otf2::ClockInfo& clock) {
   return buffer;
 }
 
+// The sample handler's cost: its mean time a signal and, where the period
+// is a rate (each sample one 1/rate of the thread's CPU time), its share of
+// the sampled threads' CPU time. The kernel's delivery of each signal comes
+// on top (about a microsecond, more in a virtual machine).
+std::string sample_handler_text(const otf2::Archive& archive, const std::string& period) {
+  const uint64_t signals = sum_thread_property(archive, property::kSampleSignals).value_or(0);
+  const uint64_t handler_ns = sum_thread_property(archive, property::kSampleHandlerNs).value_or(0);
+  if (signals == 0) return "-";
+  char buffer[160];
+  int n = std::snprintf(buffer, sizeof buffer, "%.1f us a sample (mean of %llu)", 1e-3 * double(handler_ns) / double(signals),
+                        static_cast<unsigned long long>(signals));
+  const uint64_t taken = sum_thread_property(archive, property::kSamples).value_or(0);
+  const double hz = std::strtod(period.c_str(), nullptr);
+  if (taken > 0 && hz > 0 && period.find(" Hz") != std::string::npos) {
+    const double sampled_ns = double(taken) * 1e9 / hz;
+    std::snprintf(buffer + n, sizeof buffer - size_t(n), ", %.1f%% of the sampled threads' CPU time",
+                  100.0 * double(handler_ns) / sampled_ns);
+  }
+  return buffer;
+}
+
 std::string process_label(const otf2::Archive& archive, uint32_t process) {
   auto it = archive.processes.find(process);
   if (it == archive.processes.end()) return "<process " + std::to_string(process) + ">";
@@ -168,6 +190,7 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
   }
   table.add_row({"Truncated stacks", or_dash(sum_thread_property(archive, property::kTruncated))});
   table.add_row({"Profiler's own time", profiler_share_text(archive, counts)});
+  table.add_row({"Sample handler", sample_handler_text(archive, period)});
   table.add_row({"Samples without thread", or_dash(sum_process_property(archive, property::kSamplesWithoutThread))});
   if (const std::string python = python_versions(archive); !python.empty()) table.add_row({"Python", python});
   if (any_python_threads(archive)) {
