@@ -718,14 +718,18 @@ TEST_F(Mpi, AFullRingIsWrittenOutNotLost) {
   EXPECT_EQ(report.out.find("lost"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("its ring was full"), std::string::npos) << report.out;
   MpiTrace t(dir);
+  uint64_t flushes = 0;
   for (int rank = 0; rank < kRanks; ++rank) {
     EXPECT_EQ(t.count(rank, MpiEventKind::kSend), size_t(kMessages + kWarmup)) << "rank " << rank;
     EXPECT_EQ(t.count(rank, MpiEventKind::kRecv), size_t(kMessages + kWarmup)) << "rank " << rank;
     EXPECT_EQ(t.enters.at(rank).at("MPI_Send"), uint64_t(kMessages + kWarmup)) << "rank " << rank;
     EXPECT_EQ(t.enters.at(rank).at("MPI_Recv"), uint64_t(kMessages + kWarmup)) << "rank " << rank;
     EXPECT_EQ(t.enters.at(rank), t.leaves.at(rank)) << "rank " << rank;
-    EXPECT_GT(t.enters.at(rank)["hybridprof: ring flush"], 0u) << "rank " << rank;
+    flushes += t.enters.at(rank)["hybridprof: ring flush"];
   }
+  // In the job, not in each rank: a rank whose drain thread was scheduled
+  // promptly each time may never find its ring full (CI saw rank 0 with none).
+  EXPECT_GT(flushes, 0u) << "the waits are marked";
   expect_matched_messages(t, MpiEventKind::kSend, MpiEventKind::kRecv);
   uint64_t lost = 0;
   for (const auto& [loc, thread] : t.reader.archive().threads)
