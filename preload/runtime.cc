@@ -44,6 +44,14 @@ __thread ThreadContext* tls_thread __attribute__((tls_model("initial-exec"))) = 
 __thread ThreadContext tls_context __attribute__((tls_model("initial-exec")));
 static_assert(std::is_trivially_destructible_v<ThreadContext>, "a TLS object with no destructor to register");
 
+// sampling_enabled(), inlined where traced calls ask (RuntimeHost): no
+// call level under them (see enter_region in trace/traced_region.h).
+__attribute__((always_inline)) inline bool recording_now() {
+  if (!g_enabled.load(std::memory_order_relaxed)) return false;
+  const Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  return rt && rt->drain.recording();
+}
+
 std::string read_file(const char* path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -155,10 +163,10 @@ class RuntimeHost final : public TracingHost {
 
  public:
   explicit RuntimeHost(Runtime& rt) : rt_(rt) {}
-  bool tracing() const override { return sampling_enabled(); }
+  bool tracing() const override { return recording_now(); }
   ThreadState* current_thread() override {
-    ThreadContext* ctx = this_thread();
-    return ctx && sampling_enabled() ? ctx->state : nullptr;
+    ThreadContext* ctx = tls_thread;
+    return ctx && recording_now() ? ctx->state : nullptr;
   }
   Drain& drain() override { return rt_.drain; }
   const RuntimeConfig& config() const override { return rt_.config; }
@@ -346,11 +354,7 @@ void set_exit_hook(void (*hook)(int)) { g_exit_hook.store(hook); }
 void run_exit_hook(int status) {
   if (auto* hook = g_exit_hook.exchange(nullptr)) hook(status);
 }
-bool sampling_enabled() {
-  if (!g_enabled.load(std::memory_order_relaxed)) return false;
-  const Runtime* rt = runtime();
-  return rt && rt->drain.recording();
-}
+bool sampling_enabled() { return recording_now(); }
 bool profile_open() { return g_enabled.load(std::memory_order_relaxed); }
 ThreadContext* this_thread() { return tls_thread; }
 

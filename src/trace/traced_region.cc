@@ -11,6 +11,8 @@
 
 namespace hybridprof {
 
+std::atomic<bool> g_trace_clock_decided{false};
+
 const std::string& prepare_trace_clock(TracingHost& host) {
   static std::string note;
   static std::once_flag decided;
@@ -21,49 +23,9 @@ const std::string& prepare_trace_clock(TracingHost& host) {
     const bool tsc = tsc_can_time_calls(host.config().trace_clock, &note);
     host.drain().use_tsc_trace_clock(tsc);
     g_trace_clock_tsc = tsc;
+    g_trace_clock_decided.store(true, std::memory_order_release);
   });
   return note;
-}
-
-TracingHost* traced_host() {
-  TracingHost* host = tracing_host();
-  if (host == nullptr || !host->tracing()) return nullptr;
-  prepare_trace_clock(*host);
-  return host;
-}
-
-EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags, const EventPayload& event) {
-  EnteredRegion r;
-  ThreadState* t = host.current_thread();
-  if (t == nullptr) return r;
-  r.thread = t;
-  r.region = region;
-  Drain& drain = host.drain();
-  BusyScope busy(t);
-  const CallerStack stack = capture_caller_stack(host, *t);
-  r.stack = stack.ref;
-  const uint64_t now = trace_clock_now();
-  const RegionBody body{region, stack.flags | flags | kRegionEnclosesCode, event};
-  r.entered = drain.write_or_flush(*t, [&] {
-    return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, stack.depth,
-                                 t->sampled.python_scratch, stack.python_depth);
-  });
-  if (!r.entered) t->traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
-  return r;
-}
-
-void leave_region(TracingHost& host, const EnteredRegion& r) {
-  if (r.thread == nullptr || !r.entered) return;
-  ThreadState& t = *r.thread;
-  Drain& drain = host.drain();
-  const uint64_t now = trace_clock_now();
-  if (t.traced_call_wants_early_drain(now)) drain.wake();
-  BusyScope busy(&t);
-  const RegionBody body{r.region, 0, {}};
-  // A lost leave leaves the region open to the thread's end, where the
-  // drain closes it; count it.
-  if (!drain.write_or_flush(t, [&] { return t.traced.calls.leave(t.ring, now, body, r.stack); }))
-    t.traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool write_traced_event(Drain& drain, ThreadState& t, uint32_t kind, uint64_t timestamp, const EventPayload& payload) {

@@ -14,11 +14,14 @@
 // only while they touch its ring or its unwind scratch.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "trace/drain.h"
 #include "trace/event_payload.h"
+#include "trace/records.h"
 #include "trace/thread_state.h"
 #include "trace/tracing_host.h"
 #include "unwind/caller_stack_cache.h"
@@ -32,9 +35,20 @@ class Drain;
 // adapter. Returns what was decided, for a notice.
 const std::string& prepare_trace_clock(TracingHost& host);
 
+// Whether prepare_trace_clock has decided (set once, before any record).
+extern std::atomic<bool> g_trace_clock_decided;
+
 // The tracing host when traced records are made now (the trace clock is
-// then decided), else null.
-TracingHost* traced_host();
+// then decided), else null. Inline, and its check after the first call a
+// load: every traced call asks, and each call level a traced call goes
+// down costs a deep caller a return misprediction per 32 frames as it
+// returns (the return stack buffer wraps; see CallerStackCache).
+inline TracingHost* traced_host() {
+  TracingHost* host = tracing_host();
+  if (host == nullptr || !host->tracing()) return nullptr;
+  if (!g_trace_clock_decided.load(std::memory_order_acquire)) prepare_trace_clock(*host);
+  return host;
+}
 
 // The calling thread's caller stack for a traced enter, under its busy
 // guard: the remembered stack it is (`ref`), the unwinder's flags, how
@@ -88,9 +102,18 @@ struct EnteredRegion {
 // Enters `region` on the calling thread now (after prepare_trace_clock).
 // `flags` adds RegionFlags to the enter: an event it carries (with
 // `event`), a device launch (kRegionLaunchesDeviceWork).
-EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags = 0, const EventPayload& event = {});
+//
+// Inlined into the adapter's function, a call level less under every
+// traced call: what a traced call costs a program includes the return
+// mispredictions its call levels cause. The return
+// stack buffer (32 entries on AMD Zen, wrapping, no fallback) holds the
+// program's deep recursion's returns; each level a traced call goes
+// below the caller overwrites one, which the recursion then mispredicts
+// once per 32 frames as it returns: ~32 ns a level under 190 frames
+// (benchmarks/return_stack_bench.cc).
+inline EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags = 0, const EventPayload& event = {});
 // Leaves what enter_region entered, on the same thread, now.
-void leave_region(TracingHost& host, const EnteredRegion& r);
+inline void leave_region(TracingHost& host, const EnteredRegion& r);
 
 // A traced event of `kind` (trace/event_sets.h) at `timestamp` (a trace
 // clock reading) on thread `t`, the calling thread; counted as lost when
@@ -99,5 +122,42 @@ bool write_traced_event(Drain& drain, ThreadState& t, uint32_t kind, uint64_t ti
 // The same, now, on the calling thread (after prepare_trace_clock);
 // nothing on an untraced thread.
 void write_traced_event(TracingHost& host, uint32_t kind, const EventPayload& payload);
+
+__attribute__((always_inline)) inline EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags,
+                                                                const EventPayload& event) {
+  EnteredRegion r;
+  ThreadState* t = host.current_thread();
+  if (t == nullptr) return r;
+  r.thread = t;
+  r.region = region;
+  Drain& drain = host.drain();
+  BusyScope busy(t);
+  const CallerStack stack = capture_caller_stack(host, *t);
+  r.stack = stack.ref;
+  const uint64_t now = trace_clock_now();
+  const RegionBody body{region, stack.flags | flags | kRegionEnclosesCode, event};
+  r.entered = drain.write_or_flush(*t, [&]() __attribute__((always_inline)) {
+    return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, stack.depth,
+                                 t->sampled.python_scratch, stack.python_depth);
+  });
+  if (!r.entered) t->traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
+
+__attribute__((always_inline)) inline void leave_region(TracingHost& host, const EnteredRegion& r) {
+  if (r.thread == nullptr || !r.entered) return;
+  ThreadState& t = *r.thread;
+  Drain& drain = host.drain();
+  const uint64_t now = trace_clock_now();
+  if (t.traced_call_wants_early_drain(now)) drain.wake();
+  BusyScope busy(&t);
+  const RegionBody body{r.region, 0, {}};
+  // A lost leave leaves the region open to the thread's end, where the
+  // drain closes it; count it.
+  if (!drain.write_or_flush(t, [&]() __attribute__((always_inline)) {
+        return t.traced.calls.leave(t.ring, now, body, r.stack);
+      }))
+    t.traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace hybridprof
