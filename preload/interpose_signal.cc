@@ -16,6 +16,7 @@
 #include "preload/real_functions.h"
 #include "preload/runtime.h"
 #include "sigsafe/reentrancy_guard.h"
+#include "unwind/native_unwinder.h"
 
 namespace hybridprof::preload {
 namespace {
@@ -46,6 +47,19 @@ bool called_by_profiler() { return sigsafe::inside(sigsafe::Section::kRuntime); 
 int mask_unchanged_in_handler(sigset_t* old) {
   if (old) *old = sample_handler_mask();
   return 0;
+}
+
+// The runtime's own unwinds outside the handler (a traced call's first
+// from a new stack): libunwind masks every signal around each unwind-table
+// lookup so that no handler runs while it holds the loader's lock
+// (dl_iterate_phdr). Ours answer those lookups from the loader snapshot,
+// which takes no lock and which a handler may read too, so the masks
+// guard nothing: libunwind's calls (`caller`, the return address, in its
+// code) are skipped with their restores, instead of two system calls a
+// frame; a program's handler that runs meanwhile still has its own calls
+// made.
+bool masks_change_nothing(const void* caller) {
+  return recording_sample() || hybridprof::called_by_own_unwind(reinterpret_cast<uint64_t>(caller));
 }
 
 }  // namespace
@@ -143,11 +157,12 @@ sighandler_t signal(int signal, sighandler_t handler) {
 
 // Inside the sample handler every signal a mask could block is blocked
 // already (sample_handler_mask), so the masks libunwind sets around its
-// lookups there change nothing: they are answered without the two system
-// calls each would cost. `old` gets the handler's mask, which is all that
-// such a caller restores.
+// lookups there change nothing; in the runtime's other unwinds they guard
+// nothing (masks_change_nothing). Either way they are answered without the
+// system call each would cost; `old` gets the handler's mask, which only
+// the matching restore (answered so too) reads.
 int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
-  if (recording_sample()) return mask_unchanged_in_handler(old);
+  if (masks_change_nothing(__builtin_return_address(0))) return mask_unchanged_in_handler(old);
   if (set && how != SIG_UNBLOCK && !called_by_profiler()) {
     const sigset_t filtered = without_sample_signal(set);
     return real().sigprocmask(how, &filtered, old);
@@ -156,7 +171,7 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 }
 
 int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
-  if (recording_sample()) return mask_unchanged_in_handler(old);
+  if (masks_change_nothing(__builtin_return_address(0))) return mask_unchanged_in_handler(old);
   if (set && how != SIG_UNBLOCK && !called_by_profiler()) {
     const sigset_t filtered = without_sample_signal(set);
     return real().pthread_sigmask(how, &filtered, old);

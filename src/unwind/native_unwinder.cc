@@ -383,6 +383,8 @@ bool libunwind_lookups_use_snapshot() { return tls_snapshot_lookups != 0; }
 
 bool is_stack_root(uint64_t ip) { return ip == tls_root_ip || in_program_entry(ip); }
 
+bool called_by_own_unwind(uint64_t ip) { return tls_snapshot_lookups != 0 && g_libunwind.contains(ip); }
+
 // unw_step rather than unw_backtrace: the stack pointer of every frame is
 // needed for the slots. Frame 0 is this function and is not kept.
 uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, uint32_t* flags) {

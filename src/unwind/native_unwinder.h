@@ -48,4 +48,9 @@ uint32_t unwind_from_caller(uint64_t* ips, uint64_t* slots, uint32_t max_depth, 
 // The outermost frame a complete unwind of this thread ends in.
 bool is_stack_root(uint64_t ip);
 
+// Async-signal-safe: libunwind's own code made a call returning to `ip`,
+// inside one of the runtime's unwinds on this thread (its table lookups
+// are answered from the loader snapshot then: libunwind_lookups_use_snapshot).
+bool called_by_own_unwind(uint64_t ip);
+
 }  // namespace hybridprof

@@ -107,13 +107,16 @@ bool file_exists(const std::string& path);
 void expect_refused(const RunResult& r, const std::string& why, const std::string& marker);
 std::string read_text(const std::string& path);
 bool have_program(const std::string& name);  // on $PATH
+// How many `syscall` calls an `strace -c` summary in `text` counts (0 if
+// it names none).
+uint64_t strace_count(const std::string& text, const std::string& syscall);
 
 // A program that spends most of its time in traced calls (a call_sites
 // benchmark, timing its own calls from nine call sites at 10 frames): the
 // share of the timed calls' samples the report gives the profiler
 // ([hybridprof]) is the share of their time that profiling added,
 // (profiled - plain) / profiled CPU time per call (mean over repetitions,
-// BENCH_THREAD_CPU_TIME), from 3 points below to 7 above (why, at the
+// BENCH_THREAD_CPU_TIME), from 3 points below to 10 above (why, at the
 // check); 4 kHz for enough samples. The plain time is the least of three
 // runs around the profiled one. `benchmark`: the program's name in the
 // launcher's directory; skips the test when it was not built.

@@ -439,16 +439,8 @@ TEST_F(Mpi, NineOpenMpAndNineMpiSitesKeepTheirContextsWithNoSystemCall) {
     const RunResult r = run({"mpirun", "-np", std::to_string(kRanks), "-x", "STRACE_DIR", "sh", "-c", rank_command}, options);
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     std::vector<uint64_t> calls;
-    for (int rank = 0; rank < kRanks; ++rank) {
-      uint64_t n = 0;
-      for (const std::string& line : split_lines(read_text(scratch / ("strace." + std::to_string(rank))))) {
-        std::istringstream fields(line);
-        std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
-        // "% time  seconds  usecs/call  calls  [errors]  syscall"
-        if (f.size() >= 5 && f.back() == "rt_sigprocmask") n = std::stoull(f[3]);
-      }
-      calls.push_back(n);
-    }
+    for (int rank = 0; rank < kRanks; ++rank)
+      calls.push_back(strace_count(read_text(scratch / ("strace." + std::to_string(rank))), "rt_sigprocmask"));
     return calls;
   };
   const std::vector<uint64_t> few = sigprocmask_calls(1), many = sigprocmask_calls(kRounds);
