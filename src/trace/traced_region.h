@@ -106,8 +106,8 @@ struct EnteredRegion {
 // Inlined into the adapter's function, a call level less under every
 // traced call: what a traced call costs a program includes the return
 // mispredictions its call levels cause. The return
-// stack buffer (32 entries on AMD Zen, wrapping, no fallback) holds the
-// program's deep recursion's returns; each level a traced call goes
+// stack buffer (32 entries on the reference AMD EPYC, where it behaves as
+// a wrapping ring) holds the program's deep recursion's returns; each level a traced call goes
 // below the caller overwrites one, which the recursion then mispredicts
 // once per 32 frames as it returns: ~32 ns a level under 190 frames
 // (benchmarks/return_stack_bench.cc).
