@@ -57,6 +57,24 @@ TEST_F(Events, ForcedPosixTimers) {
   EXPECT_GT(twenty, 0u);
 }
 
+// --timer asks for what HYBRIDPROF_FORCE_TIMER=1 does, from the command
+// line: POSIX CPU-time timers, which cost a thread nothing when it is
+// switched out (a perf event costs every switch: an oversubscribed MPI job
+// that yields lost a third of its speed to it).
+TEST_F(Events, TheTimerOptionSamplesWithPosixTimers) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"--timer", "-o", d}, {fixture("split_workload"), "2", "0.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  ASSERT_TRUE(p->archive().properties.count("HYBRIDPROF::MECHANISM"));
+  EXPECT_EQ(p->archive().properties.at("HYBRIDPROF::MECHANISM"), "posix-timer");
+  EXPECT_GT(p->self_samples("leaf_fifty"), p->self_samples("leaf_twenty"));
+  const RunResult help = run({launcher(), "--help"});
+  EXPECT_NE(help.out.find("--timer"), std::string::npos) << help.describe();
+}
+
 // Each thread's archive entry says what its sample signals cost it: how
 // many the handler took and the time it spent on them; the report gives the
 // mean. Each signal is a sample recorded, deferred into one, or dropped.

@@ -15,6 +15,11 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
                        or any libpfm4 event; unsupported events fall back to
                        cpu-clock, and to POSIX CPU timers when perf_event_open
                        is refused
+      --timer          sample with POSIX CPU-time timers, not perf_event: for
+                       jobs whose threads switch often (MPI ranks sharing
+                       cores yield thousands of times a second; a perf event
+                       costs every switch, most in a virtual machine). Kernel
+                       time then counts under the function that entered it
   -o, --output DIR     output directory (default: a new hybridprof-<program>-<time>)
       --max-depth N    deepest stack recorded (default 256, at most 512)
       --signal SIG     signal used for samples (default SIGRTMIN+4)
@@ -133,6 +138,8 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
       if (!take(&v) || !parse_trace_list(v, &o->traced, error)) return false;
     } else if (arg == "--no-trace" && !has_inline) {
       o->traced = 0;
+    } else if (arg == "--timer" && !has_inline) {
+      o->timer = true;
     } else if (arg == "--no-jit-map" && !has_inline) {
       o->jit_map = false;
     } else if (arg == "--list-events" && !has_inline) {
