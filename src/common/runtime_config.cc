@@ -16,6 +16,15 @@ const char* get(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
+}  // namespace
+
+bool env::flag(const char* name) {
+  const char* v = get(name);
+  return v != nullptr && std::string(v) != "0";
+}
+
+namespace {
+
 bool number_from_env(const char* name, uint64_t min, uint64_t max, uint64_t* out, std::string* error) {
   const char* v = get(name);
   if (!v) return true;
@@ -127,8 +136,8 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
       return false;
     }
   }
-  if (const char* v = get(env::kForceTimer)) c->force_timer = std::string(v) != "0";
-  if (const char* v = get(env::kQuiet)) c->quiet = std::string(v) != "0";
+  c->force_timer = env::flag(env::kForceTimer);
+  c->quiet = env::flag(env::kQuiet);
   if (const char* v = get(env::kTraceClock)) {
     c->trace_clock = v;
     if (c->trace_clock != "tsc" && c->trace_clock != "monotonic") {

@@ -25,6 +25,9 @@ inline constexpr const char* kJobArchive = "HYBRIDPROF_JOB_ARCHIVE";
 inline constexpr const char* kJobEnterLeave = "HYBRIDPROF_JOB_ENTER_LEAVE";
 inline constexpr const char* kQuiet = "HYBRIDPROF_QUIET";  // the launcher already printed notices
 inline constexpr const char* kTraceClock = "HYBRIDPROF_TRACE_CLOCK";  // tsc | monotonic (default: decide)
+// A yes/no variable (HYBRIDPROF_FORCE_TIMER, HYBRIDPROF_QUIET): set,
+// non-empty and not "0". The launcher and the runtime read them alike.
+bool flag(const char* name);
 }  // namespace env
 
 inline constexpr uint32_t kMaxDepthLimit = 512;

@@ -41,8 +41,7 @@ extern std::atomic<bool> g_trace_clock_decided;
 // The tracing host when traced records are made now (the trace clock is
 // then decided), else null. Inline, and its check after the first call a
 // load: every traced call asks, and each call level a traced call goes
-// down costs a deep caller a return misprediction per 32 frames as it
-// returns (the return stack buffer wraps; see CallerStackCache).
+// down costs a deep caller (see enter_region).
 inline TracingHost* traced_host() {
   TracingHost* host = tracing_host();
   if (host == nullptr || !host->tracing()) return nullptr;
@@ -105,11 +104,11 @@ struct EnteredRegion {
 //
 // Inlined into the adapter's function, a call level less under every
 // traced call: what a traced call costs a program includes the return
-// mispredictions its call levels cause. The return
-// stack buffer (32 entries on the reference AMD EPYC, where it behaves as
-// a wrapping ring) holds the program's deep recursion's returns; each level a traced call goes
-// below the caller overwrites one, which the recursion then mispredicts
-// once per 32 frames as it returns: ~32 ns a level under 190 frames
+// mispredictions its call levels cause. The return stack buffer (32
+// entries on the reference AMD EPYC, where it behaves as a wrapping ring)
+// holds a deep recursion's returns; each level a traced call goes below
+// the caller overwrites one, which the recursion then mispredicts once per
+// 32 frames as it returns: ~35 ns a level under 190 frames
 // (benchmarks/return_stack_bench.cc).
 inline EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags = 0, const EventPayload& event = {});
 // Leaves what enter_region entered, on the same thread, now.

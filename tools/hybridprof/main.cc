@@ -127,8 +127,7 @@ int run(int argc, char** argv) {
 
   request.frequency = !o.period.has_value();
   request.value = o.period ? *o.period : o.frequency.value_or(1000);
-  const char* force_timer = std::getenv(env::kForceTimer);
-  request.force_timer = o.timer || (force_timer && *force_timer && std::string(force_timer) != "0");
+  request.force_timer = o.timer || env::flag(env::kForceTimer);
   if (o.timer) set_env(env::kForceTimer, "1");  // the runtime's choice too
   const sampling::SamplingPlan plan = sampling::plan_sampling(request);
   if (!plan.notice.empty()) std::fprintf(stderr, "%s\n", plan.notice.c_str());
