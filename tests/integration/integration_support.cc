@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -182,71 +182,8 @@ RunResult profile(const std::vector<std::string>& profiler_args, const std::vect
   return run(argv, options);
 }
 
-void expect_profiler_share_is_the_time_added(const std::string& benchmark) {
-  const std::string bench = launcher().substr(0, launcher().rfind('/')) + "/" + benchmark;
-  if (!file_exists(bench)) GTEST_SKIP() << benchmark << " was not built";
-  const std::vector<std::string> program = {bench, "20000", "60", "10", "9"};
-  auto ns_per_call = [](const RunResult& r) {
-    const size_t at = r.out.find("s9_d10_ns=");
-    return at == std::string::npos ? 0.0 : std::stod(r.out.substr(at + 10));
-  };
-  TempDir dir;
-  // CPU time per call, as samples count it: on a busy machine, wall time
-  // counts the preemptions of most repetitions, which samples never see.
-  RunOptions cpu_time;
-  cpu_time.env = {{"BENCH_THREAD_CPU_TIME", "1"}};
-  double p = 0;
-  auto run_plain = [&] {
-    const RunResult plain = run(program, cpu_time);
-    ASSERT_EQ(plain.exit_code, 0) << plain.describe();
-    const double ns = ns_per_call(plain);
-    ASSERT_GT(ns, 0.0) << plain.out;
-    p = p == 0 ? ns : std::min(p, ns);
-  };
-  run_plain();
-  run_plain();
-  const RunResult profiled = profile({"-o", dir / "out", "-F", "4000"}, program, cpu_time);
-  ASSERT_EQ(profiled.exit_code, 0) << profiled.describe();
-  run_plain();
-  const double q = ns_per_call(profiled);
-  ASSERT_GT(q, p) << profiled.out;
-  const RunResult report = run({report_tool(), dir / "out"});
-  ASSERT_EQ(report.exit_code, 0) << report.describe();
-  ASSERT_NE(report.out.find("Profiler's own time"), std::string::npos) << report.out;
-  // The timed calls' samples: those under the benchmark's loop (at_depth),
-  // from the report's folded stacks ("root;...;leaf count"). The whole
-  // run's share also counts start-up (MPI_Init: a third of an MPI
-  // singleton's samples here), where the profiler adds little.
-  const RunResult folded = run({report_tool(), "--folded", dir / "out"});
-  ASSERT_EQ(folded.exit_code, 0) << folded.describe();
-  uint64_t timed = 0, ours = 0;
-  for (const std::string& line : split_lines(folded.out)) {
-    const size_t space = line.rfind(' ');
-    if (space == std::string::npos || line.find("at_depth;") == std::string::npos) continue;
-    const uint64_t n = std::stoull(line.substr(space + 1));
-    const size_t leaf = line.rfind(';', space) + 1;
-    timed += n;
-    if (line.compare(leaf, space - leaf, "[hybridprof]") == 0) ours += n;
-  }
-  ASSERT_GT(timed, 100u) << "too few samples in the timed calls\n" << folded.out.substr(0, 4000);
-  const double share = 100.0 * double(ours) / double(timed), added = 100.0 * (q - p) / q;
-  char figures[160];
-  std::snprintf(figures, sizeof figures,
-                "[hybridprof] %.1f%% of the timed calls' samples (%llu of %llu); time added %.1f%% (plain %.1f ns a call, "
-                "profiled %.1f ns)",
-                share, static_cast<unsigned long long>(ours), static_cast<unsigned long long>(timed), added, p, q);
-  std::printf("%s\n", figures);
-  // Not equal, by the CPU's nature: the program's code between traced calls
-  // draws fewer samples than its time alone predicts (its ~19 ns a call
-  // alone, ~7 ns of samples between traced calls; perf record agrees: 7%
-  // of a profiled run's samples in the program where its plain time
-  // predicts 10%), its cost overlapping with the profiler's code. Measured
-  // on a 2-core machine, the share reads 1-9 points above the time added
-  // (the faster the traced call, the more). Below it, or far above, it
-  // would be the profiler's cost shown as another's (libc, the kernel, the
-  // program) or the program's shown as the profiler's.
-  EXPECT_GE(share, added - 3.0) << figures << "\n" << report.out;
-  EXPECT_LE(share, added + 10.0) << figures;
+std::string benchmark_program(const std::string& name) {
+  return launcher().substr(0, launcher().rfind('/')) + "/" + name;
 }
 
 uint64_t strace_count(const std::string& text, const std::string& syscall) {

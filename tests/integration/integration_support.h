@@ -111,16 +111,8 @@ bool have_program(const std::string& name);  // on $PATH
 // it names none).
 uint64_t strace_count(const std::string& text, const std::string& syscall);
 
-// A program that spends most of its time in traced calls (a call_sites
-// benchmark, timing its own calls from nine call sites at 10 frames): the
-// share of the timed calls' samples the report gives the profiler
-// ([hybridprof]) is the share of their time that profiling added,
-// (profiled - plain) / profiled CPU time per call (mean over repetitions,
-// BENCH_THREAD_CPU_TIME), from 3 points below to 10 above (why, at the
-// check); 4 kHz for enough samples. The plain time is the least of three
-// runs around the profiled one. `benchmark`: the program's name in the
-// launcher's directory; skips the test when it was not built.
-void expect_profiler_share_is_the_time_added(const std::string& benchmark);
+// A benchmark program built beside the launcher (build/bin/<name>).
+std::string benchmark_program(const std::string& name);
 
 // ViTE exporting `archive` to SVG, headless, as a user would check a trace
 // opens: what it said, and what it drew.

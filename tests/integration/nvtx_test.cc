@@ -3,6 +3,7 @@
 // back from the archive: names, counts per thread, nesting, and samples
 // inside a range having it in their calling context.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
@@ -143,7 +144,7 @@ TEST(Nvtx, SwitchedOffNoRangeIsTraced) {
 // The runtime answers those lookups from its loader snapshot, where the
 // masks guard nothing, and skips them.
 TEST(Nvtx, FirstCallsFromNewStacksMakeNoSystemCalls) {
-  const std::string bench = launcher().substr(0, launcher().rfind('/')) + "/call_sites_bench";
+  const std::string bench = benchmark_program("call_sites_bench");
   if (!file_exists(bench)) GTEST_SKIP() << "call_sites_bench was not built";
   if (!have_program("strace")) GTEST_SKIP() << "strace is not installed";
   TempDir dir;
@@ -157,9 +158,80 @@ TEST(Nvtx, FirstCallsFromNewStacksMakeNoSystemCalls) {
   EXPECT_LT(strace_count(read_text(dir / "strace"), "rt_sigprocmask"), 100u) << read_text(dir / "strace");
 }
 
-// NVTX push/pop pairs (call_sites_bench). The SampleShare suite runs alone
-// (tests/integration/CMakeLists.txt): it compares two runs' CPU time.
-TEST(SampleShare, OfTheProfilerIsTheTimeItAddedToNvtxCalls) { expect_profiler_share_is_the_time_added("call_sites_bench"); }
+// A program that spends most of its time in traced calls (call_sites_bench:
+// NVTX push/pop pairs from nine call sites at 10 frames, timing its own
+// calls): the share of the timed calls' samples the report gives the
+// profiler ([hybridprof]) is the share of their time that profiling added,
+// (profiled - plain) / profiled CPU time per call (the mean over
+// repetitions, BENCH_THREAD_CPU_TIME), from 3 points below to 10 above
+// (why, at the check); 4 kHz for enough samples. The plain time is the
+// least of three runs around the profiled one. The SampleShare suite runs
+// alone (tests/integration/CMakeLists.txt): it compares two runs' CPU time.
+TEST(SampleShare, OfTheProfilerIsTheTimeItAddedToNvtxCalls) {
+  const std::string bench = benchmark_program("call_sites_bench");
+  if (!file_exists(bench)) GTEST_SKIP() << "call_sites_bench was not built";
+  const std::vector<std::string> program = {bench, "20000", "60", "10", "9"};
+  auto ns_per_call = [](const RunResult& r) {
+    const size_t at = r.out.find("s9_d10_ns=");
+    return at == std::string::npos ? 0.0 : std::stod(r.out.substr(at + 10));
+  };
+  TempDir dir;
+  // CPU time per call, as samples count it: on a busy machine, wall time
+  // counts the preemptions of most repetitions, which samples never see.
+  RunOptions cpu_time;
+  cpu_time.env = {{"BENCH_THREAD_CPU_TIME", "1"}};
+  double p = 0;
+  auto run_plain = [&] {
+    const RunResult plain = run(program, cpu_time);
+    ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+    const double ns = ns_per_call(plain);
+    ASSERT_GT(ns, 0.0) << plain.out;
+    p = p == 0 ? ns : std::min(p, ns);
+  };
+  run_plain();
+  run_plain();
+  const RunResult profiled = profile({"-o", dir / "out", "-F", "4000"}, program, cpu_time);
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.describe();
+  run_plain();
+  const double q = ns_per_call(profiled);
+  ASSERT_GT(q, p) << profiled.out;
+  const RunResult report = run({report_tool(), dir / "out"});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  ASSERT_NE(report.out.find("Profiler's own time"), std::string::npos) << report.out;
+  // The timed calls' samples: those under the benchmark's loop (at_depth),
+  // from the report's folded stacks ("root;...;leaf count"). The whole
+  // run's share also counts start-up, where the profiler adds little.
+  const RunResult folded = run({report_tool(), "--folded", dir / "out"});
+  ASSERT_EQ(folded.exit_code, 0) << folded.describe();
+  uint64_t timed = 0, ours = 0;
+  for (const std::string& line : split_lines(folded.out)) {
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos || line.find("at_depth;") == std::string::npos) continue;
+    const uint64_t n = std::stoull(line.substr(space + 1));
+    const size_t leaf = line.rfind(';', space) + 1;
+    timed += n;
+    if (line.compare(leaf, space - leaf, "[hybridprof]") == 0) ours += n;
+  }
+  ASSERT_GT(timed, 100u) << "too few samples in the timed calls\n" << folded.out.substr(0, 4000);
+  const double share = 100.0 * double(ours) / double(timed), added = 100.0 * (q - p) / q;
+  char figures[160];
+  std::snprintf(figures, sizeof figures,
+                "[hybridprof] %.1f%% of the timed calls' samples (%llu of %llu); time added %.1f%% (plain %.1f ns a call, "
+                "profiled %.1f ns)",
+                share, static_cast<unsigned long long>(ours), static_cast<unsigned long long>(timed), added, p, q);
+  std::printf("%s\n", figures);
+  // Not equal, by the CPU's nature: the program's code between traced calls
+  // draws fewer samples than its time alone predicts (its ~19 ns a call
+  // alone, ~7 ns of samples between traced calls; perf record agrees: 7%
+  // of a profiled run's samples in the program where its plain time
+  // predicts 10%), its cost overlapping with the profiler's code. Measured
+  // on a 2-core machine, the share reads 1-9 points above the time added
+  // (the faster the traced call, the more). Below it, or far above, it
+  // would be the profiler's cost shown as another's (libc, the kernel, the
+  // program) or the program's shown as the profiler's.
+  EXPECT_GE(share, added - 3.0) << figures << "\n" << report.out;
+  EXPECT_LE(share, added + 10.0) << figures;
+}
 
 #endif
 
