@@ -163,8 +163,8 @@ TEST(Nvtx, FirstCallsFromNewStacksMakeNoSystemCalls) {
 // calls): the share of the timed calls' samples the report gives the
 // profiler ([hybridprof]) is the share of their time that profiling added,
 // (profiled - plain) / profiled CPU time per call (the mean over
-// repetitions, BENCH_THREAD_CPU_TIME), from 3 points below to 10 above
-// (why, at the check); 4 kHz for enough samples. The plain time is the
+// repetitions, BENCH_THREAD_CPU_TIME), or a little more (why and how much,
+// at the checks); 4 kHz for enough samples. The plain time is the
 // least of three runs around the profiled one. The SampleShare suite runs
 // alone (tests/integration/CMakeLists.txt): it compares two runs' CPU time.
 TEST(SampleShare, OfTheProfilerIsTheTimeItAddedToNvtxCalls) {
@@ -221,16 +221,19 @@ TEST(SampleShare, OfTheProfilerIsTheTimeItAddedToNvtxCalls) {
                 share, static_cast<unsigned long long>(ours), static_cast<unsigned long long>(timed), added, p, q);
   std::printf("%s\n", figures);
   // Not equal, by the CPU's nature: the program's code between traced calls
-  // draws fewer samples than its time alone predicts (its ~19 ns a call
-  // alone, ~7 ns of samples between traced calls; perf record agrees: 7%
-  // of a profiled run's samples in the program where its plain time
-  // predicts 10%), its cost overlapping with the profiler's code. Measured
-  // on a 2-core machine, the share reads 1-9 points above the time added
-  // (the faster the traced call, the more). Below it, or far above, it
-  // would be the profiler's cost shown as another's (libc, the kernel, the
-  // program) or the program's shown as the profiler's.
+  // draws fewer samples than its time alone predicts (~19 ns a call alone,
+  // 5-7 ns of samples between traced calls; perf record agrees: 7% of a
+  // profiled run's samples in the program where its plain time predicts
+  // 10%): 10-14 ns of its cost overlap with the profiler's code, whatever
+  // the traced call costs, so the share reads 1-10 points above the time
+  // added, the more the faster the traced call. Hence: the profiler's cost
+  // is not shown as another's (libc, the kernel, the program): the share
+  // is at least the time added, less 3 points; and the program's code
+  // keeps its samples, at least a tenth of what its plain time predicts
+  // (a third here), where a sampler that charged them to [hybridprof] would
+  // leave none.
   EXPECT_GE(share, added - 3.0) << figures << "\n" << report.out;
-  EXPECT_LE(share, added + 10.0) << figures;
+  EXPECT_GE(double(timed - ours), 0.1 * double(timed) * p / q) << figures;
 }
 
 #endif
