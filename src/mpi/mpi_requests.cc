@@ -1,22 +1,16 @@
 // Outstanding non-blocking operations by request handle, and the records
 // their completion writes.
 #include <atomic>
-#include <mutex>
-#include <unordered_map>
 
 #include "mpi/mpi_tracer.h"
 #include "mpi/pmpi.h"
+#include "mpi/request_table.h"
 
 namespace hybridprof::mpi {
 namespace {
 
-struct Requests {
-  std::mutex mutex;
-  std::unordered_map<MPI_Request, PendingRequest> pending;
-};
-
-Requests& requests() {
-  static Requests* r = new Requests();  // leaked: used until the process ends
+RequestTable<PendingRequest>& requests() {
+  static auto* r = new RequestTable<PendingRequest>();  // leaked: used until the process ends
   return *r;
 }
 
@@ -28,56 +22,50 @@ uint64_t next_request_id() { return g_next_request_id.fetch_add(1, std::memory_o
 
 void track_request(MPI_Request handle, const PendingRequest& request) {
   if (handle == nullptr || handle == pmpi().request_null) return;
-  Requests& r = requests();
-  std::lock_guard lock(r.mutex);
-  r.pending[handle] = request;
-}
-
-// Runs `fn` on the entry of `handle` under the table's lock; false if untracked.
-template <typename Fn>
-bool with_request(MPI_Request handle, Fn&& fn) {
-  Requests& r = requests();
-  std::lock_guard lock(r.mutex);
-  auto it = r.pending.find(handle);
-  return it != r.pending.end() && fn(r.pending, it);
+  requests().insert(handle, request);
 }
 
 bool complete_request(MPI_Request handle, PendingRequest* request) {
-  return with_request(handle, [&](auto& pending, auto it) {
-    if (!it->second.active) return false;
-    *request = it->second;
-    if (it->second.persistent)
-      it->second.active = false;
-    else
-      pending.erase(it);
-    return true;
+  bool completed = false;
+  requests().with_oldest(handle, [&](PendingRequest& r) {
+    if (!r.active) return false;
+    *request = r;
+    completed = true;
+    if (!r.persistent) return true;
+    r.active = false;
+    return false;
   });
+  return completed;
 }
 
 bool start_request(MPI_Request handle, PendingRequest* request) {
-  return with_request(handle, [&](auto&, auto it) {
-    if (!it->second.persistent) return false;
-    it->second.active = true;
-    it->second.id = next_request_id();
-    *request = it->second;
-    return true;
+  bool started = false;
+  requests().with_oldest(handle, [&](PendingRequest& r) {
+    if (!r.persistent) return false;
+    r.active = true;
+    r.id = next_request_id();
+    *request = r;
+    started = true;
+    return false;
   });
+  return started;
 }
 
 bool drop_request(MPI_Request handle, PendingRequest* request) {
-  return with_request(handle, [&](auto& pending, auto it) {
-    *request = it->second;
-    pending.erase(it);
+  return requests().with_oldest(handle, [&](PendingRequest& r) {
+    *request = r;
     return true;
   });
 }
 
 bool peek_request(MPI_Request handle, PendingRequest* request) {
-  return with_request(handle, [&](auto&, auto it) {
-    if (!it->second.active) return false;
-    *request = it->second;
-    return true;
+  bool active = false;
+  requests().with_oldest(handle, [&](PendingRequest& r) {
+    active = r.active;
+    if (active) *request = r;
+    return false;
   });
+  return active;
 }
 
 void emit_completion(MpiCall& call, const PendingRequest& request, const MPI_Status* status) {

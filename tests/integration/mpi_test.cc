@@ -536,6 +536,52 @@ TEST_F(Mpi, HaloExchangeCompletesEveryNonBlockingMessage) {
   expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
 }
 
+// osu_bw's shape: windows of Isend (Irecv) from one call site, completed
+// by one Waitall or by Wait after Wait. Such a loop's calls are written as
+// repeats whose request ids move on by one (trace/event_payload.h): every
+// request must still be issued and completed once, under its own id.
+TEST_F(Mpi, WindowsOfNonBlockingMessagesKeepEveryRequest) {
+  constexpr int kRounds = 40, kWindow = 16;
+  const RunResult r = mpirun(2, {fixture("mpi_window"), std::to_string(kRounds), std::to_string(kWindow)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  const size_t messages = kRounds * kWindow;
+  EXPECT_EQ(t.count(0, MpiEventKind::kIsend), messages);
+  EXPECT_EQ(t.count(0, MpiEventKind::kIsendComplete), messages);
+  EXPECT_EQ(t.count(1, MpiEventKind::kIrecvRequest), messages);
+  EXPECT_EQ(t.count(1, MpiEventKind::kIrecv), messages);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(t.enters[rank]["MPI_Waitall"], uint64_t(kRounds / 2)) << "rank " << rank;
+    EXPECT_EQ(t.enters[rank]["MPI_Wait"], uint64_t(kRounds / 2 * kWindow)) << "rank " << rank;
+    std::map<uint64_t, int> state;  // 1 issued, 2 completed
+    std::map<uint64_t, uint64_t> tag_of;
+    size_t bad = 0;
+    for (const auto& e : t.events.at(rank)) {
+      const bool issued = e.kind == MpiEventKind::kIsend || e.kind == MpiEventKind::kIrecvRequest;
+      const bool completed = e.kind == MpiEventKind::kIsendComplete || e.kind == MpiEventKind::kIrecv;
+      if (!issued && !completed) continue;
+      int& s = state[e.request];
+      if (issued) {
+        bad += s != 0;
+        s = 1;
+        if (e.kind == MpiEventKind::kIsend) tag_of[e.request] = e.tag;
+      } else {
+        bad += s != 1;
+        s = 2;
+        if (e.kind == MpiEventKind::kIrecv) bad += e.tag >= uint32_t(kWindow) || e.bytes != 8;
+      }
+    }
+    EXPECT_EQ(bad, 0u) << "rank " << rank << ": requests issued twice, completed before issued or twice, or wrong";
+    EXPECT_EQ(state.size(), messages) << "rank " << rank << ": one id per request";
+    for (const auto& [id, s] : state) EXPECT_EQ(s, 2) << "rank " << rank << ": request " << id << " not completed";
+    // The tags of rank 0's sends, in the order issued, go 0..W-1 each round.
+    size_t k = 0, out_of_order = 0;
+    for (const auto& [id, tag] : tag_of) out_of_order += tag != k++ % kWindow;
+    EXPECT_EQ(out_of_order, 0u) << "rank " << rank << ": sends out of order";
+  }
+  expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
+}
+
 TEST_F(Mpi, CollectivesAreCountedWithOperationRootAndBytes) {
   constexpr int kRanks = 4, kIterations = 2;
   const RunResult r = mpirun(kRanks, {fixture("mpi_collectives"), std::to_string(kIterations)});

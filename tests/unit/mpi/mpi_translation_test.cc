@@ -272,6 +272,30 @@ TEST_F(MpiTranslation, RequestsAreCompletedByEveryWaitAndTestForm) {
   EXPECT_EQ(t.enters, t.leaves);
 }
 
+// A library may give every send it finished inside MPI_Isend one shared
+// complete request (Open MPI's ob1 returns &ompi_request_empty): each send
+// is still a request of its own, completed in the order they were made,
+// by one Waitall or by Wait after Wait, beside a receive of its own handle.
+TEST_F(MpiTranslation, SendsSharingOneCompletedHandleAreEachCompleted) {
+  const MPI_Request shared = next_request();
+  auto isend_shared = [&](int tag) {
+    g_next_request = shared;
+    MPI_Request r = nullptr;
+    call<F::MPI_Isend>(isend, buffer_, 1, fake().int32, 1, tag, fake().world, &r);
+    return r;
+  };
+  MPI_Request three[3] = {isend_shared(0), isend_shared(1), isend_shared(2)};
+  EXPECT_TRUE(three[0] == shared && three[2] == shared);
+  call<F::MPI_Waitall>(waitall, 3, three, MPI_STATUSES_IGNORE);
+  MPI_Request mixed[3] = {isend_shared(3), irecv_any(1, {1, 4, 8}), isend_shared(5)};
+  for (MPI_Request& r : mixed) call<F::MPI_Wait>(wait, &r, MPI_STATUS_IGNORE);
+  const Traced t = traced();
+  expect_requests(t, {{K::kIsend, 'a'},         {K::kIsend, 'b'},         {K::kIsend, 'c'},
+                      {K::kIsendComplete, 'a'}, {K::kIsendComplete, 'b'}, {K::kIsendComplete, 'c'},
+                      {K::kIsend, 'd'},         {K::kIrecvRequest, 'e'},  {K::kIsend, 'f'},
+                      {K::kIsendComplete, 'd'}, {K::kIrecv, 'e'},         {K::kIsendComplete, 'f'}});
+}
+
 TEST_F(MpiTranslation, PersistentRequestsGetANewIdAtEveryStart) {
   FakeMpi& f = fake();
   const MPI_Request handle = next_request();
