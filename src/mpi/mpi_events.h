@@ -40,6 +40,9 @@ struct EventFields {
   bool operator==(const EventFields&) const = default;
 };
 
+// The request goes where a counting event's serial number is
+// (event_payload.h): ids are numbered in turn, so an event naming one
+// counts (MpiCall::emit) and a loop's Isend repeats.
 inline EventPayload payload_of(const EventFields& f) {
   EventPayload p;
   p.word[0] = f.comm, p.word[1] = f.peer, p.word[2] = f.tag, p.word[3] = f.op;

@@ -135,7 +135,8 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
 RegionBody MpiCall::body(uint32_t flags, const HeldEvent* carried) const {
   RegionBody b{mpi_region(function_), flags, {}};
   if (carried) {
-    b.flags |= kRegionCarriesEvent | event_kind(carried->kind) << kCarriedEventKindShift;
+    b.flags |= kRegionCarriesEvent | event_kind(carried->kind) << kCarriedEventKindShift |
+               (carried->counts ? kRegionEventCounts : 0u);
     b.event = carried->payload;
   }
   return b;
@@ -204,8 +205,8 @@ uint64_t MpiCall::end_ns() {
 void MpiCall::emit(MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_t peer, uint32_t tag,
                    uint64_t sent, uint64_t received, uint64_t request, uint32_t op) {
   if (thread_ == nullptr || g_mpi_event_base == kNoEventSet) return;  // no kinds left to number them (never so far)
-  const HeldEvent e{kind, timestamp,
-                    ::hybridprof::mpi::payload_of({comm, peer, tag, op, sent, received, request})};
+  const HeldEvent e{kind, timestamp, ::hybridprof::mpi::payload_of({comm, peer, tag, op, sent, received, request}),
+                    request != 0};
   if (!begun_) {
     if (!held_ && timestamp == enter_ns_) {
       held_event_ = e;

@@ -70,6 +70,7 @@ class MpiCall {
     MpiEventKind kind;
     uint64_t timestamp;
     EventPayload payload;
+    bool counts;  // it names a request: ids are numbered in turn (event_payload.h)
   };
   void write_enter(const HeldEvent* carried);
   // What this call's enter (flags) or leave (0) record says, `carried` travelling inside it.

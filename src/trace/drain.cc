@@ -649,7 +649,13 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
 void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
   if (slot >= DrainedThread::kNoSite || t.drained.call_sites[slot].generation == 0) return;  // no producer writes that
   write_unwritten_call_locked(t);  // a call inside a call
-  // The loop case: the same call from the same place as last time.
+  // The loop case: the same call from the same place as last time (a
+  // counting event's number moved on, as at the producer).
+  DrainedThread::CallSite& site = t.drained.call_sites[slot];
+  if (site.enter.counts()) {
+    site.enter = site.enter.repeated();
+    site.enter_shape = site.enter_shape.repeated();
+  }
   const uint64_t ns = clock_.to_ns(timestamp);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   call.enter_ns = ns;
@@ -670,14 +676,16 @@ void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r,
   if (r.flags & kRegionCarriesEmptyEvent)
     convert_event_locked(t, (r.flags >> kEmptyEventKindShift) & 0xffu, timestamp_ns, EventPayload{});
   if (r.flags & kRegionCarriesEvent)
-    convert_event_locked(t, r.flags >> kCarriedEventKindShift, timestamp_ns, *carried_event(r));
+    convert_event_locked(t, r.flags >> kCarriedEventKindShift, timestamp_ns, *carried_event(r),
+                         (r.flags & kRegionEventCounts) != 0);
 }
 
-void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload) {
+void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload,
+                                 bool counts) {
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   if (t.drained.call_unwritten && shape_of(t).event_count < raw::Call::kMaxEvents && timestamp_ns >= call.enter_ns) {
     uint32_t& n = call.shape.event_count;
-    call.shape.events[n] = raw::CallShape::Event{kind, 0, payload};
+    call.shape.events[n] = raw::CallShape::Event{kind, 0, counts, payload};
     call.event_ns[n++] = timestamp_ns;
     return;
   }
@@ -729,7 +737,8 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
 
 void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
   if (slot >= DrainedThread::kNoSite || !t.drained.call_sites[slot].leave_known) return;  // no producer writes that
-  const DrainedThread::CallSite& site = t.drained.call_sites[slot];
+  DrainedThread::CallSite& site = t.drained.call_sites[slot];
+  if (site.leave.counts()) site.leave = site.leave.repeated();  // as at the producer
   const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint64_t ns = clock_.to_ns(timestamp);
   // Enter and leave as last time from here, nothing in between: the call's

@@ -18,4 +18,16 @@ struct EventPayload {
 };
 static_assert(sizeof(EventPayload) == 40, "no padding: payloads compare as bytes");
 
+// A counting event's payload (RegionFlags' kRegionEventCounts, raw
+// CallShape::Event::counts) holds in wide[2] a serial number that the next
+// call from the same place is expected to advance by one: an MPI request
+// id, numbered in turn. A repeat of such a call (the ring's RepeatRecord,
+// the raw stream's repeated Call) stands for the last one with that number
+// advanced, so a loop of non-blocking calls repeats as a loop of blocking
+// ones does, though no two of its payloads are equal.
+inline EventPayload counted_on(EventPayload p, int64_t calls = 1) {
+  p.wide[2] += uint64_t(calls);
+  return p;
+}
+
 }  // namespace hybridprof

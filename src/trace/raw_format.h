@@ -30,7 +30,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'E'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'F'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -58,7 +58,7 @@ enum class Tag : uint32_t {
   kClockOffset = 16,
   kPythonCode = 17,
   kCall = 18,
-  kCallRepeat = 19,  // a Call shaped like a recent one (trace/recent_calls.h)
+  kCallRepeat = 19,  // a recent Call again (trace/recent_calls.h: counting events advanced)
   kEventSetDef = 20,
 };
 
@@ -217,6 +217,9 @@ struct Call {
   uint32_t region = 0, node = 0;
   uint32_t event_count = 0;
   std::array<Event, kMaxEvents> events;  // each at enter_ns or leave_ns
+  // Bit i: events[i] counts (event_payload.h): a repeat of this call stands
+  // for it with that event's serial number advanced.
+  uint32_t counting = 0;
 };
 // A definition an adapter's events name by `id` (an MPI communicator, an
 // OpenMP thread team): what `values` say is the business of the adapter

@@ -240,9 +240,10 @@ class Decoder {
         for (uint32_t i = 0; i < c.event_count; ++i) {
           Event& e = c.events[i];
           e.location = c.location;
-          const uint64_t kind_and_time = varint();
-          e.timestamp_ns = (kind_and_time & 1) ? c.leave_ns : c.enter_ns;
-          e.kind = static_cast<uint32_t>(kind_and_time >> 1);
+          const uint64_t kind_and_bits = varint();
+          e.timestamp_ns = (kind_and_bits & 1) ? c.leave_ns : c.enter_ns;
+          c.counting |= uint32_t((kind_and_bits >> 1) & 1) << i;
+          e.kind = static_cast<uint32_t>(kind_and_bits >> 2);
           payload(e.payload);
         }
         if (!ok_) return false;
@@ -256,7 +257,7 @@ class Decoder {
         const uint64_t enter_ns = timestamp(thread);
         const uint64_t leave_ns = enter_ns + varint();
         if (!ok_) return false;
-        const CallShape* shape = recent_calls_.at(local(thread), slot);
+        const CallShape* shape = recent_calls_.repeat_at(local(thread), slot);
         if (shape == nullptr) return fail() != 0;
         expand(shape->at(thread, enter_ns, leave_ns), out);
         break;
@@ -471,20 +472,20 @@ void StreamWriter::append(const Call& r) { append_call(r.location, r.enter_ns, r
 RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns,
                                               const CallShape& shape) {
   if (stop_ != Stop::kNone) return {};
-  uint32_t slot = recent_calls_.find(thread, shape);
+  uint32_t slot = recent_calls_.find_repeat(thread, shape);
   if (slot != RecentCalls::kNone) {
     put_repeat(thread, slot, enter_ns, leave_ns);
   } else {
     slot = recent_calls_.remember(thread, shape);
     // Events carry one bit for their time instead of a timestamp: the
-    // enter's (0) or the leave's (1).
+    // enter's (0) or the leave's (1); and one saying whether they count.
     put_varint(static_cast<uint32_t>(Tag::kCall));
     put_varint(thread); put_varint(delta(thread, enter_ns));
     put_varint(leave_ns - enter_ns);
     put_varint(shape.region); put_varint(shape.node); put_varint(shape.event_count);
     for (uint32_t i = 0; i < shape.event_count; ++i) {
       const CallShape::Event& e = shape.events[i];
-      put_varint(uint64_t{e.kind} << 1 | e.at_leave);
+      put_varint(uint64_t{e.kind} << 2 | uint64_t{e.counts != 0} << 1 | (e.at_leave != 0));
       put_payload(e.payload);
     }
     last_ts_[thread] = leave_ns;  // the thread's next delta counts from the leave

@@ -50,12 +50,13 @@ class StreamWriter {
   // where the writer keeps that shape, for append_repeat.
   // Writes nothing (and keeps nothing) once stopped.
   RecentCalls::Handle append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns, const CallShape& shape);
-  // A Call shaped exactly like the one append_call returned `kept` for,
-  // without comparing shapes again. False, with nothing written, when the
+  // A repeat of the Call append_call returned `kept` for (its shape
+  // repeated: CallShape::repeated), without comparing shapes again. False, with nothing written, when the
   // writer no longer keeps that shape (then use append_call).
   // Inline: a loop's every traced call comes here.
   bool append_repeat(uint32_t thread, RecentCalls::Handle kept, uint64_t enter_ns, uint64_t leave_ns) {
     if (!recent_calls_.keeps(thread, kept)) return false;
+    recent_calls_.repeat_at(thread, kept.slot);  // as the reader will
     put_repeat(thread, kept.slot, enter_ns, leave_ns);
     if (used_ >= kChunkFlushBytes) flush();
     return true;

@@ -23,7 +23,8 @@ namespace hybridprof::raw {
 struct CallShape {
   struct Event {
     uint32_t kind = 0;
-    uint32_t at_leave = 0;  // stamped with the leave's time, not the enter's
+    uint16_t at_leave = 0;  // stamped with the leave's time, not the enter's
+    uint16_t counts = 0;    // a counting event (event_payload.h): a repeat advances it
     EventPayload payload;
   };
   uint32_t region = 0, node = 0;
@@ -37,7 +38,7 @@ struct CallShape {
     s.event_count = c.event_count;
     for (uint32_t i = 0; i < c.event_count; ++i) {
       const raw::Event& e = c.events[i];
-      s.events[i] = Event{e.kind, e.timestamp_ns != c.enter_ns, e.payload};
+      s.events[i] = Event{e.kind, e.timestamp_ns != c.enter_ns, uint16_t((c.counting >> i) & 1u), e.payload};
     }
     return s;
   }
@@ -53,8 +54,26 @@ struct CallShape {
     c.region = region;
     c.node = node;
     c.event_count = event_count;
-    for (uint32_t i = 0; i < event_count; ++i) c.events[i] = event(i, thread, events[i].at_leave ? leave_ns : enter_ns);
+    for (uint32_t i = 0; i < event_count; ++i) {
+      c.events[i] = event(i, thread, events[i].at_leave ? leave_ns : enter_ns);
+      c.counting |= uint32_t{events[i].counts != 0} << i;
+    }
     return c;
+  }
+  bool counting() const {
+    for (uint32_t i = 0; i < event_count; ++i)
+      if (events[i].counts) return true;
+    return false;
+  }
+  // What a repeat of this call stands for: its counting events advanced;
+  // and back, the call this one would repeat.
+  CallShape repeated() const { return counted(+1); }
+  CallShape repeat_of() const { return counted(-1); }
+  CallShape counted(int64_t calls) const {
+    CallShape s = *this;
+    for (uint32_t i = 0; i < event_count; ++i)
+      if (s.events[i].counts) s.events[i].payload = counted_on(s.events[i].payload, calls);
+    return s;
   }
   // Fixed-size compares the compiler inlines; unused events are not looked at.
   bool operator==(const CallShape& o) const {
@@ -79,17 +98,33 @@ class RecentCalls {
 
   void forget_all() { threads_.clear(); }
 
-  // The slot of `thread` holding `shape`, or kNone. Looks first where a
-  // loop's next call would be: the slot after the last one found.
-  uint32_t find(uint32_t thread, const CallShape& shape) {
+  // The slot of `thread` whose shape, repeated (CallShape::repeated), is
+  // `shape`, which it then holds; or kNone. Looks first where a loop's next
+  // call would be: the slot after the last one found.
+  uint32_t find_repeat(uint32_t thread, const CallShape& shape) {
     if (thread >= threads_.size()) return kNone;
     PerThread& t = threads_[thread];
+    const bool counting = shape.counting();
+    CallShape back;
+    if (counting) back = shape.repeat_of();
+    const CallShape& unmoved = counting ? back : shape;
     uint32_t i = t.last_found;
     for (uint32_t k = 0; k < t.used; ++k) {
       if (++i >= t.used) i = 0;  // not %: a division costs more than the compare
-      if (t.slots[i] == shape) return t.last_found = i;
+      if (t.slots[i] == unmoved) {
+        if (counting) t.slots[i] = shape;
+        return t.last_found = i;
+      }
     }
     return kNone;
+  }
+  // A repeat of the call in `slot`: the shape it stands for, which the slot
+  // then holds; nullptr when that slot holds none.
+  const CallShape* repeat_at(uint32_t thread, uint64_t slot) {
+    if (thread >= threads_.size() || slot >= threads_[thread].used) return nullptr;
+    CallShape& s = threads_[thread].slots[slot];
+    if (s.counting()) s = s.repeated();
+    return &s;
   }
   // Remembers `shape` in `thread`'s next slot (oldest first once all are
   // used); returns the slot.
@@ -106,11 +141,6 @@ class RecentCalls {
   Handle handle(uint32_t thread, uint32_t slot) const { return {slot, threads_[thread].versions[slot]}; }
   bool keeps(uint32_t thread, Handle h) const {
     return thread < threads_.size() && h.slot < threads_[thread].used && threads_[thread].versions[h.slot] == h.version;
-  }
-  // The shape in `slot`, or nullptr when that slot holds none.
-  const CallShape* at(uint32_t thread, uint64_t slot) const {
-    if (thread >= threads_.size() || slot >= threads_[thread].used) return nullptr;
-    return &threads_[thread].slots[slot];
   }
 
  private:

@@ -19,8 +19,8 @@ enum class RecordType : uint16_t {
   kRegionLeave = 3,   // RegionRecord [+ EventPayload]
   kEvent = 4,         // EventRecord
   kMixedSample = 5,   // MixedSampleRecord: native IPs and Python frames
-  kRegionEnterRepeat = 6,  // RepeatRecord: an enter as last written in full from its caller stack
-  kRegionLeaveRepeat = 7,  // RepeatRecord: a leave as last written in full for a call from there
+  kRegionEnterRepeat = 6,  // RepeatRecord: the last enter from its caller stack again (RegionBody::repeated)
+  kRegionLeaveRepeat = 7,  // RepeatRecord: the last leave of a call from there again
   kRingFlush = 8,     // RingFlushRecord: the thread waited while its full ring was written out
 };
 
@@ -142,6 +142,9 @@ enum RegionFlags : uint32_t {
   // names (trace/device_work.h), so that work hangs under this enter's
   // context.
   kRegionLaunchesDeviceWork = 1u << 20,
+  // The carried event counts (event_payload.h, counted_on): a repeat of
+  // this record stands for it with the serial number advanced by one.
+  kRegionEventCounts = 1u << 21,
 };
 inline constexpr uint32_t kEmptyEventKindShift = 8;
 inline constexpr uint32_t kCarriedEventKindShift = 24;

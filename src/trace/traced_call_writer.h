@@ -1,8 +1,9 @@
 // The producer side of traced-call records (records.h): writes a region's
 // enter and leave into its thread's ring, as a 16-byte RepeatRecord when
-// the record would say what the last one written in full from the same
-// remembered caller stack said. A loop calling MPI_Send from one place then
-// puts 32 bytes a call into the ring instead of ~100, and the drain writes
+// the record would say what the last one from the same remembered caller
+// stack said (a counting event's number advanced by one:
+// RegionBody::repeated). A loop calling MPI_Send from one place then puts
+// 32 bytes a call into the ring instead of ~100, and the drain writes
 // the call without looking at what it says (it keeps the same "last"
 // records by the same rule, Drain::convert_*_locked).
 //
@@ -27,8 +28,16 @@ struct RegionBody {
   EventPayload event{};  // meaningful with kRegionCarriesEvent
 
   bool carries() const { return (flags & kRegionCarriesEvent) != 0; }
+  bool counts() const { return carries() && (flags & kRegionEventCounts) != 0; }
   bool operator==(const RegionBody& o) const {
     return region == o.region && flags == o.flags && (!carries() || event == o.event);
+  }
+  // What a repeat of this record stands for: the same, a counting event's
+  // serial number advanced (event_payload.h).
+  RegionBody repeated() const {
+    RegionBody b = *this;
+    if (b.counts()) b.event = counted_on(b.event);
+    return b;
   }
 };
 
@@ -47,9 +56,9 @@ class TracedCallWriter {
              uint32_t python_depth = 0) {
     const bool has_site = remembered(stack);
     if (has_site && depth == 0) {
-      const Site& s = sites_[stack.slot];
-      if (s.generation == stack.generation && s.enter == body)
-        return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot);
+      Site& s = sites_[stack.slot];
+      if (s.generation == stack.generation && s.enter.repeated() == body)
+        return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot, body, &s.enter);
     }
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(EventPayload) : 0) +
                                     region_python_frames_bytes(python_depth));
@@ -74,8 +83,8 @@ class TracedCallWriter {
   // The leave of a call whose enter enter() wrote from `stack`.
   __attribute__((always_inline)) bool leave(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
     Site* s = remembered(stack) && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
-    if (s && s->leave_known && s->leave == body)
-      return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot);
+    if (s && s->leave_known && s->leave.repeated() == body)
+      return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot, body, &s->leave);
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + (body.carries() ? sizeof(EventPayload) : 0));
     auto* r = reinterpret_cast<RegionRecord*>(
         ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionLeave), 0));
@@ -101,12 +110,16 @@ class TracedCallWriter {
   static bool remembered(CallerStackCache::Ref stack) {
     return stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
   }
-  static bool repeat(ThreadRing& ring, RecordType type, uint64_t timestamp, uint32_t slot) {
+  // A repeat record for `body`, which is what `*last` repeated stands for;
+  // it becomes the last (a counting event's number moved on).
+  static bool repeat(ThreadRing& ring, RecordType type, uint64_t timestamp, uint32_t slot, const RegionBody& body,
+                     RegionBody* last) {
     auto* r = reinterpret_cast<RepeatRecord*>(
         ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(type), static_cast<uint16_t>(slot)));
     if (r == nullptr) return false;
     r->timestamp = timestamp;
     ring.commit_exclusive();
+    *last = body;
     return true;
   }
   static void fill(RegionRecord& r, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {

@@ -264,6 +264,52 @@ TEST_F(DrainTest, RepeatedCallsFromOnePlaceReadBackExactly) {
   EXPECT_EQ(nodes_[0], nodes_[4]);
 }
 
+// A loop of non-blocking calls: each leave carries a request numbered one
+// more than the last (a counting event), which the writer repeats; every
+// call must read back with its own number, across a pass (a new chunk,
+// where the stream's memory of shapes starts afresh) and a number skipped.
+TEST_F(DrainTest, RepeatedCallsWithCountingEventsReadBackWithTheirNumbers) {
+  auto isend = [&](uint64_t ns, uint64_t request) {
+    RegionBody leave = body(1, kSend, 4, 8, 0);
+    leave.flags |= kRegionEventCounts;
+    leave.event.wide[2] = request;
+    ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, body(1, kSend, -1, 0, 0), CallerStackCache::Ref{0, 1, false},
+                                       nullptr, 0));
+    ASSERT_TRUE(t_->traced.calls.leave(t_->ring, ns + 40, leave, CallerStackCache::Ref{0, 1, false}));
+  };
+  std::vector<uint64_t> expected;
+  uint64_t now = 1000;
+  auto run = [&](uint64_t first, int calls) {
+    for (int i = 0; i < calls; ++i, now += 100) {
+      isend(now, first + uint64_t(i));
+      expected.push_back(first + uint64_t(i));
+    }
+  };
+  const uint64_t before = drain_.bytes_written();
+  run(100, 200);
+  drain_.flush_now();
+  run(300, 200);  // the next chunk
+  run(700, 200);  // a jump: written in full once, then repeats again
+  std::vector<uint64_t> requests;
+  size_t calls = 0;
+  std::string error;
+  drain_.flush_now();
+  const uint64_t bytes = drain_.bytes_written() - before;
+  ASSERT_TRUE(raw::read_stream(
+      path_,
+      [&](const raw::Record& r) {
+        if (const auto* e = std::get_if<raw::Event>(&r)) requests.push_back(e->payload.wide[2]);
+        if (std::holds_alternative<raw::Leave>(r)) ++calls;
+      },
+      nullptr, &error))
+      << error;
+  EXPECT_EQ(calls, expected.size());
+  EXPECT_EQ(requests, expected);
+  // Written as repeats: a few bytes a call (in full, a call and its event
+  // take tens of bytes each).
+  EXPECT_LT(bytes, 12 * expected.size()) << bytes << " bytes for " << expected.size() << " calls";
+}
+
 // A process killed while a call blocks must still show the call's start.
 TEST_F(DrainTest, ACallInProgressIsOnDiskAfterEachPass) {
   enter(100, 1);

@@ -344,6 +344,56 @@ TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
   std::remove(path.c_str());
 }
 
+// A call whose event counts (an MPI request id) repeats when its number
+// is one more than the last: the writer and the reader move the kept shape
+// on together, whether the drain repeats it by handle or by comparing.
+TEST(RawStream, CountingCallsRepeatWithTheirNumbersMovedOn) {
+  const std::string path = temp_path("counting");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  auto shape = [](uint64_t request) {
+    CallShape s;
+    s.region = 3, s.node = 7, s.event_count = 1;
+    s.events[0].kind = 2, s.events[0].at_leave = 1, s.events[0].counts = 1;
+    s.events[0].payload = payload(0, 1, 8);
+    s.events[0].payload.wide[2] = request;
+    return s;
+  };
+  std::vector<uint64_t> expected;
+  uint64_t now = 1000;
+  auto next = [&] { return now += 100; };
+  auto by_shape = [&](uint64_t request) {
+    expected.push_back(request);
+    const uint64_t enter = next();
+    return w.append_call(0, enter, enter + 50, shape(request));
+  };
+  const RecentCalls::Handle kept = by_shape(10);
+  for (uint64_t request = 11; request <= 15; ++request) {
+    expected.push_back(request);
+    const uint64_t enter = next();
+    ASSERT_TRUE(w.append_repeat(0, kept, enter, enter + 50));
+  }
+  // 11 again is no repeat of 15 (the writer moved on with the reader), 12
+  // then repeats 11; 13 comes with the count flag off: a shape of its own.
+  by_shape(11);
+  by_shape(12);
+  CallShape plain = shape(13);
+  plain.events[0].counts = 0;
+  expected.push_back(13);
+  const uint64_t enter = next();
+  w.append_call(0, enter, enter + 50, plain);
+  by_shape(14);
+  w.close();
+  ReadSummary summary;
+  std::vector<uint64_t> requests;
+  for (const Record& r : read_all(path, &summary))
+    if (const auto* e = std::get_if<Event>(&r)) requests.push_back(e->payload.wide[2]);
+  EXPECT_TRUE(summary.problem.empty()) << summary.problem;
+  EXPECT_EQ(requests, expected);
+  std::remove(path.c_str());
+}
+
 TEST(RawStream, TornLastChunkKeepsEarlierChunks) {
   const std::string path = temp_path("torn");
   std::remove(path.c_str());

@@ -91,6 +91,34 @@ TEST_F(TracedCallWriterTest, StacksAreTheirOwnSitesAndNewGenerationsStartAfresh)
                                 "E48", "L32"}));
 }
 
+// A counting event (an MPI request id, numbered in turn) repeats when its
+// number is the last one's plus one, and only then: a loop of Isend calls
+// from one place repeats as a loop of Send calls does.
+TEST_F(TracedCallWriterTest, ACountingEventRepeatsWhenItsNumberMovesOnByOne) {
+  const Ref stack{0, 1, false};
+  auto request = [](uint64_t id) {
+    RegionBody b = carrying(kSend, 1);
+    b.flags |= kRegionEventCounts;
+    b.event.wide[2] = id;
+    return b;
+  };
+  for (uint64_t id : {10, 11, 12, 12, 14, 15}) {
+    writer_.enter(ring_, 100, bare(kSend), stack, nullptr, 0);
+    writer_.leave(ring_, 150, request(id), stack);
+  }
+  // 12 again and 14 (a number skipped) are new; 11, 12, 15 repeat.
+  EXPECT_EQ(written(), (Written{"E32", "L72", "e0", "l0", "e0", "l0", "e0", "L72", "e0", "L72", "e0", "l0"}));
+  // Without the flag the same payloads are only ever equal to themselves.
+  const Ref other{1, 2, false};
+  for (uint64_t id : {20, 21, 21}) {
+    RegionBody plain = request(id);
+    plain.flags &= ~uint32_t{kRegionEventCounts};
+    writer_.enter(ring_, 200, bare(kSend), other, nullptr, 0);
+    writer_.leave(ring_, 250, plain, other);
+  }
+  EXPECT_EQ(written(), (Written{"E32", "L72", "e1", "L72", "e1", "l1"}));
+}
+
 // The drain keeps "the last full record" by what it reads: a record lost
 // to a full ring must not count as written, or the next repeat would stand
 // for something the drain never saw.
