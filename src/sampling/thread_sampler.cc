@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -31,6 +33,11 @@ timespec timer_period(const SamplingPlan& plan) {
 }
 
 }  // namespace
+
+std::string StartFailures::first_left_perf() const {
+  if (switched_.count.load() == 0) return "";
+  return "thread " + std::to_string(switched_.tid.load()) + ", " + std::to_string(switched_.err.load()) + " a second";
+}
 
 std::string StartFailures::Kind::first() const {
   if (count.load() == 0) return "";
@@ -84,6 +91,10 @@ void ThreadSampler::start_at_first_period(const SamplingPlan& plan, int signal, 
 
 // SIGNAL PATH: system calls only.
 void ThreadSampler::after_owned_signal(const siginfo_t* info) {
+  if (fd_ >= 0 && info->si_code != SI_TIMER && ++perf_signals_ % kSwitchCheckSignals == 0) {
+    leave_perf_if_yielding_often();
+    return;
+  }
   if (!perf_due_ || info->si_code != SI_TIMER) return;
   perf_due_ = false;
   const char* call = nullptr;
@@ -95,6 +106,34 @@ void ThreadSampler::after_owned_signal(const siginfo_t* info) {
   // Refused (no descriptor left, say): the timer samples this thread on.
   mechanism_ = Mechanism::kPosixTimer;
   failures_->timer_instead(tid_, call, err);
+}
+
+// SIGNAL PATH: system calls only (getrusage is one: the raw call, since
+// POSIX does not list it as async-signal-safe).
+void ThreadSampler::leave_perf_if_yielding_often() {
+  rusage usage;
+  if (syscall(SYS_getrusage, RUSAGE_THREAD, &usage) != 0) return;
+  const uint64_t switches = uint64_t(usage.ru_nvcsw) + uint64_t(usage.ru_nivcsw);
+  const uint64_t yields = yields_.load(std::memory_order_relaxed);
+  const auto ns = [](const timeval& t) { return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_usec) * 1000ull; };
+  const uint64_t cpu_ns = ns(usage.ru_utime) + ns(usage.ru_stime);
+  const uint64_t switched = switches - checked_switches_, yielded = yields - checked_yields_,
+                 ran_ns = cpu_ns - checked_cpu_ns_;
+  const bool first_check = checked_cpu_ns_ == 0;
+  checked_switches_ = switches;
+  checked_yields_ = yields;
+  checked_cpu_ns_ = cpu_ns;
+  if (first_check || ran_ns == 0 || plan_ == nullptr || failures_ == nullptr) return;
+  const uint64_t per_cpu_second = switched * 1000000000ull / ran_ns;
+  if (per_cpu_second <= kMaxSwitchesPerCpuSecond || yielded * 1000000000ull / ran_ns <= kMinYieldsPerCpuSecond) return;
+  // The timer first: a thread that cannot have one keeps its perf event.
+  const char* call = nullptr;
+  if (arm_timer(*plan_, signal_, tid_, &call) != 0) {
+    mechanism_ = Mechanism::kPerfEvent;  // arm_timer names the timer as soon as it has one
+    return;
+  }
+  close_perf();
+  failures_->left_perf_for_timer(tid_, per_cpu_second);
 }
 
 // SIGNAL PATH too (after_owned_signal): no strings, no locks.

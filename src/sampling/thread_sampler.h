@@ -51,7 +51,18 @@ class StartFailures {
   void timer_instead(pid_t tid, const char* call, int err) { timer_instead_.add(tid, call, err); }
   void unsampled(pid_t tid, const char* call, int err) { unsampled_.add(tid, call, err); }
 
+  // Async-signal-safe. Thread `tid` left its perf event for a CPU-time
+  // timer: it was switched out `per_cpu_second` times a second of its CPU
+  // time (ThreadSampler::after_owned_signal).
+  void left_perf_for_timer(pid_t tid, uint64_t per_cpu_second) {
+    if (switched_.count.fetch_add(1) != 0) return;
+    switched_.tid.store(tid), switched_.err.store(int(per_cpu_second > INT32_MAX ? INT32_MAX : per_cpu_second));
+  }
+
   uint64_t timer_instead_count() const { return timer_instead_.count.load(); }
+  uint64_t left_perf_count() const { return switched_.count.load(); }
+  // "thread 12, 48000 a second"; not for the signal path.
+  std::string first_left_perf() const;
   uint64_t unsampled_count() const { return unsampled_.count.load(); }
   // The first of each, "thread 12: perf_event_open: Too many open files";
   // not for the signal path.
@@ -70,7 +81,7 @@ class StartFailures {
     }
     std::string first() const;
   };
-  Kind timer_instead_, unsampled_;
+  Kind timer_instead_, unsampled_, switched_;
 };
 
 class ThreadSampler {
@@ -110,10 +121,32 @@ class ThreadSampler {
 
   // Async-signal-safe (system calls only, no locks): after an owned signal
   // was handled. The first timer signal of start_at_first_period starts
-  // the perf event; any other signal, nothing. A perf event stays armed after each
-  // overflow (no PERF_EVENT_IOC_REFRESH limit), an interval timer re-arms
-  // itself.
+  // the perf event. Every kSwitchCheckSignals-th perf signal reads the
+  // thread's context switches and CPU time (getrusage) and its yields
+  // (count_yield): a thread that since the last check both yielded more
+  // than kMinYieldsPerCpuSecond and was switched out more than
+  // kMaxSwitchesPerCpuSecond times a second of its CPU time leaves its
+  // perf event for a CPU-time timer (counted in the StartFailures). A perf
+  // event costs its thread at every switch: the kernel stops and restarts
+  // it, and a software clock's restart reprograms a timer, which in a
+  // virtual machine goes through the hypervisor (here ~8 us a switch; two
+  // processes yielding to each other on one core: 2.7 us a round plain,
+  // 19 us with a perf event each, the same under `perf record`). MPI ranks
+  // sharing cores yield to each other tens of thousands of times a second
+  // (HPCG: 22,000-95,000; Open MPI's progress loop yields when the node is
+  // oversubscribed) and ran at 0.6x of their speed; a timer costs a switch
+  // nothing. Only yielding threads leave: a thread preempted often because
+  // the machine is busy keeps its perf event, which alone times kernel
+  // work ([kernel] frames). Any other signal, nothing. A perf event stays
+  // armed after each overflow (no PERF_EVENT_IOC_REFRESH limit), an
+  // interval timer re-arms itself.
   void after_owned_signal(const siginfo_t* info);
+  static constexpr uint32_t kSwitchCheckSignals = 64;
+  static constexpr uint64_t kMaxSwitchesPerCpuSecond = 5000;
+  static constexpr uint64_t kMinYieldsPerCpuSecond = 2000;
+
+  // Async-signal-safe, on the sampler's own thread: it called sched_yield.
+  void count_yield() { yields_.store(yields_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
   // Disable + close / timer_delete. Idempotent; safe at thread exit.
   void stop();
@@ -215,6 +248,12 @@ class ThreadSampler {
   StartFailures* failures_ = nullptr;
   int signal_ = 0;
   pid_t tid_ = 0;
+
+  // after_owned_signal's context switch check.
+  void leave_perf_if_yielding_often();
+  uint32_t perf_signals_ = 0;
+  std::atomic<uint64_t> yields_{0};
+  uint64_t checked_switches_ = 0, checked_yields_ = 0, checked_cpu_ns_ = 0;
 };
 
 static_assert(std::is_trivially_destructible_v<ThreadSampler>);

@@ -2,6 +2,7 @@
 // PMU (with a notice), and HYBRIDPROF_FORCE_TIMER=1 samples with POSIX
 // timers instead of perf_event. Either way the profile is right.
 #include <algorithm>
+#include <cstdlib>
 
 #include "integration_support.h"
 #include "otf2/property_names.h"
@@ -73,6 +74,30 @@ TEST_F(Events, TheTimerOptionSamplesWithPosixTimers) {
   EXPECT_GT(p->self_samples("leaf_fifty"), p->self_samples("leaf_twenty"));
   const RunResult help = run({launcher(), "--help"});
   EXPECT_NE(help.out.find("--timer"), std::string::npos) << help.describe();
+}
+
+// Threads that yield to each other on one core tens of thousands of times
+// a second (MPI ranks on an oversubscribed node) leave their perf events
+// (which cost every switch) for CPU-time timers, said in a notice, and go
+// on being sampled. A thread that never yields keeps its perf event however
+// busy the machine: the kernel-time tests see [kernel] frames, which only a
+// perf event gives.
+TEST_F(Events, ThreadsYieldingToEachOtherAreSampledByTimers) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("yielding_threads"), "0.3"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->archive().properties.at("HYBRIDPROF::MECHANISM"), "perf_event");
+  const std::string notices = p->notices();
+  const size_t at = notices.find(" threads switched from perf events to CPU-time timers");
+  ASSERT_NE(at, std::string::npos) << notices;
+  const size_t line = notices.rfind('\n', at);
+  EXPECT_EQ(std::atoi(notices.c_str() + (line == std::string::npos ? 0 : line + 1)), 2)
+      << "ping and pong, not steady nor the main thread:\n" << notices;
+  EXPECT_GT(p->self_samples("ping_work"), 0u);
+  EXPECT_GT(p->self_samples("steady_work"), 100u);
 }
 
 // Each thread's archive entry says what its sample signals cost it: how
