@@ -39,6 +39,14 @@ struct RegionBody {
     if (b.counts()) b.event = counted_on(b.event);
     return b;
   }
+  // This is what `last` repeated stands for (*this == last.repeated(),
+  // without the copy: the traced-call path asks at every call).
+  bool repeats(const RegionBody& last) const {
+    if (region != last.region || flags != last.flags) return false;
+    if (!carries()) return true;
+    if (!counts()) return event == last.event;
+    return counted_on(last.event) == event;
+  }
 };
 
 class TracedCallWriter {
@@ -57,7 +65,7 @@ class TracedCallWriter {
     const bool has_site = remembered(stack);
     if (has_site && depth == 0) {
       Site& s = sites_[stack.slot];
-      if (s.generation == stack.generation && s.enter.repeated() == body)
+      if (s.generation == stack.generation && body.repeats(s.enter))
         return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot, body, &s.enter);
     }
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(EventPayload) : 0) +
@@ -83,7 +91,7 @@ class TracedCallWriter {
   // The leave of a call whose enter enter() wrote from `stack`.
   __attribute__((always_inline)) bool leave(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
     Site* s = remembered(stack) && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
-    if (s && s->leave_known && s->leave.repeated() == body)
+    if (s && s->leave_known && body.repeats(s->leave))
       return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot, body, &s->leave);
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + (body.carries() ? sizeof(EventPayload) : 0));
     auto* r = reinterpret_cast<RegionRecord*>(
