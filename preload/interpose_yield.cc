@@ -1,10 +1,12 @@
 // sched_yield counts the calling thread's yields for its sampler, which
-// leaves its perf event for a CPU-time timer when the thread yields and is
-// switched out at very high rates (ThreadSampler::after_owned_signal): a
-// perf event costs every switch, and a runtime spinning on sched_yield
-// (Open MPI's progress loop on an oversubscribed node) switches tens of
-// thousands of times a second. Preemption by a busy machine is not counted:
-// only the program's own yields.
+// leaves its perf event for a CPU-time timer when the thread switches
+// itself out (blocks or yields) at very high rates
+// (ThreadSampler::after_owned_signal): a perf event costs every switch, and
+// a runtime spinning on sched_yield (Open MPI's progress loop on an
+// oversubscribed node) switches tens of thousands of times a second. The
+// kernel counts a yield that switched as involuntary, like preemption by a
+// busy machine, which is not the program's doing: the count tells them
+// apart.
 #include <sys/syscall.h>
 #include <unistd.h>
 

@@ -51,8 +51,8 @@ class SamplingSource final : public EventSource {
                       "; the profiler takes no descriptor below 512, the program's: see ulimit -n)");
     if (const uint64_t n = failures_.left_perf_count())
       notice(*rt, std::to_string(n) + " thread" + (n == 1 ? "" : "s") +
-                      " switched from perf events to CPU-time timers, yielding and being switched out more than " +
-                      std::to_string(sampling::ThreadSampler::kMaxSwitchesPerCpuSecond) +
+                      " switched from perf events to CPU-time timers, blocking or yielding more than " +
+                      std::to_string(sampling::ThreadSampler::kMaxOwnSwitchesPerCpuSecond) +
                       " times a second of CPU time (" + failures_.first_left_perf() + (n > 1 ? ", and more" : "") +
                       "), where a perf event costs every switch; their kernel time counts under the function "
                       "that entered the kernel (--timer does so for every thread)");

@@ -92,7 +92,7 @@ void ThreadSampler::start_at_first_period(const SamplingPlan& plan, int signal, 
 // SIGNAL PATH: system calls only.
 void ThreadSampler::after_owned_signal(const siginfo_t* info) {
   if (fd_ >= 0 && info->si_code != SI_TIMER && ++perf_signals_ % kSwitchCheckSignals == 0) {
-    leave_perf_if_yielding_often();
+    leave_perf_if_switching_itself_often();
     return;
   }
   if (!perf_due_ || info->si_code != SI_TIMER) return;
@@ -110,22 +110,27 @@ void ThreadSampler::after_owned_signal(const siginfo_t* info) {
 
 // SIGNAL PATH: system calls only (getrusage is one: the raw call, since
 // POSIX does not list it as async-signal-safe).
-void ThreadSampler::leave_perf_if_yielding_often() {
+void ThreadSampler::leave_perf_if_switching_itself_often() {
   rusage usage;
   if (syscall(SYS_getrusage, RUSAGE_THREAD, &usage) != 0) return;
-  const uint64_t switches = uint64_t(usage.ru_nvcsw) + uint64_t(usage.ru_nivcsw);
+  const uint64_t blocked = uint64_t(usage.ru_nvcsw), preempted = uint64_t(usage.ru_nivcsw);
   const uint64_t yields = yields_.load(std::memory_order_relaxed);
   const auto ns = [](const timeval& t) { return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_usec) * 1000ull; };
   const uint64_t cpu_ns = ns(usage.ru_utime) + ns(usage.ru_stime);
-  const uint64_t switched = switches - checked_switches_, yielded = yields - checked_yields_,
-                 ran_ns = cpu_ns - checked_cpu_ns_;
+  // A yield that switched counts as involuntary; one with nobody else to
+  // run switched nothing (and cost nothing): no more of the yields count
+  // than the involuntary switches.
+  const uint64_t yielded = yields - checked_yields_, involuntary = preempted - checked_preempted_;
+  const uint64_t own_switches = (blocked - checked_blocked_) + (yielded < involuntary ? yielded : involuntary);
+  const uint64_t ran_ns = cpu_ns - checked_cpu_ns_;
   const bool first_check = checked_cpu_ns_ == 0;
-  checked_switches_ = switches;
+  checked_blocked_ = blocked;
+  checked_preempted_ = preempted;
   checked_yields_ = yields;
   checked_cpu_ns_ = cpu_ns;
   if (first_check || ran_ns == 0 || plan_ == nullptr || failures_ == nullptr) return;
-  const uint64_t per_cpu_second = switched * 1000000000ull / ran_ns;
-  if (per_cpu_second <= kMaxSwitchesPerCpuSecond || yielded * 1000000000ull / ran_ns <= kMinYieldsPerCpuSecond) return;
+  const uint64_t per_cpu_second = own_switches * 1000000000ull / ran_ns;
+  if (per_cpu_second <= kMaxOwnSwitchesPerCpuSecond) return;
   // The timer first: a thread that cannot have one keeps its perf event.
   const char* call = nullptr;
   if (arm_timer(*plan_, signal_, tid_, &call) != 0) {

@@ -123,27 +123,26 @@ class ThreadSampler {
   // was handled. The first timer signal of start_at_first_period starts
   // the perf event. Every kSwitchCheckSignals-th perf signal reads the
   // thread's context switches and CPU time (getrusage) and its yields
-  // (count_yield): a thread that since the last check both yielded more
-  // than kMinYieldsPerCpuSecond and was switched out more than
-  // kMaxSwitchesPerCpuSecond times a second of its CPU time leaves its
+  // (count_yield): a thread that since the last check switched itself out
+  // (blocking waits, and yields that let another thread run) more than
+  // kMaxOwnSwitchesPerCpuSecond times a second of its CPU time leaves its
   // perf event for a CPU-time timer (counted in the StartFailures). A perf
   // event costs its thread at every switch: the kernel stops and restarts
   // it, and a software clock's restart reprograms a timer, which in a
   // virtual machine goes through the hypervisor (here ~8 us a switch; two
   // processes yielding to each other on one core: 2.7 us a round plain,
   // 19 us with a perf event each, the same under `perf record`). MPI ranks
-  // sharing cores yield to each other tens of thousands of times a second
+  // sharing cores yield or block tens of thousands of times a second
   // (HPCG: 22,000-95,000; Open MPI's progress loop yields when the node is
-  // oversubscribed) and ran at 0.6x of their speed; a timer costs a switch
-  // nothing. Only yielding threads leave: a thread preempted often because
-  // the machine is busy keeps its perf event, which alone times kernel
-  // work ([kernel] frames). Any other signal, nothing. A perf event stays
-  // armed after each overflow (no PERF_EVENT_IOC_REFRESH limit), an
-  // interval timer re-arms itself.
+  // oversubscribed, its multi-threaded waits block) and ran at 0.6x of
+  // their speed; a timer costs a switch nothing. Preemption by a busy
+  // machine does not count: such a thread keeps its perf event, which alone
+  // times kernel work ([kernel] frames). Any other signal, nothing. A perf
+  // event stays armed after each overflow (no PERF_EVENT_IOC_REFRESH
+  // limit), an interval timer re-arms itself.
   void after_owned_signal(const siginfo_t* info);
-  static constexpr uint32_t kSwitchCheckSignals = 64;
-  static constexpr uint64_t kMaxSwitchesPerCpuSecond = 5000;
-  static constexpr uint64_t kMinYieldsPerCpuSecond = 2000;
+  static constexpr uint32_t kSwitchCheckSignals = 16;
+  static constexpr uint64_t kMaxOwnSwitchesPerCpuSecond = 5000;
 
   // Async-signal-safe, on the sampler's own thread: it called sched_yield.
   void count_yield() { yields_.store(yields_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
@@ -250,10 +249,10 @@ class ThreadSampler {
   pid_t tid_ = 0;
 
   // after_owned_signal's context switch check.
-  void leave_perf_if_yielding_often();
+  void leave_perf_if_switching_itself_often();
   uint32_t perf_signals_ = 0;
   std::atomic<uint64_t> yields_{0};
-  uint64_t checked_switches_ = 0, checked_yields_ = 0, checked_cpu_ns_ = 0;
+  uint64_t checked_blocked_ = 0, checked_preempted_ = 0, checked_yields_ = 0, checked_cpu_ns_ = 0;
 };
 
 static_assert(std::is_trivially_destructible_v<ThreadSampler>);

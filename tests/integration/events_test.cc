@@ -76,28 +76,30 @@ TEST_F(Events, TheTimerOptionSamplesWithPosixTimers) {
   EXPECT_NE(help.out.find("--timer"), std::string::npos) << help.describe();
 }
 
-// Threads that yield to each other on one core tens of thousands of times
-// a second (MPI ranks on an oversubscribed node) leave their perf events
-// (which cost every switch) for CPU-time timers, said in a notice, and go
-// on being sampled. A thread that never yields keeps its perf event however
-// busy the machine: the kernel-time tests see [kernel] frames, which only a
-// perf event gives.
-TEST_F(Events, ThreadsYieldingToEachOtherAreSampledByTimers) {
-  const std::string d = scratch / "D";
-  const RunResult r = profile({"-o", d}, {fixture("yielding_threads"), "0.3"});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  std::string error;
-  auto p = load_profile(d, &error);
-  ASSERT_TRUE(p) << error;
-  EXPECT_EQ(p->archive().properties.at("HYBRIDPROF::MECHANISM"), "perf_event");
-  const std::string notices = p->notices();
-  const size_t at = notices.find(" threads switched from perf events to CPU-time timers");
-  ASSERT_NE(at, std::string::npos) << notices;
-  const size_t line = notices.rfind('\n', at);
-  EXPECT_EQ(std::atoi(notices.c_str() + (line == std::string::npos ? 0 : line + 1)), 2)
-      << "ping and pong, not steady nor the main thread:\n" << notices;
-  EXPECT_GT(p->self_samples("ping_work"), 0u);
-  EXPECT_GT(p->self_samples("steady_work"), 100u);
+// Threads that switch themselves out tens of thousands of times a second
+// (MPI ranks on an oversubscribed node, yielding to each other on one core
+// or blocking in their waits) leave their perf events (which cost every
+// switch) for CPU-time timers, said in a notice, and go on being sampled.
+// A thread that never waits keeps its perf event however busy the machine:
+// the kernel-time tests see [kernel] frames, which only a perf event gives.
+TEST_F(Events, ThreadsSwitchingThemselvesOutAreSampledByTimers) {
+  for (const char* how : {"yield", "block"}) {
+    const std::string d = scratch / how;
+    const RunResult r = profile({"-o", d}, {fixture("yielding_threads"), "0.3", how});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    std::string error;
+    auto p = load_profile(d, &error);
+    ASSERT_TRUE(p) << error;
+    EXPECT_EQ(p->archive().properties.at("HYBRIDPROF::MECHANISM"), "perf_event");
+    const std::string notices = p->notices();
+    const size_t at = notices.find(" threads switched from perf events to CPU-time timers");
+    ASSERT_NE(at, std::string::npos) << how << ":\n" << notices;
+    const size_t line = notices.rfind('\n', at);
+    EXPECT_EQ(std::atoi(notices.c_str() + (line == std::string::npos ? 0 : line + 1)), 2)
+        << how << ": ping and pong, not steady nor the main thread:\n" << notices;
+    EXPECT_GT(p->self_samples("ping_work"), 0u) << how;
+    EXPECT_GT(p->self_samples("steady_work"), 100u) << how;
+  }
 }
 
 // Each thread's archive entry says what its sample signals cost it: how
