@@ -101,6 +101,8 @@ void ThreadSampler::after_owned_signal(const siginfo_t* info) {
   const int err = open_perf(*plan_, signal_, tid_, &call);
   if (err == 0) {
     delete_timer();  // its one signal has come: nothing of it is left pending
+    checked_cpu_ns_ = 0;  // the first reading: what later ones count from
+    leave_perf_if_switching_itself_often();
     return;
   }
   // Refused (no descriptor left, say): the timer samples this thread on.
@@ -128,9 +130,11 @@ void ThreadSampler::leave_perf_if_switching_itself_often() {
   checked_preempted_ = preempted;
   checked_yields_ = yields;
   checked_cpu_ns_ = cpu_ns;
+  if (first_check) checks_over_ = 0;
   if (first_check || ran_ns == 0 || plan_ == nullptr || failures_ == nullptr) return;
   const uint64_t per_cpu_second = own_switches * 1000000000ull / ran_ns;
-  if (per_cpu_second <= kMaxOwnSwitchesPerCpuSecond) return;
+  checks_over_ = per_cpu_second > kMaxOwnSwitchesPerCpuSecond ? checks_over_ + 1 : 0;
+  if (checks_over_ < 2) return;
   // The timer first: a thread that cannot have one keeps its perf event.
   const char* call = nullptr;
   if (arm_timer(*plan_, signal_, tid_, &call) != 0) {
@@ -275,6 +279,7 @@ void ThreadSampler::reset_after_fork() {
   timer_ = nullptr;
   timer_armed_ = false;
   used_timer_ = false;
+  checked_cpu_ns_ = 0;  // the child's thread counts its switches afresh
 }
 
 }  // namespace hybridprof::sampling

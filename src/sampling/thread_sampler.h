@@ -121,12 +121,14 @@ class ThreadSampler {
 
   // Async-signal-safe (system calls only, no locks): after an owned signal
   // was handled. The first timer signal of start_at_first_period starts
-  // the perf event. Every kSwitchCheckSignals-th perf signal reads the
-  // thread's context switches and CPU time (getrusage) and its yields
-  // (count_yield): a thread that since the last check switched itself out
-  // (blocking waits, and yields that let another thread run) more than
-  // kMaxOwnSwitchesPerCpuSecond times a second of its CPU time leaves its
-  // perf event for a CPU-time timer (counted in the StartFailures). A perf
+  // the perf event and takes a first reading of the thread's context
+  // switches and CPU time (getrusage) and its yields (count_yield); every
+  // kSwitchCheckSignals-th perf signal reads them again (~1.5 us every 8 ms
+  // of CPU time at 1 kHz). A thread that switched itself out (blocking
+  // waits, and yields that let another thread run) more than
+  // kMaxOwnSwitchesPerCpuSecond times a second of its CPU time between two
+  // readings, and again by the next, leaves its perf event for a CPU-time
+  // timer (counted in the StartFailures): a sustained rate, not a burst. A perf
   // event costs its thread at every switch: the kernel stops and restarts
   // it, and a software clock's restart reprograms a timer, which in a
   // virtual machine goes through the hypervisor (here ~8 us a switch; two
@@ -141,7 +143,7 @@ class ThreadSampler {
   // event stays armed after each overflow (no PERF_EVENT_IOC_REFRESH
   // limit), an interval timer re-arms itself.
   void after_owned_signal(const siginfo_t* info);
-  static constexpr uint32_t kSwitchCheckSignals = 16;
+  static constexpr uint32_t kSwitchCheckSignals = 8;
   static constexpr uint64_t kMaxOwnSwitchesPerCpuSecond = 5000;
 
   // Async-signal-safe, on the sampler's own thread: it called sched_yield.
@@ -253,6 +255,7 @@ class ThreadSampler {
   uint32_t perf_signals_ = 0;
   std::atomic<uint64_t> yields_{0};
   uint64_t checked_blocked_ = 0, checked_preempted_ = 0, checked_yields_ = 0, checked_cpu_ns_ = 0;
+  uint32_t checks_over_ = 0;  // readings in a row past the rate
 };
 
 static_assert(std::is_trivially_destructible_v<ThreadSampler>);
