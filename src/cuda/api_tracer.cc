@@ -27,17 +27,16 @@ struct OpenCalls {
 };
 
 // The thread's region ids by CUPTI's name string (one per function).
-using RegionCache = RecentRegionIds<const char*, 64>;
+using RegionCache = RecentRegionIds<const char*, 16>;
 
-// A thread's CUDA calls (PerThread: 2 KiB, too much for static TLS).
+// A thread's CUDA calls (PerThread: 3 KiB, too much for static TLS).
 struct CudaThread {
   OpenCalls calls;
   RegionCache regions;
 };
 
 uint32_t region_of(TracingHost& host, const char* function, RegionCache& regions) {
-  const auto hash = reinterpret_cast<uintptr_t>(function);
-  return regions.id(function, hash >> 3 ^ hash >> 11, cuda_regions().stream(),
+  return regions.id(function, cuda_regions().stream(),
                     [&] { return cuda_region(host.drain(), function ? function : "(CUDA API)"); });
 }
 

@@ -67,11 +67,11 @@ class OpenMpSource final : public EventSource {
 HYBRIDPROF_EVENT_SOURCE(OpenMpSource)
 
 // The thread's recent lookups, so a construct met again takes no lock.
-using RegionCache = RecentRegionIds<uint64_t, 64>;
+using RegionCache = RecentRegionIds<uint64_t, 128>;
 
 uint32_t region_id(TracingHost& host, uint32_t kind, uint64_t code, RegionCache& cache) {
   const uint64_t key = key_of(kind, code);
-  return cache.id(key, key ^ key >> 17, regions().stream(), [&] {
+  return cache.id(key, regions().stream(), [&] {
     return regions().id(key, [&](uint32_t fresh) {
       host.drain().define_code_region(fresh, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code);
     });
@@ -89,7 +89,7 @@ struct OpenRegions {
   uint32_t depth = 0;
 };
 
-// A thread's OpenMP state (PerThread: 2.5 KiB, too much for static TLS).
+// A thread's OpenMP state (PerThread: 15 KiB, too much for static TLS).
 struct OpenMpThread {
   OpenRegions open;
   RegionCache cache;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 
 #include "trace/region_ids.h"
@@ -50,29 +51,51 @@ class StreamRegionTable {
 };
 
 // A thread's recent region ids, so that a key met again takes no lock:
-// direct-mapped, `Slots` of them, each good while the stream it was found
-// for is still the one written (StreamRegionTable::stream()). Plain data:
-// a thread's per-thread state (PerThread) holds it.
-template <typename Key, size_t Slots>
+// `Sets` sets of four, each entry good while the stream it was found for is
+// still the one written (StreamRegionTable::stream()); a set full of other
+// keys gives up its entries in turn. Four ways and a multiplicative hash
+// because a direct-mapped 64 with the adapter's own hash thrashed on LULESH
+// (~100 OpenMP constructs and their waits, 55,000 regions a second a rank:
+// a lock and a hash-map lookup at most of them). Plain data: a thread's
+// per-thread state (PerThread) holds it. Keys are integers or pointers.
+template <typename Key, size_t Sets>
 class RecentRegionIds {
+  static_assert((Sets & (Sets - 1)) == 0, "a power of two");
+  static constexpr uint32_t kWays = 4;
+
  public:
-  // The id of `key` (spread by `hash`) in `stream`; look_up() finds it on
-  // a miss (StreamRegionTable::id, or what the adapter wraps it in).
+  // The id of `key` in `stream`; look_up() finds it on a miss
+  // (StreamRegionTable::id, or what the adapter wraps it in).
   template <typename LookUp>
-  uint32_t id(const Key& key, size_t hash, uint64_t stream, LookUp&& look_up) {
-    Slot& s = slots_[hash % Slots];
-    if (s.stream == stream && s.key == key) return s.id;
-    s = Slot{key, stream, look_up()};
-    return s.id;
+  uint32_t id(const Key& key, uint64_t stream, LookUp&& look_up) {
+    Set& set = sets_[index(key)];
+    for (const Slot& s : set.ways)
+      if (s.stream == stream && s.key == key) return s.id;
+    Slot& room = set.ways[set.next];
+    set.next = (set.next + 1) % kWays;
+    room = Slot{key, stream, look_up()};
+    return room.id;
   }
 
  private:
+  static size_t index(const Key& key) {
+    uint64_t bits;
+    if constexpr (std::is_pointer_v<Key>)
+      bits = reinterpret_cast<uintptr_t>(key);
+    else
+      bits = static_cast<uint64_t>(key);
+    return size_t((bits * 0x9E3779B97F4A7C15ull) >> 40) & (Sets - 1);
+  }
   struct Slot {
     Key key{};
     uint64_t stream = 0;  // 0: empty (streams count from 1)
     uint32_t id = 0;
   };
-  Slot slots_[Slots];
+  struct Set {
+    Slot ways[kWays];
+    uint32_t next = 0;  // the way the next miss fills
+  };
+  Set sets_[Sets];
 };
 
 }  // namespace hybridprof
