@@ -24,6 +24,82 @@ struct KeptPackets {
 };
 thread_local KeptPackets t_packets;
 
+// The program's outlined function (a parallel body, a task) that this
+// thread runs from the runtime's trampolines (traced_body, traced_task),
+// innermost; null outside them.
+thread_local void (*t_running_body)(void*) = nullptr;
+
+// Runs `fn(data)` as the thread's running body.
+void run_body(void (*fn)(void*), void* data) {
+  void (*const outer)(void*) = t_running_body;
+  t_running_body = fn;
+  fn(data);
+  t_running_body = outer;
+}
+
+// Whether `address` lies in the runtime's own code (this library's
+// executable segments).
+bool in_own_code(uint64_t address) {
+  struct Range {
+    uint64_t start = 0, end = 0;
+  };
+  static const Range own = [] {
+    Range r;
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&run_body), &info) == 0) return r;
+    struct Search {
+      uint64_t base;
+      Range* range;
+    } search{reinterpret_cast<uint64_t>(info.dli_fbase), &r};
+    dl_iterate_phdr(
+        [](dl_phdr_info* phdr, size_t, void* data) {
+          auto* s = static_cast<Search*>(data);
+          if (phdr->dlpi_addr != s->base) return 0;
+          for (int i = 0; i < phdr->dlpi_phnum; ++i) {
+            const ElfW(Phdr)& h = phdr->dlpi_phdr[i];
+            if (h.p_type != PT_LOAD || (h.p_flags & PF_X) == 0) continue;
+            s->range->start = phdr->dlpi_addr + h.p_vaddr;
+            s->range->end = s->range->start + h.p_memsz;
+          }
+          return 1;
+        },
+        &search);
+    return r;
+  }();
+  return address >= own.start && address < own.end;
+}
+
+// Where a call of the program's was made: `site` is the wrapper's return
+// address. An outlined body that ends in a tail call (GCC's `jmp
+// GOMP_barrier` after a loop that ran no iterations) returns from the
+// runtime into whoever called the body, here the runtime's own trampoline:
+// the call is then named after the body's last instruction, the
+// construct's end in the program's source, never after the profiler's.
+uint64_t program_code(const void* site) {
+  const uint64_t code = reinterpret_cast<uint64_t>(site) - 1;  // the call's own line
+  if (t_running_body == nullptr || !in_own_code(code)) return code;
+  // The end of the body, per outlined function (a thread's few bodies).
+  struct Known {
+    void (*fn)(void*);
+    uint64_t last;
+  };
+  thread_local Known known[8];
+  thread_local uint32_t next = 0;
+  for (const Known& k : known)
+    if (k.fn == t_running_body) return k.last;
+  uint64_t last = reinterpret_cast<uint64_t>(t_running_body);
+  Dl_info info;
+  void* entry = nullptr;
+  if (dladdr1(reinterpret_cast<void*>(t_running_body), &info, &entry, RTLD_DL_SYMENT) != 0 && entry != nullptr &&
+      info.dli_saddr == reinterpret_cast<void*>(t_running_body)) {
+    const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+    if (symbol->st_size > 0) last += symbol->st_size - 1;
+  }
+  known[next] = {t_running_body, last};
+  next = (next + 1) % std::size(known);
+  return last;
+}
+
 void* find_in_loaded_libgomp(const char* name) {
   // Not in the global scope (a wheel's own libgomp-<hash>.so.1, loaded
   // RTLD_LOCAL with the extension that needs it): look it up by its path.
@@ -88,7 +164,7 @@ void traced_task(void* arg) {
   if (host == nullptr) return header->fn(data);
   const uint32_t depth = open_depth();
   open(*host, Construct::kTask, false, header->code);
-  header->fn(data);
+  run_body(header->fn, data);
   close_above(depth);
 }
 
@@ -153,7 +229,7 @@ void traced_body(void* p) {
       if (packet->construct != Construct::kParallel) open(*host, packet->construct, false, body);
     }
   }
-  packet->fn(packet->data);
+  run_body(packet->fn, packet->data);
   if (!traced) return;
   // A combined loop's nowait end closed the loop; what the body left open closes with it.
   const ProfilerWork work;
@@ -178,8 +254,7 @@ void after_fork_start(ForkPacket* packet) {
 void before_call(Construct c, Role r, const void* site) {
   TracingHost* host = traced_host();
   if (host == nullptr) return;
-  // The call's own line: the return address is just after it.
-  const uint64_t code = reinterpret_cast<uint64_t>(site) - 1;
+  const uint64_t code = program_code(site);
   switch (r) {
     case Role::kCall:
     case Role::kStart:

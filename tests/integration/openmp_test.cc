@@ -144,6 +144,36 @@ TEST(OpenMp, GompConstructsAreRegionsCountedPerThread) {
                                           });
 }
 
+// A barrier the program's outlined body reaches by a tail call returns
+// into the profiler's trampoline that ran the body: it is named after the
+// body's end in the program's source, never after a file of the profiler
+// (LULESH: "!$omp barrier @gomp_tracer.cc:156", 850 times in 8 ranks).
+TEST(OpenMp, GompBarriersReachedByTailCallsAreNamedFromTheProgram) {
+  const std::string program = fixture("openmp_loops");
+  const RunResult code = run({"objdump", "-d", "--no-show-raw-insn", program});
+  if (code.exit_code != 0) GTEST_SKIP() << "no objdump to check the fixture's code";
+  if (code.out.find("jmp") == std::string::npos ||
+      code.out.find("<GOMP_barrier@plt>\n", code.out.find("jmp")) == std::string::npos)
+    GTEST_SKIP() << "the compiler made no tail call to GOMP_barrier";
+  constexpr int kRounds = 400;
+  const TempDir dir;
+  RunOptions options;
+  options.env["OMP_NUM_THREADS"] = "2";
+  const RunResult r = profile({"-o", dir / "out"}, {program, std::to_string(kRounds)}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const OpenMpTrace t = read_openmp(dir / "out");
+  int barriers = 0, named_here = 0;
+  for (const auto& [location, named] : t.named) {
+    for (const auto& [name, n] : named) {
+      EXPECT_NE(name.find("@openmp_loops.cc:"), std::string::npos) << name << ": not the program's source";
+      if (name.rfind("!$omp barrier @", 0) == 0) barriers += n;
+      if (name.find("@openmp_loops.cc:") != std::string::npos) named_here += n;
+    }
+  }
+  EXPECT_EQ(barriers, 2 * kRounds) << "one a round on each of the 2 threads";
+  EXPECT_GT(named_here, 0);
+}
+
 #endif
 
 #ifdef HP_HAVE_OMPT_FIXTURE
