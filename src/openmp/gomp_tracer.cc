@@ -27,7 +27,9 @@ thread_local KeptPackets t_packets;
 // The program's outlined function (a parallel body, a task) that this
 // thread runs from the runtime's trampolines (traced_body, traced_task),
 // innermost; null outside them.
-thread_local void (*t_running_body)(void*) = nullptr;
+// (initial-exec: the runtime is preloaded, its TLS static; a load, not a
+// __tls_get_addr call, at every region.)
+thread_local void (*t_running_body)(void*) __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // Runs `fn(data)` as the thread's running body.
 void run_body(void (*fn)(void*), void* data) {
@@ -77,7 +79,7 @@ bool in_own_code(uint64_t address) {
 // construct's end in the program's source, never after the profiler's.
 uint64_t program_code(const void* site) {
   const uint64_t code = reinterpret_cast<uint64_t>(site) - 1;  // the call's own line
-  if (t_running_body == nullptr || !in_own_code(code)) return code;
+  if (!in_own_code(code) || t_running_body == nullptr) return code;
   // The end of the body, per outlined function (a thread's few bodies).
   struct Known {
     void (*fn)(void*);
