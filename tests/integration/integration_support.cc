@@ -71,6 +71,7 @@ std::string scratch_file(const char* what) {
   return pattern;
 }
 
+
 }  // namespace
 
 Process::Process(const std::vector<std::string>& argv, const RunOptions& options) : options_(options) {
@@ -396,6 +397,27 @@ void IntegrationTest::TearDown() {
     scratch.keep();
     std::fprintf(stderr, "[ kept ] scratch directory %s\n", scratch.path().c_str());
   }
+}
+
+// The report's row of parallel region `name` ("Time%  Time  Calls  Avg
+// Threads ... Name") says `calls` and `threads`.
+// Only rows of that section count: a call path elsewhere can end in the
+// region too.
+void expect_report_row(const std::string& report, const std::string& name, int calls, int threads) {
+  bool found = false, in_section = false;
+  for (const std::string& row : split_lines(report)) {
+    if (row.rfind("OpenMP parallel regions", 0) == 0) in_section = true;
+    if (row.empty()) in_section = false;
+    if (!in_section || row.size() < name.size() || row.compare(row.size() - name.size(), name.size(), name) != 0)
+      continue;
+    std::istringstream cells(row);
+    std::string share, time, unit, row_calls, avg, avg_unit, row_threads;
+    cells >> share >> time >> unit >> row_calls >> avg >> avg_unit >> row_threads;
+    EXPECT_EQ(row_calls, std::to_string(calls)) << row;
+    EXPECT_EQ(row_threads, std::to_string(threads)) << row;
+    found = true;
+  }
+  EXPECT_TRUE(found) << name << " in the report:\n" << report;
 }
 
 }  // namespace hybridprof::integration

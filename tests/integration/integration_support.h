@@ -101,6 +101,10 @@ double process_cpu_seconds(pid_t pid);
 bool wait_for_cpu(pid_t pid, double cpu_seconds, double timeout_seconds);
 
 std::vector<std::string> split_lines(const std::string& text);
+// The report's OpenMP row of parallel region `name` ("Time%  Time  Calls
+// Avg  Threads ... Name") says `calls` and `threads` (only that section's
+// rows count: a call path elsewhere can end in the region too).
+void expect_report_row(const std::string& report, const std::string& name, int calls, int threads);
 bool file_exists(const std::string& path);
 // The launcher said no: exit 2, one "hybridprof:" line containing `why`,
 // and the program (one that creates `marker`) never ran.

@@ -366,6 +366,9 @@ TEST_F(Mpi, HybridJobHasEveryRanksThreadsAndTheirConstructs) {
     EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kAllreduce), size_t(kRounds)) << "rank " << rank;
     EXPECT_EQ(t.enters.at(rank).at("MPI_Init_thread"), 1u);
   }
+  // The report's OpenMP section counts per process: each rank's team has
+  // 2 threads (not the job's 4), the job's instances are both ranks' forks.
+  expect_report_row(run({report_tool(), dir}).out, "!$omp parallel @mpi_openmp.c:35", kRanks * kRounds, 2);
   if (!have_program("vite")) return;
   const ViteExport vite = vite_export(dir + "/enter-leave/traces.otf2", scratch.path());
   EXPECT_TRUE(vite.parsed_clean) << vite.run.describe();

@@ -44,14 +44,29 @@ uint64_t OpenMpStats::ParallelRegion::total_ns() const {
   return n;
 }
 
+size_t OpenMpStats::ParallelRegion::team_threads() const {
+  std::map<uint32_t, size_t> per_process;
+  size_t most = 0;
+  for (const auto& [location, t] : threads) most = std::max(most, ++per_process[t.process]);
+  return most;
+}
+
 double OpenMpStats::ParallelRegion::imbalance() const {
-  uint64_t most = 0, sum = 0;
+  struct Team {
+    uint64_t most = 0, sum = 0, threads = 0;
+  };
+  std::map<uint32_t, Team> teams;
   for (const auto& [location, t] : threads) {
     const uint64_t work = t.time_ns > t.wait_ns ? t.time_ns - t.wait_ns : 0;
-    most = std::max(most, work);
-    sum += work;
+    Team& team = teams[t.process];
+    team.most = std::max(team.most, work);
+    team.sum += work;
+    ++team.threads;
   }
-  return sum ? double(most) * double(threads.size()) / double(sum) : 0;
+  double worst = 0;
+  for (const auto& [process, team] : teams)
+    if (team.sum != 0) worst = std::max(worst, double(team.most) * double(team.threads) / double(team.sum));
+  return worst;
 }
 
 uint64_t OpenMpStats::ParallelRegion::thread_ns() const {
@@ -90,6 +105,8 @@ void OpenMpStats::add(const otf2::RegionEvent& e) {
   const std::string construct = construct_of(name);
   if (is_parallel(construct)) {
     ThreadShare& t = parallel_[name].threads[e.location];
+    const auto thread = archive_.threads.find(e.location);
+    t.process = thread == archive_.threads.end() ? 0 : thread->second.process;
     ++t.enters;
     t.time_ns += ns;
     t.wait_ns += left.wait_ns;
@@ -114,7 +131,8 @@ void print_openmp_summary(std::ostream& out, const OpenMpStats& stats, size_t to
   using A = Table::Align;
   if (!stats.parallel_regions().empty()) {
     out << "\nOpenMP parallel regions (a region's time is its longest thread's; Avg: a thread's time in one\n"
-           "call; work: a thread's time in it outside barriers and other waits)\n";
+           "call; Threads: its largest team, one process's; Imbalance: max / mean of a team's threads' work,\n"
+           "its time outside barriers and other waits, the most uneven process's)\n";
     std::vector<std::pair<std::string, const OpenMpStats::ParallelRegion*>> rows;
     uint64_t all = 0;
     for (const auto& [name, r] : stats.parallel_regions()) {
@@ -133,7 +151,7 @@ void print_openmp_summary(std::ostream& out, const OpenMpStats& stats, size_t to
       std::snprintf(imbalance, sizeof imbalance, "%.2fx", r.imbalance());
       const uint64_t calls = r.calls();
       table.add_row({percent(r.total_ns(), all), time_text(r.total_ns()), std::to_string(calls),
-                     time_text(r.thread_average_ns()), std::to_string(r.threads.size()), imbalance,
+                     time_text(r.thread_average_ns()), std::to_string(r.team_threads()), imbalance,
                      percent(r.barrier_ns(), r.thread_ns()), rows[i].first});
     }
     table.print(out);

@@ -1,8 +1,9 @@
 // The OpenMP section of the report (in the style of nvprof's summary): per
-// parallel region its calls, total and average time, how unevenly its
-// threads worked (max / mean of each thread's time in it outside waits) and
-// the share of its threads' time spent in barriers; then where threads
-// waited: barriers, critical sections, locks, taskwaits.
+// parallel region its calls, total and average time, its teams' size and
+// how unevenly their threads worked (max / mean of each thread's time in it
+// outside waits, within one process's team) and the share of its threads'
+// time spent in barriers; then where threads waited: barriers, critical
+// sections, locks, taskwaits.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ class OpenMpStats {
 
   // One thread's share of one parallel region (all its instances).
   struct ThreadShare {
+    uint32_t process = 0;  // the thread's (archive's ThreadInfo; 0 when not known)
     uint64_t enters = 0, time_ns = 0, wait_ns = 0, barrier_ns = 0;
   };
   struct ParallelRegion {
@@ -35,7 +37,11 @@ class OpenMpStats {
     uint64_t calls() const;
     uint64_t thread_average_ns() const;       // a thread's mean time in one instance
     uint64_t total_ns() const;                // the longest thread's time in it
-    double imbalance() const;                 // max / mean of the threads' work (time outside waits)
+    // A team is one process's threads: in an MPI job each rank forks its
+    // own. The largest team that ran it, and the most uneven: per process,
+    // max / mean of its threads' work (time outside waits), the highest.
+    size_t team_threads() const;
+    double imbalance() const;
     uint64_t thread_ns() const;               // summed over its threads
     uint64_t barrier_ns() const;
   };

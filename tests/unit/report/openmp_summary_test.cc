@@ -68,6 +68,33 @@ TEST(OpenMpSummary, WorkWaitsAndImbalancePerParallelRegion) {
   EXPECT_NE(text.find("!$omp critical (waiting) @a.c:14"), std::string::npos) << text;
 }
 
+// An MPI job: every rank forks its own team. Eight ranks of one thread each
+// are teams of 1, evenly loaded however different the ranks' work; the
+// imbalance is that of the most uneven team (two ranks of two threads here:
+// 1.0 and 1.5).
+TEST(OpenMpSummary, TeamsArePerProcess) {
+  otf2::Archive a = openmp_archive();
+  for (uint64_t location = 0; location < 8; ++location) a.threads[location] = {location, "", uint32_t(location), {}, 0};
+  OpenMpStats one_thread_teams(a);
+  for (uint64_t rank = 0; rank < 8; ++rank) region(one_thread_teams, rank, kParallel, 0, 100 * (rank + 1));
+  const OpenMpStats::ParallelRegion& r = one_thread_teams.parallel_regions().at("!$omp parallel @a.c:10");
+  EXPECT_EQ(r.team_threads(), 1u);
+  EXPECT_DOUBLE_EQ(r.imbalance(), 1.0) << "a team of one is never uneven";
+
+  for (uint64_t location = 0; location < 4; ++location) a.threads[location].process = uint32_t(location / 2);
+  OpenMpStats two_teams(a);
+  region(two_teams, 0, kParallel, 0, 100);  // process 0: 100 and 100
+  region(two_teams, 1, kParallel, 0, 100);
+  region(two_teams, 2, kParallel, 0, 300);  // process 1: 300 and 100
+  region(two_teams, 3, kParallel, 0, 100);
+  const OpenMpStats::ParallelRegion& t = two_teams.parallel_regions().at("!$omp parallel @a.c:10");
+  EXPECT_EQ(t.team_threads(), 2u);
+  EXPECT_DOUBLE_EQ(t.imbalance(), 300.0 / 200.0);
+  std::ostringstream out;
+  print_openmp_summary(out, two_teams, 10);
+  EXPECT_NE(out.str().find("1.50x"), std::string::npos) << out.str();
+}
+
 // Nested parallelism: an inner region forked by each of 2 outer threads
 // is 2 calls, whatever the most any one thread entered it.
 TEST(OpenMpSummary, CallsAreTheForksOfARegion) {
