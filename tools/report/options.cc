@@ -13,7 +13,7 @@ const char* const kUsage =
     "\n"
     "options:\n"
     "  --top N        functions in the flat profile and threads listed (default 25)\n"
-    "  --paths N      hottest call paths listed (default 10)\n"
+    "  --paths N      hottest call paths listed (default 10; 0: none)\n"
     "  --full-paths   print call paths whole (default: paths deeper than 12 show\n"
     "                 their first 3 and last 8 frames, names cut at 40 characters)\n"
     "  --folded       print folded stacks instead (\"root;caller;leaf count\" per line),\n"
@@ -34,11 +34,13 @@ const char* const kUsage =
 
 namespace {
 
-size_t parse_count(const std::string& flag, const std::string& text) {
+// A count flag's value; 0 only where it means "none" (`zero_allowed`).
+size_t parse_count(const std::string& flag, const std::string& text, bool zero_allowed = false) {
   size_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value == 0) {
-    throw std::invalid_argument(flag + " needs a positive number, got '" + text + "'");
+  if (ec != std::errc() || end != text.data() + text.size() || (value == 0 && !zero_allowed)) {
+    throw std::invalid_argument(flag + " needs a " + (zero_allowed ? "number" : "positive number") + ", got '" +
+                                text + "'");
   }
   return value;
 }
@@ -66,9 +68,9 @@ Options parse_options(const std::vector<std::string>& args) {
     } else if (arg.rfind("--top=", 0) == 0) {
       options.top_functions = parse_count("--top", arg.substr(6));
     } else if (arg == "--paths") {
-      options.top_paths = parse_count(arg, value_of(arg));
+      options.top_paths = parse_count(arg, value_of(arg), /*zero_allowed=*/true);
     } else if (arg.rfind("--paths=", 0) == 0) {
-      options.top_paths = parse_count("--paths", arg.substr(8));
+      options.top_paths = parse_count("--paths", arg.substr(8), /*zero_allowed=*/true);
     } else if (arg == "--full-paths") {
       options.full_paths = true;
     } else if (arg == "--folded") {

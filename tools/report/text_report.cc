@@ -328,7 +328,7 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
   } else {
     const FrameView view = frame_view(options);
     print_flat_profile(out, archive, counts, options.top_functions, view);
-    print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths, view);
+    if (options.top_paths > 0) print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths, view);
     const MlView ml = ml_view(archive, counts, options.step);
     if (show_ml_view(ml, options.ml)) print_ml_view(out, ml, options.top_functions);
   }

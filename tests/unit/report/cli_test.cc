@@ -47,6 +47,14 @@ TEST_F(Cli, FoldedOutputIsExact) {
   EXPECT_EQ(r.output, "main 5\nmain;A 21\nmain;B 7\nmain;B;C 13\n");
 }
 
+TEST_F(Cli, PathsZeroMeansNoCallPaths) {
+  CommandResult r = report("--paths 0 " + dir_ / "ok");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Flat profile"), std::string::npos);
+  EXPECT_EQ(r.output.find("Hottest call paths"), std::string::npos) << r.output;
+  expect_one_line_error(report("--top 0 " + dir_ / "ok"), "--top needs a positive number, got '0'");
+}
+
 TEST_F(Cli, HelpExitsZero) {
   CommandResult r = report("--help");
   EXPECT_EQ(r.exit_code, 0);
