@@ -196,6 +196,7 @@ TEST_F(Mpi, TheRanksWriteTheJobArchiveTogetherAtExit) {
             "the 3 ranks of the MPI job, at MPI_Finalize (at exit)");
   EXPECT_TRUE(file_exists(dir + "/job-archive.result"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive")) << "the staging directory is gone";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/.finalizing")) << "the claim on the archive is given up";
   EXPECT_NE(r.err.find("hybridprof: archive " + dir + "/traces.otf2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("18 traced events from 3 ranks"), std::string::npos) << "counted over all ranks: " << r.err;
   EXPECT_EQ(r.err.find("not written at exit"), std::string::npos) << r.err;

@@ -22,6 +22,13 @@ bool claim_archive(const std::string& job_dir) {
   return true;
 }
 
+void release_archive(const std::string& job_dir) {
+  // Only our own claim: a merge may have taken it over from a dead writer.
+  std::ifstream in(claim_path(job_dir));
+  long pid = 0;
+  if ((in >> pid) && pid == long(getpid())) unlink(claim_path(job_dir).c_str());
+}
+
 pid_t archive_writer(const std::string& job_dir) {
   std::ifstream in(claim_path(job_dir));
   long pid = 0;

@@ -13,6 +13,9 @@ namespace hybridprof::finalize {
 
 // True when this process now holds the claim (nobody held it before).
 bool claim_archive(const std::string& job_dir);
+// Gives up a claim this process holds: its archive is written (or will not
+// be), and nothing is left in the job's directory.
+void release_archive(const std::string& job_dir);
 
 // The pid of the live hybridprof process holding the claim, or 0 (no
 // claim, or its holder is gone).

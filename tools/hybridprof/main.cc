@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/runtime_config.h"
+#include "finalize/archive_claim.h"
 #include "finalize/exit_status_file.h"
 #include "finalize/finalizer.h"
 #include "finalize/job_archive.h"
@@ -218,11 +219,19 @@ int run(int argc, char** argv) {
   // last rank's launcher writes it from the raw data now.
   finalize::Result result;
   bool written = false;
+  // The launcher that claims the job's archive gives the claim up once done.
+  struct Claim {
+    std::string job_dir;
+    ~Claim() {
+      if (!job_dir.empty()) finalize::release_archive(job_dir);
+    }
+  } claim;
   if (job.rank >= 0) {
     if (!end_rank(job, g_child, program_status)) {
       remove_jit_maps(dir);
       return exit_code;
     }
+    claim.job_dir = job.job_dir;
     written = finalize::load_result(job.job_dir + "/" + finalize::kJobArchiveResult, &result);
     fo.directory = job.job_dir;
   } else if (!finalize::record_exit_status(dir, g_child, program_status)) {
