@@ -440,7 +440,17 @@ ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique
     std::string hint;
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (fs::is_directory(fs::path(path) / "rank-0", ec)) {
+    fs::path given = fs::path(path).lexically_normal();
+    if (given.filename().empty()) given = given.parent_path();  // "JOB/rank-0/"
+    const fs::path job = given.parent_path();
+    const bool rank_of_job = given.filename().string().rfind("rank-", 0) == 0 && !job.empty() &&
+                             fs::is_directory(job / "rank-0", ec);
+    if (rank_of_job) {
+      // One rank's directory: its data is in the job's archive, one up.
+      hint = find_anchor(job.string()).empty()
+                 ? " (a rank of an MPI job whose archive was not written: run hybridprof-merge " + job.string() + ")"
+                 : " (a rank of an MPI job: its archive is the job's, hybridprof-report " + job.string() + ")";
+    } else if (fs::is_directory(fs::path(path) / "rank-0", ec)) {
       hint = " (an MPI job directory without its archive, e.g. a killed job: run hybridprof-merge " + path + ")";
     } else if (fs::is_directory(fs::path(path) / "raw", ec)) {
       hint = " (raw data only: run hybridprof-merge " + path + ")";

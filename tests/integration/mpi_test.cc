@@ -197,6 +197,11 @@ TEST_F(Mpi, TheRanksWriteTheJobArchiveTogetherAtExit) {
   EXPECT_TRUE(file_exists(dir + "/job-archive.result"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/.job-archive")) << "the staging directory is gone";
   EXPECT_FALSE(std::filesystem::exists(dir + "/.finalizing")) << "the claim on the archive is given up";
+  // A rank's directory is not an archive: the report points to the job's.
+  const RunResult rank_report = run({report_tool(), dir + "/rank-0"});
+  EXPECT_EQ(rank_report.exit_code, 1) << rank_report.describe();
+  EXPECT_NE(rank_report.err.find("its archive is the job's, hybridprof-report " + dir + ")"), std::string::npos)
+      << rank_report.describe();
   EXPECT_NE(r.err.find("hybridprof: archive " + dir + "/traces.otf2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("18 traced events from 3 ranks"), std::string::npos) << "counted over all ranks: " << r.err;
   EXPECT_EQ(r.err.find("not written at exit"), std::string::npos) << r.err;
