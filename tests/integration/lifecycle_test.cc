@@ -76,6 +76,12 @@ TEST_F(Lifecycle, MergeRebuildsTheArchiveFromRawData) {
   EXPECT_EQ(after->samples().size(), before->samples().size());
   EXPECT_EQ(after->self_samples("leaf_fifty"), before->self_samples("leaf_fifty"));
   EXPECT_GT(after->self_samples("leaf_fifty"), 0u);
+  // With --enter-leave it says where the viewers' archive is, as the launcher does.
+  const RunResult viewers = run({merge_tool(), "--force", "--enter-leave", d});
+  ASSERT_EQ(viewers.exit_code, 0) << viewers.describe();
+  EXPECT_NE(viewers.out.find("enter/leave archive for viewers: " + d + "/enter-leave/traces.otf2"), std::string::npos)
+      << viewers.describe();
+  EXPECT_TRUE(file_exists(d + "/enter-leave/traces.otf2"));
 }
 
 // mpirun may stop a job while the launcher that saw the last rank end is

@@ -91,6 +91,7 @@ int merge(int argc, char** argv) {
     std::printf("%llu traced events; %llu rank%s missing\n", (unsigned long long)result.traced_events,
                 (unsigned long long)result.missing_ranks, result.missing_ranks == 1 ? "" : "s");
   std::printf("archive: %s\n", result.anchor.c_str());
+  if (!result.enter_leave_anchor.empty()) std::printf("enter/leave archive for viewers: %s\n", result.enter_leave_anchor.c_str());
   return 0;
 }
 
