@@ -622,6 +622,18 @@ TEST_F(Mpi, CollectivesAreCountedWithOperationRootAndBytes) {
       }
     }
   }
+  // The report's MPI_Allreduce row: each rank's 80-byte send and receive
+  // buffers, every call, in their own columns.
+  const std::string report = run({report_tool(), dir}).out;
+  const std::string bytes = std::to_string(80 * kRanks * kIterations);
+  bool allreduce_row = false;
+  for (const std::string& line : split_lines(report)) {
+    std::istringstream cells(line);
+    std::vector<std::string> c{std::istream_iterator<std::string>(cells), std::istream_iterator<std::string>()};
+    allreduce_row |= c.size() > 5 && std::vector<std::string>(c.end() - 5, c.end()) ==
+                                         std::vector<std::string>{bytes, "B", bytes, "B", "MPI_Allreduce"};
+  }
+  EXPECT_TRUE(allreduce_row) << report;
 }
 
 TEST_F(Mpi, SplitCommunicatorsHaveTheirMembersAsWorldRanks) {
@@ -726,13 +738,20 @@ TEST_F(Mpi, ReportSummarisesCallsRanksAndTheCommunicationMatrix) {
   ASSERT_EQ(report.exit_code, 0) << report.describe();
   const std::string& text = report.out;
   ASSERT_NE(text.find("Time%"), std::string::npos) << text;
-  // MPI_Send: 3 ranks x 4 rounds, 2048 bytes each = 24 KiB, in one table row.
-  bool send_row = false;
-  for (const std::string& line : split_lines(text))
-    if (line.find("MPI_Send") != std::string::npos && line.find(" 12 ") != std::string::npos &&
-        line.find("24.0 KiB") != std::string::npos)
-      send_row = true;
-  EXPECT_TRUE(send_row) << text;
+  // MPI_Send: 3 ranks x 4 rounds, 2048 bytes each = 24 KiB sent, in one
+  // table row; MPI_Recv: the same 24 KiB received. (The columns: ... Sent
+  // Received Name.)
+  bool send_row = false, recv_row = false;
+  for (const std::string& line : split_lines(text)) {
+    std::istringstream cells(line);
+    std::vector<std::string> c{std::istream_iterator<std::string>(cells), std::istream_iterator<std::string>()};
+    if (c.size() < 5 || std::find(c.begin(), c.end(), "12") == c.end()) continue;
+    const std::vector<std::string> tail(c.end() - 4, c.end());
+    send_row |= tail == std::vector<std::string>{"24.0", "KiB", "-", "MPI_Send"};
+    recv_row |= tail == std::vector<std::string>{"-", "24.0", "KiB", "MPI_Recv"};
+  }
+  EXPECT_TRUE(send_row) << "sent, nothing received:\n" << text;
+  EXPECT_TRUE(recv_row) << "received, nothing sent:\n" << text;
   EXPECT_NE(text.find("Time in MPI per rank"), std::string::npos);
   EXPECT_NE(text.find("imbalance"), std::string::npos);
   EXPECT_NE(text.find("the 3 ranks of the MPI job, at MPI_Finalize (at exit)"), std::string::npos)

@@ -72,15 +72,20 @@ void MpiStats::add(const otf2::RegionEvent& e) {
 
 void MpiStats::add(const otf2::MpiEvent& e) {
   using K = otf2::MpiEventKind;
-  uint64_t bytes = 0;
+  uint64_t sent = 0, received = 0;
   switch (e.kind) {
-    case K::kSend: case K::kRecv: case K::kIsend: case K::kIrecv: bytes = e.bytes; break;
-    case K::kCollectiveEnd: case K::kNonBlockingCollectiveComplete: bytes = e.sent + e.received; break;
+    case K::kSend: case K::kIsend: sent = e.bytes; break;
+    case K::kRecv: case K::kIrecv: received = e.bytes; break;
+    case K::kCollectiveEnd: case K::kNonBlockingCollectiveComplete: sent = e.sent, received = e.received; break;
     default: break;
   }
   // Bytes go to the MPI call they happen in (a wait, for completions).
   auto open = open_.find(e.location);
-  if (bytes && open != open_.end() && !open->second.empty()) functions_[open->second.back().name].bytes += bytes;
+  if ((sent || received) && open != open_.end() && !open->second.empty()) {
+    Function& f = functions_[open->second.back().name];
+    f.sent += sent;
+    f.received += received;
+  }
   if (e.kind != K::kSend && e.kind != K::kIsend) return;
   auto comm = archive_.comms.find(e.comm);
   const int from = rank_of(e.location);
@@ -93,7 +98,8 @@ void MpiStats::add(const otf2::MpiEvent& e) {
 
 void print_mpi_summary(std::ostream& out, const MpiStats& stats, size_t top) {
   if (stats.empty()) return;
-  out << "\nMPI (all ranks; time inside each call, from its enter to its leave)\n";
+  out << "\nMPI (all ranks; time inside each call, from its enter to its leave; bytes its calls sent and\n"
+         "received: a receive's in the wait that completes it, a collective's send and receive buffers)\n";
   std::vector<std::pair<std::string, MpiStats::Function>> rows(stats.functions().begin(), stats.functions().end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
@@ -102,12 +108,13 @@ void print_mpi_summary(std::ostream& out, const MpiStats& stats, size_t top) {
   for (const auto& [name, f] : rows) all += f.total_ns;
   using A = Table::Align;
   Table table({{"Time%", A::kRight}, {"Time", A::kRight}, {"Calls", A::kRight}, {"Avg", A::kRight},
-               {"Min", A::kRight}, {"Max", A::kRight}, {"Bytes", A::kRight}, {"Name", A::kLeft}});
+               {"Min", A::kRight}, {"Max", A::kRight}, {"Sent", A::kRight}, {"Received", A::kRight},
+               {"Name", A::kLeft}});
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     const auto& [name, f] = rows[i];
     table.add_row({percent(f.total_ns, all), time_text(f.total_ns), std::to_string(f.calls),
                    time_text(f.calls ? f.total_ns / f.calls : 0), time_text(f.min_ns), time_text(f.max_ns),
-                   f.bytes ? bytes_text(f.bytes) : "-", name});
+                   f.sent ? bytes_text(f.sent) : "-", f.received ? bytes_text(f.received) : "-", name});
   }
   table.print(out);
   if (rows.size() > top) out << "  … and " << rows.size() - top << " more MPI functions\n";

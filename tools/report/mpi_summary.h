@@ -22,7 +22,11 @@ class MpiStats {
   void add(const otf2::SampleEvent&);  // samples only extend the rank's traced time
 
   struct Function {
-    uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0, bytes = 0;
+    uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
+    // Bytes its calls sent and received: a send's message, a receive's
+    // (counted in the wait that completes it), a collective's send and
+    // receive buffers on this rank.
+    uint64_t sent = 0, received = 0;
   };
   struct Rank {
     uint64_t mpi_ns = 0, first_ns = UINT64_MAX, last_ns = 0;
