@@ -16,6 +16,9 @@ const char* const kUsage =
     "  --paths N      hottest call paths listed (default 10; 0: none)\n"
     "  --full-paths   print call paths whole (default: paths deeper than 12 show\n"
     "                 their first 3 and last 8 frames, names cut at 40 characters)\n"
+    "  --wide         print the flat profile's function names whole (default: cut to 70\n"
+    "                 characters from the middle of their argument lists and\n"
+    "                 qualifiers, keeping their own name and any clone suffix)\n"
     "  --folded       print folded stacks instead (\"root;caller;leaf count\" per line),\n"
     "                 for flamegraph.pl or speedscope\n"
     "  --python-only  show Python frames only (flat profile, call paths, folded stacks)\n"
@@ -73,6 +76,8 @@ Options parse_options(const std::vector<std::string>& args) {
       options.top_paths = parse_count("--paths", arg.substr(8), /*zero_allowed=*/true);
     } else if (arg == "--full-paths") {
       options.full_paths = true;
+    } else if (arg == "--wide") {
+      options.wide = true;
     } else if (arg == "--folded") {
       options.folded = true;
     } else if (arg == "--python-only") {

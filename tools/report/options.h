@@ -12,6 +12,7 @@ struct Options {
   size_t top_functions = 25;
   size_t top_paths = 10;
   bool full_paths = false;
+  bool wide = false;  // function names whole in the flat profile
   bool folded = false;
   bool python_only = false;       // only Python frames in the profile and paths
   bool python_functions = false;  // one frame per Python function, whatever its line

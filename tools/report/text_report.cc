@@ -11,6 +11,7 @@
 #include "ml_text.h"
 #include "ml_view.h"
 #include "otf2/property_names.h"
+#include "function_names.h"
 #include "table.h"
 
 namespace hybridprof::report {
@@ -19,7 +20,7 @@ using Align = Table::Align;
 
 namespace {
 
-constexpr size_t kMaxFunctionWidth = 70;  // longer (template) names are cut in the flat profile
+constexpr size_t kMaxFunctionWidth = 70;  // longer (template) names are shortened in the flat profile
 constexpr size_t kMaxFrameWidth = 40;     // ... and in call paths, which hold many of them
 
 std::string archive_property(const otf2::Archive& archive, const char* name) {
@@ -219,7 +220,7 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
 }
 
 void print_flat_profile(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts, size_t top,
-                        FrameView view) {
+                        FrameView view, size_t name_width) {
   const std::vector<FunctionRow> rows = flat_profile(archive, counts, view);
   heading(out, "Flat profile (" + std::to_string(std::min(top, rows.size())) + " of " + std::to_string(rows.size()) +
                    " functions, by self samples)");
@@ -233,7 +234,7 @@ void print_flat_profile(std::ostream& out, const otf2::Archive& archive, const S
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     const FunctionRow& r = rows[i];
     table.add_row({percent(r.self, counts.total), std::to_string(r.self), percent(r.inclusive, counts.total),
-                   std::to_string(r.inclusive), truncate_display(r.name, kMaxFunctionWidth),
+                   std::to_string(r.inclusive), shorten_function_name(r.name, name_width),
                    r.module.empty() ? "-" : r.module, r.source});
   }
   table.print(out);
@@ -327,7 +328,7 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
     }
   } else {
     const FrameView view = frame_view(options);
-    print_flat_profile(out, archive, counts, options.top_functions, view);
+    print_flat_profile(out, archive, counts, options.top_functions, view, options.wide ? 0 : kMaxFunctionWidth);
     if (options.top_paths > 0) print_hottest_paths(out, archive, counts, options.top_paths, options.full_paths, view);
     const MlView ml = ml_view(archive, counts, options.step);
     if (show_ml_view(ml, options.ml)) print_ml_view(out, ml, options.top_functions);

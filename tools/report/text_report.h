@@ -12,8 +12,9 @@
 namespace hybridprof::report {
 
 void print_summary(std::ostream&, const otf2::Archive&, const SampleCounts&);
+// Function names cut to `name_width` characters (function_names.h; 0: whole).
 void print_flat_profile(std::ostream&, const otf2::Archive&, const SampleCounts&, size_t top,
-                        FrameView view = {});
+                        FrameView view = {}, size_t name_width = 70);
 void print_hottest_paths(std::ostream&, const otf2::Archive&, const SampleCounts&, size_t top, bool full_paths,
                          FrameView view = {});
 void print_processes_and_threads(std::ostream&, const otf2::Archive&, const SampleCounts&, size_t top);
