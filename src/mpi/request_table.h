@@ -64,6 +64,10 @@ class RequestTable {
     // The next entry of the handle takes the head's place.
     const uint32_t next = h.next, last = h.last;
     const size_t later = find({key, next});
+    if (later == kNone) {  // never so: each of next..last is held
+      remove(head);
+      return true;
+    }
     const Value value = slots_[later].value;
     remove(later);  // may move the head back in its run
     head = find({key, 0});
