@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "symbolizer/dwarf_scopes.h"
 #include "symbolizer/symbolizer.h"
 
 namespace hybridprof::symbolizer {
@@ -71,6 +72,40 @@ std::string qualified_name(Dwarf_Die* die, const char* name) {
   return result + name;
 }
 
+// Clang names an OpenMP construct's outlined body ".omp_outlined.",
+// ".omp_outlined._debug__" (and numbered variants), with nothing of the
+// function it came from. That function is the one whose declaration comes
+// last before the body's (its pragma's line) in the same file: the body's
+// name is then that function's, as GCC's "[clone ._omp_fn.N]" are.
+constexpr const char kClangOutlined[] = ".omp_outlined.";
+
+bool is_clang_outlined(const char* name) {
+  return name != nullptr && std::strncmp(name, kClangOutlined, sizeof kClangOutlined - 1) == 0;
+}
+
+// The function of `body`'s CU declared last at or before `body`'s line in
+// its file, not itself an outlined body; false when none is.
+bool outlined_from(Dwarf_Die* body, Dwarf_Die* parent) {
+  int body_line = 0;
+  const char* body_file = dwarf_decl_file(body);
+  Dwarf_Die cu;
+  if (body_file == nullptr || dwarf_decl_line(body, &body_line) != 0 || dwarf_diecu(body, &cu, nullptr, nullptr) == nullptr)
+    return false;
+  int best_line = -1;
+  for (const DieRange& f : index_functions(&cu)) {
+    Dwarf_Die candidate = f.die;
+    int line = 0;
+    const char* file = dwarf_decl_file(&candidate);
+    const char* candidate_name = string_attribute(&candidate, DW_AT_name);
+    if (file == nullptr || std::strcmp(file, body_file) != 0 || is_clang_outlined(candidate_name) ||
+        dwarf_decl_line(&candidate, &line) != 0 || line > body_line || line <= best_line)
+      continue;
+    best_line = line;
+    *parent = candidate;
+  }
+  return best_line >= 0;
+}
+
 }  // namespace
 
 // A C++ linkage name demangles to the full signature, so it wins. Other linkage
@@ -85,6 +120,9 @@ std::string function_name(Dwarf_Die* die) {
   }
   const char* name = string_attribute(die, DW_AT_name);
   if (name == nullptr) return linkage_name != nullptr ? linkage_name : "";
+  Dwarf_Die parent;
+  if (is_clang_outlined(name) && outlined_from(die, &parent))
+    return function_name(&parent) + " [clone " + name + "]";
   // A function GCC made from a C++ one (an OpenMP outlined body, a clone)
   // has that one's mangled name plus a suffix as its DW_AT_name
   // ("_ZL4workRd._omp_fn.0"): demangled as c++filt does,

@@ -219,6 +219,15 @@ void expect_samples_under_constructs(const std::string& program) {
   EXPECT_GE(critical.under, critical.samples * 95 / 100) << critical.under << " of " << critical.samples;
   // And not under a construct they are not in.
   EXPECT_EQ(samples_under(p, "work_in_critical", {"!$omp for"}).under, 0u);
+  // Outlined bodies are named after the function they came from, by
+  // either compiler ("main._omp_fn.0"; clang's ".omp_outlined." bodies
+  // "main [clone .omp_outlined.]"), never by an anonymous outline name.
+  size_t outlined = 0;
+  for (const auto& [ref, region] : p.archive().regions) {
+    EXPECT_NE(region.name.rfind(".omp_outlined", 0), 0u) << region.name << ": named after no function";
+    outlined += region.name.rfind("main._omp_fn.", 0) == 0 || region.name.rfind("main [clone .omp_outlined", 0) == 0;
+  }
+  EXPECT_GT(outlined, 0u) << "main's outlined bodies";
 }
 
 #ifdef HP_HAVE_GOMP_FIXTURE
