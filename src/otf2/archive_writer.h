@@ -161,7 +161,8 @@ class ArchiveWriter final : public sink::TraceSink {
   void write_context_leave(uint64_t location, uint64_t timestamp, uint32_t calling_context) override;
 
   // An event record of an adapter's event set (MPI's: src/mpi/
-  // mpi_otf2_events.cc), written as it is in both modes: `record(writer,
+  // mpi_otf2_events.cc), written as it is in both modes (but a team's fork
+  // and join, which the viewers' archive leaves out): `record(writer,
   // time)` calls an OTF2_EvtWriter_* function with the location's event
   // writer and the time as the archive keeps it, and returns its
   // OTF2_ErrorCode (an error: std::runtime_error naming `what`). Refs the

@@ -379,6 +379,8 @@ TEST_F(Mpi, HybridJobHasEveryRanksThreadsAndTheirConstructs) {
   const ViteExport vite = vite_export(dir + "/enter-leave/traces.otf2", scratch.path());
   EXPECT_TRUE(vite.parsed_clean) << vite.run.describe();
   EXPECT_TRUE(vite.complaints.empty()) << "vite said: " << vite.complaints.front();
+  // Nor a record it cannot read (OpenMP's forks and joins stay in the main archive).
+  EXPECT_EQ((vite.run.out + vite.run.err).find("not implemented"), std::string::npos) << vite.run.describe();
 }
 
 // --trace LIST and --no-trace on the MPI + OpenMP job: a switched-off
