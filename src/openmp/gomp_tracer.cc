@@ -12,6 +12,7 @@
 #include "common/trace_switch.h"
 #include "openmp/ompt_tool.h"
 #include "openmp/openmp_regions.h"
+#include "trace/drain.h"
 #include "trace/traced_region.h"
 
 namespace hybridprof::openmp {
@@ -39,47 +40,15 @@ void run_body(void (*fn)(void*), void* data) {
   t_running_body = outer;
 }
 
-// Whether `address` lies in the runtime's own code (this library's
-// executable segments).
-bool in_own_code(uint64_t address) {
-  struct Range {
-    uint64_t start = 0, end = 0;
-  };
-  static const Range own = [] {
-    Range r;
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void*>(&run_body), &info) == 0) return r;
-    struct Search {
-      uint64_t base;
-      Range* range;
-    } search{reinterpret_cast<uint64_t>(info.dli_fbase), &r};
-    dl_iterate_phdr(
-        [](dl_phdr_info* phdr, size_t, void* data) {
-          auto* s = static_cast<Search*>(data);
-          if (phdr->dlpi_addr != s->base) return 0;
-          for (int i = 0; i < phdr->dlpi_phnum; ++i) {
-            const ElfW(Phdr)& h = phdr->dlpi_phdr[i];
-            if (h.p_type != PT_LOAD || (h.p_flags & PF_X) == 0) continue;
-            s->range->start = phdr->dlpi_addr + h.p_vaddr;
-            s->range->end = s->range->start + h.p_memsz;
-          }
-          return 1;
-        },
-        &search);
-    return r;
-  }();
-  return address >= own.start && address < own.end;
-}
-
 // Where a call of the program's was made: `site` is the wrapper's return
 // address. An outlined body that ends in a tail call (GCC's `jmp
 // GOMP_barrier` after a loop that ran no iterations) returns from the
 // runtime into whoever called the body, here the runtime's own trampoline:
 // the call is then named after the body's last instruction, the
 // construct's end in the program's source, never after the profiler's.
-uint64_t program_code(const void* site) {
+uint64_t program_code(TracingHost& host, const void* site) {
   const uint64_t code = reinterpret_cast<uint64_t>(site) - 1;  // the call's own line
-  if (!in_own_code(code) || t_running_body == nullptr) return code;
+  if (!host.drain().runtime_code(code) || t_running_body == nullptr) return code;
   // The end of the body, per outlined function (a thread's few bodies).
   struct Known {
     void (*fn)(void*);
@@ -256,7 +225,7 @@ void after_fork_start(ForkPacket* packet) {
 void before_call(Construct c, Role r, const void* site) {
   TracingHost* host = traced_host();
   if (host == nullptr) return;
-  const uint64_t code = program_code(site);
+  const uint64_t code = program_code(*host, site);
   switch (r) {
     case Role::kCall:
     case Role::kStart:

@@ -172,6 +172,12 @@ class Drain {
 
   uint64_t bytes_written() const;
 
+  // Whether `address` lies in the runtime's own code (Options::own_code_*,
+  // fixed at start: no lock).
+  bool runtime_code(uint64_t address) const {
+    return address >= options_.own_code_start && address < options_.own_code_end;
+  }
+
  private:
   static void* thread_main(void* self);
   void loop();
@@ -272,7 +278,7 @@ class Drain {
   // region outwards (DrainedThread::OpenRegion::frames).
   void entering_frames(const uint64_t* ips, uint32_t depth, uint32_t flags, std::vector<uint64_t>* frames) const;
   bool own_code(uint64_t address) const {
-    if (address >= options_.own_code_start && address < options_.own_code_end) return true;
+    if (runtime_code(address)) return true;
     for (const auto& [start, end] : tool_code_)
       if (address >= start && address < end) return true;
     return false;
