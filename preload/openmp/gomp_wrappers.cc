@@ -25,7 +25,7 @@ namespace hp = hybridprof::openmp;
       void* const payload = data;                                                                         \
       return reinterpret_cast<void(*) params>(real.function) args;                                        \
     }                                                                                                     \
-    hp::ForkPacket local{fn, data, hp::Construct::construct, true};                                       \
+    hp::ForkPacket local{fn, data, hp::Construct::construct, true, hp::this_thread_token()};              \
     constexpr bool kStart = hp::Role::role == hp::Role::kForkStart;                                       \
     hp::ForkPacket* kept = nullptr;                                                                       \
     {                                                                                                     \

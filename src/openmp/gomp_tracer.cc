@@ -110,6 +110,8 @@ bool in_ompt_runtime(void* function) {
 
 }  // namespace
 
+const void* this_thread_token() { return &t_packets; }
+
 RealGompFunction::RealGompFunction(const char* name)
     : function(require_gomp_function(name)), in_ompt_runtime(openmp::in_ompt_runtime(function)) {}
 
@@ -188,12 +190,15 @@ void after_fork(const ForkPacket& packet) {
 
 void traced_body(void* p) {
   const auto* packet = static_cast<const ForkPacket*>(p);
+  // A worker runs bodies between waits for work; its master forked them.
+  const bool worker = packet->forker != this_thread_token();
   uint32_t depth = 0;
   bool traced = false;
   {
     const ProfilerWork work;  // not around the body: its samples are the program's
     if (TracingHost* host = packet->traced ? traced_host() : nullptr) {
       traced = true;
+      if (worker) worker_busy();
       depth = open_depth();
       const auto body = reinterpret_cast<uint64_t>(packet->fn);
       open(*host, Construct::kParallel, false, body);
@@ -205,6 +210,8 @@ void traced_body(void* p) {
   // A combined loop's nowait end closed the loop; what the body left open closes with it.
   const ProfilerWork work;
   close_above(depth);
+  if (!worker) return;
+  if (TracingHost* host = traced_host()) worker_idle(*host);
 }
 
 ForkPacket* keep_fork_packet(const ForkPacket& packet) {

@@ -46,7 +46,10 @@ struct ForkPacket {
   void* data;
   Construct construct;  // kParallel, or the loop / sections of a combined construct
   bool traced;
+  const void* forker;  // this_thread_token() of the thread that forked it (its master)
 };
+// A token for the calling thread, unique among live threads.
+const void* this_thread_token();
 // Around the real fork of a traced packet: the team's fork (`num_threads`
 // as the call gives it, 0: the default) and, for kFork, its join.
 void before_fork(const ForkPacket& packet, unsigned num_threads);

@@ -87,16 +87,31 @@ uint64_t forked_code(ompt_data_t* parallel, unsigned index) {
 // the team next wakes it (or never, at exit), so its region ends when it
 // starts waiting at the join instead, as with libgomp.
 thread_local uint32_t t_left_at_join = 0;
+// This thread's number in the team of its innermost implicit task: 0 for
+// a master, which is never idle between regions.
+thread_local unsigned t_team_index = 0;
+
+// A worker has finished its part of a region: it waits for work.
+void left_region(TracingHost* host) {
+  if (t_team_index != 0 && host != nullptr) worker_idle(*host);
+}
 
 void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t* parallel, ompt_data_t*, unsigned, unsigned index,
                       int flags) {
   const ProfilerWork work;
   if (flags & ompt_task_initial) return;  // a thread's initial task, not a parallel region
   if (endpoint == ompt_scope_begin) {
-    if (TracingHost* host = traced_host()) open(*host, Construct::kParallel, false, forked_code(parallel, index));
+    t_team_index = index;
+    if (TracingHost* host = traced_host()) {
+      if (index != 0) worker_busy();
+      open(*host, Construct::kParallel, false, forked_code(parallel, index));
+    }
   } else if (endpoint == ompt_scope_end) {
-    if (t_left_at_join > 0) --t_left_at_join;
-    else close_through(Construct::kParallel, false);
+    if (t_left_at_join > 0) {
+      --t_left_at_join;
+    } else if (close_through(Construct::kParallel, false)) {
+      left_region(traced_host());
+    }
   }
 }
 
@@ -142,7 +157,10 @@ void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint, omp
                     const void* codeptr_ra) {
   const ProfilerWork work;
   if (join_barrier(kind, parallel, codeptr_ra)) {
-    if (endpoint == ompt_scope_begin && close_through(Construct::kParallel, false)) ++t_left_at_join;
+    if (endpoint == ompt_scope_begin && close_through(Construct::kParallel, false)) {
+      ++t_left_at_join;
+      left_region(traced_host());
+    }
     return;
   }
   scope(endpoint, sync_construct(kind), code_at(codeptr_ra));

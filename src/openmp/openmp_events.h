@@ -14,6 +14,11 @@ namespace hybridprof::openmp {
 
 inline constexpr std::string_view kEventSetName = "openmp";
 
+// The region a team's worker is in between parallel regions, waiting in
+// the runtime for work (openmp_regions.h, worker_idle); the report sums it
+// per thread.
+inline constexpr const char* kIdleRegionName = "OpenMP idle (worker waiting for work)";
+
 // Index in the set.
 enum class EventKind : uint32_t {
   kFork,  // word[0]: the number of threads the region asked for

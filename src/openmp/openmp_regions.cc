@@ -36,6 +36,7 @@ const char* construct_name(Construct c) {
     case Construct::kTaskloop: return "!$omp taskloop";
     case Construct::kWorkshare: return "!$omp workshare";
     case Construct::kReduction: return "!$omp reduction";
+    case Construct::kIdle: return kIdleRegionName;
   }
   return "!$omp";
 }
@@ -156,6 +157,10 @@ void fork(TracingHost& host, uint32_t requested_threads) {
 }
 
 void join(TracingHost& host) { write_event(host, EventKind::kJoin, {}); }
+
+// One idle region per process, at no code of the program's.
+void worker_idle(TracingHost& host) { open(host, Construct::kIdle, false, 0); }
+void worker_busy() { close(Construct::kIdle, false); }
 
 uint32_t open_depth() {
   const OpenRegions* open = open_regions();

@@ -21,8 +21,9 @@ namespace hybridprof::openmp {
 enum class Construct : uint8_t {
   kParallel, kLoop, kSections, kSingle, kBarrier, kImplicitBarrier, kCritical, kAtomic, kOrdered, kLock, kTask,
   kTaskwait, kTaskgroup, kMasked, kDistribute, kTaskloop, kWorkshare, kReduction,
+  kIdle,  // not a construct: a worker between parallel regions (worker_idle)
 };
-inline constexpr uint32_t kConstructs = static_cast<uint32_t>(Construct::kReduction) + 1;
+inline constexpr uint32_t kConstructs = static_cast<uint32_t>(Construct::kIdle) + 1;
 
 // Enters construct `c` (or its wait: "!$omp critical (waiting)") met at
 // `code` (an address in the program: the outlined body of a parallel
@@ -41,6 +42,14 @@ bool close_through(Construct c, bool waiting);
 // the thread that meets the region, around its parallel regions.
 void fork(TracingHost& host, uint32_t requested_threads);
 void join(TracingHost& host);
+// A team's worker thread has finished its part of a parallel region and
+// waits in the runtime for the next one (spinning or asleep): it is in the
+// region kIdleRegionName, which encloses the runtime's code, until
+// worker_busy() (its next parallel region's start), as Score-P and TAU
+// name it. A master thread is never idle: between regions it runs the
+// program.
+void worker_idle(TracingHost& host);
+void worker_busy();
 // How many regions are open on this thread; close_above(n) leaves the ones
 // opened after there were n.
 uint32_t open_depth();

@@ -766,8 +766,16 @@ void Drain::write_unwritten_call_locked(ThreadState& t) {
   for (uint32_t i = 0; i < call.shape.event_count; ++i) writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
 }
 
+void Drain::leave_open_regions_locked(ThreadState& t, uint64_t end_ns) {
+  write_unwritten_call_locked(t);
+  for (auto& open = t.drained.open_regions; !open.empty(); open.pop_back())
+    writer_.append(raw::Leave{{t.index, end_ns, open.back().region, open.back().node}});
+}
+
 void Drain::end_thread_locked(ThreadState* t) {
-  writer_.append(raw::LocationEnd{t->index, t->end_ns ? t->end_ns : monotonic_ns(), t->counters(), thread_name(*t)});
+  const uint64_t end_ns = t->end_ns ? t->end_ns : monotonic_ns();
+  leave_open_regions_locked(*t, end_ns);
+  writer_.append(raw::LocationEnd{t->index, end_ns, t->counters(), thread_name(*t)});
   threads_.erase(std::remove(threads_.begin(), threads_.end(), t), threads_.end());
   void* storage = t->ring_storage;
   const size_t bytes = ThreadState::storage_bytes(t->ring_bytes);
@@ -782,6 +790,7 @@ void Drain::finish_locked(const raw::ProcessEnd& end) {
   // Threads still running (exit from another thread, a signal): end them
   // now but keep their state: they may still be inside a handler.
   for (ThreadState* t : threads_) {
+    leave_open_regions_locked(*t, end.timestamp_ns);
     writer_.append(raw::LocationEnd{t->index, end.timestamp_ns, t->counters(), thread_name(*t)});
   }
   write_device_work_locked(/*all=*/true);

@@ -218,6 +218,10 @@ class Drain {
   // Writes the Enter (and events) of t's unwritten call, if any: something
   // other than its leave came next, or the pass ends.
   void write_unwritten_call_locked(ThreadState& t);
+  // The thread's regions still open at its end (a worker waiting for work
+  // at exit, a call the process exited in) end there, innermost first, so
+  // every enter in the stream has its leave.
+  void leave_open_regions_locked(ThreadState& t, uint64_t end_ns);
   // The records of one traced call, read one by one (see ThreadState::unwritten_call).
   void convert_enter_locked(ThreadState& t, const RegionRecord& r);
   void convert_leave_locked(ThreadState& t, const RegionRecord& r);

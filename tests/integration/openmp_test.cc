@@ -24,6 +24,8 @@ namespace nested {  // openmp_nested_tasks.cc
 constexpr int kOuter = 25, kInner = 27, kTasking = 30, kTask = 35, kTaskwait = 38;
 }
 
+constexpr const char* kIdle = "OpenMP idle (worker waiting for work)";
+
 // Per thread, enters by construct (the region's name up to " @"), the
 // longest critical-section wait, and the teams forked and joined.
 struct OpenMpTrace {
@@ -32,6 +34,7 @@ struct OpenMpTrace {
   uint64_t longest_wait_ns = 0;
   std::map<uint64_t, int> forks, joins;  // per thread
   std::map<uint32_t, int> requested;     // forks by the number of threads asked for
+  std::map<uint64_t, int> idle_enters, idle_leaves;  // per thread: OpenMP idle, apart from the constructs
   int not_openmp = 0;                    // forks and joins of another paradigm
   // Enters of region `name` (whole) on all threads.
   int total(const std::string& name) const {
@@ -51,6 +54,10 @@ OpenMpTrace read_openmp(const std::string& dir) {
                        const otf2::RegionInfo& r = a.regions.at(e.region);
                        if (r.paradigm != otf2::Paradigm::kOpenMp) return;
                        const std::string construct = r.name.substr(0, r.name.find(" @"));
+                       if (construct == kIdle) {
+                         ++(e.enter ? t.idle_enters : t.idle_leaves)[e.location];
+                         return;
+                       }
                        ++(e.enter ? t.enters : t.leaves)[e.location][construct];
                        if (e.enter) ++t.named[e.location][r.name];
                        if (construct != "!$omp critical (waiting)") return;
@@ -90,6 +97,13 @@ void expect_constructs(const std::string& program, int regions, const std::map<s
   for (const auto& [location, enters] : t.enters) {
     EXPECT_EQ(enters, expected) << "thread " << location;
     EXPECT_EQ(t.leaves.at(location), enters) << "every region entered is left";
+  }
+  // The worker waits for work after each of its 2 * regions regions (the
+  // last wait ends with the process), its master never.
+  EXPECT_EQ(t.idle_enters.size(), 1u);
+  for (const auto& [location, n] : t.idle_enters) {
+    EXPECT_EQ(n, 2 * regions) << "thread " << location;
+    EXPECT_EQ(t.idle_leaves.count(location) ? t.idle_leaves.at(location) : 0, n) << "thread " << location;
   }
   // Each thread holds the critical section 1 ms right after a barrier: the
   // other one waits for it.
@@ -239,6 +253,80 @@ TEST(OpenMp, GompSamplesInsideAConstructHaveItInTheirCallingContext) {
 TEST(OpenMp, OmptSamplesInsideAConstructHaveItInTheirCallingContext) {
   expect_samples_under_constructs("openmp_workload_clang");
 }
+#endif
+
+// A team's worker waits for work while its master runs the program's
+// serial code (openmp_idle.cc: each round the master spins 3 ms of its CPU
+// alone, then a team of 2 spins 1 ms each). With OMP_WAIT_POLICY=active
+// the worker spins in the runtime meanwhile: those samples are under
+// "OpenMP idle (worker waiting for work)", not an opaque path of the
+// runtime's frames; the master has none there; and the report's OpenMP
+// section gives the worker's idle time, one wait a round.
+void expect_worker_idle_named(const std::string& program) {
+  constexpr int kRounds = 40;
+  TempDir dir;
+  RunOptions options;
+  options.env["OMP_WAIT_POLICY"] = "active";
+  const RunResult r =
+      profile({"-o", dir / "out", "-F", "2000"}, {fixture(program), std::to_string(kRounds)}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const Profile p(dir / "out");
+  struct Thread {
+    int samples = 0, idle = 0, serial = 0, in_region = 0;
+  };
+  std::map<uint64_t, Thread> threads;
+  for (const otf2::SampleEvent& s : p.samples()) {
+    const std::vector<std::string>& path = p.path_names(s.context);
+    const auto has = [&](const std::string& part) {
+      return std::any_of(path.begin(), path.end(), [&](const std::string& n) { return n.find(part) != std::string::npos; });
+    };
+    Thread& t = threads[s.location];
+    ++t.samples;
+    t.idle += has(kIdle);
+    t.serial += has("serial_part");
+    t.in_region += has("!$omp parallel");
+  }
+  const OpenMpTrace t = read_openmp(dir / "out");
+  ASSERT_EQ(t.idle_enters.size(), 1u) << "only the worker idles";
+  const uint64_t worker_location = t.idle_enters.begin()->first;
+  EXPECT_EQ(t.idle_enters.at(worker_location), kRounds);
+  EXPECT_EQ(t.idle_leaves.count(worker_location) ? t.idle_leaves.at(worker_location) : 0, kRounds)
+      << "the last wait ends with the process";
+  // A busy machine may leave the worker hardly any CPU, but the master
+  // spins its serial part on its own CPU clock.
+  for (const auto& [location, thread] : threads)
+    if (location != worker_location) EXPECT_EQ(thread.idle, 0) << "a master runs the program between regions";
+  const Thread worker = threads[worker_location];
+  EXPECT_EQ(worker.serial, 0);
+  // About 3/4 of a spinning worker's CPU on an idle machine, much less on
+  // a busy one (libomp's spinning worker yields its CPU then); but every
+  // sample between its regions is under the idle region: outside both,
+  // only its start, before its first region.
+  EXPECT_LE(worker.samples - worker.idle - worker.in_region, 2 + worker.samples / 20)
+      << worker.idle << " idle and " << worker.in_region << " in the region of " << worker.samples;
+  // The report: one row, the worker's, with a wait a round.
+  const std::string report = run({report_tool(), dir / "out"}).out;
+  const size_t section = report.find(std::string(kIdle) + ": worker threads");
+  ASSERT_NE(section, std::string::npos) << report;
+  std::vector<std::string> rows;
+  for (const std::string& line : split_lines(report.substr(section)))
+    if (line.find(" ms ") != std::string::npos || line.find(" s ") != std::string::npos) rows.push_back(line);
+    else if (!rows.empty() || line.empty()) break;
+  ASSERT_EQ(rows.size(), 1u) << report.substr(section);
+  std::istringstream row(rows[0]);
+  std::string idle, unit, share;
+  int waits = 0;
+  row >> idle >> unit >> share >> waits;
+  EXPECT_EQ(waits, kRounds) << rows[0];
+  // Wall time, whatever CPU the threads got: about 3/4 of the worker's.
+  EXPECT_GE(std::atof(share.c_str()), 33.0) << rows[0];
+}
+
+#ifdef HP_HAVE_GOMP_FIXTURE
+TEST(OpenMp, GompWorkersWaitingForWorkAreNamedIdle) { expect_worker_idle_named("openmp_idle"); }
+#endif
+#ifdef HP_HAVE_OMPT_FIXTURE
+TEST(OpenMp, OmptWorkersWaitingForWorkAreNamedIdle) { expect_worker_idle_named("openmp_idle_clang"); }
 #endif
 
 #ifdef HP_HAVE_OMPT_FIXTURE

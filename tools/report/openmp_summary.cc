@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "openmp/openmp_events.h"
 #include "table.h"
 
 namespace hybridprof::report {
@@ -85,9 +86,21 @@ void OpenMpStats::add(const otf2::ForkJoinEvent& e) {
   if (e.paradigm == otf2::Paradigm::kOpenMp) forked_[e.location] = e.fork;
 }
 
+std::map<uint64_t, OpenMpStats::Idle> OpenMpStats::idle() const {
+  std::map<uint64_t, Idle> idle;
+  for (const auto& [location, w] : idle_) {
+    const Span& span = spans_.at(location);
+    idle[location] = {w.count, w.total_ns, span.last > span.first_openmp ? span.last - span.first_openmp : 0};
+  }
+  return idle;
+}
+
 void OpenMpStats::add(const otf2::RegionEvent& e) {
   auto region = archive_.regions.find(e.region);
+  Span& span = spans_[e.location];
+  span.last = std::max(span.last, e.timestamp);
   if (region == archive_.regions.end() || region->second.paradigm != otf2::Paradigm::kOpenMp) return;
+  span.first_openmp = std::min(span.first_openmp, e.timestamp);
   std::vector<Open>& open = open_[e.location];
   if (e.enter) {
     open.push_back({e.region, e.timestamp});
@@ -103,6 +116,12 @@ void OpenMpStats::add(const otf2::RegionEvent& e) {
   const uint64_t ns = e.timestamp > left.enter_ns ? e.timestamp - left.enter_ns : 0;
   const std::string& name = region->second.name;
   const std::string construct = construct_of(name);
+  if (construct == openmp::kIdleRegionName) {
+    Wait& w = idle_[e.location];
+    ++w.count;
+    w.total_ns += ns;
+    return;
+  }
   if (is_parallel(construct)) {
     ThreadShare& t = parallel_[name].threads[e.location];
     const auto thread = archive_.threads.find(e.location);
@@ -125,6 +144,56 @@ void OpenMpStats::add(const otf2::RegionEvent& e) {
     break;
   }
 }
+
+namespace {
+
+void print_waits(std::ostream& out, const OpenMpStats& stats, size_t top) {
+  using A = Table::Align;
+  out << "\nOpenMP waits (all threads)\n";
+  std::vector<std::pair<std::string, OpenMpStats::Wait>> waits(stats.waits().begin(), stats.waits().end());
+  std::sort(waits.begin(), waits.end(), [](const auto& a, const auto& b) {
+    return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
+  });
+  Table table({{"Time", A::kRight}, {"Count", A::kRight}, {"Avg", A::kRight}, {"Name", A::kLeft}});
+  for (size_t i = 0; i < waits.size() && i < top; ++i) {
+    const auto& [name, w] = waits[i];
+    table.add_row({time_text(w.total_ns), std::to_string(w.count), time_text(w.count ? w.total_ns / w.count : 0), name});
+  }
+  table.print(out);
+  if (waits.size() > top) out << "  … and " << waits.size() - top << " more\n";
+}
+
+// Per worker thread, how long it waited for work between regions.
+void print_idle(std::ostream& out, const OpenMpStats& stats, size_t top) {
+  const otf2::Archive& archive = stats.archive();
+  const std::map<uint64_t, OpenMpStats::Idle> idle = stats.idle();
+  if (idle.empty()) return;
+  using A = Table::Align;
+  out << "\n" << openmp::kIdleRegionName << ": worker threads between parallel regions (Idle%: of the\n"
+      << "thread's time from its first OpenMP region to its end; a spinning worker's samples are under it)\n";
+  std::vector<std::pair<uint64_t, OpenMpStats::Idle>> rows(idle.begin(), idle.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
+  });
+  const bool processes = archive.processes.size() > 1;
+  Table table({{"Idle", A::kRight}, {"Idle%", A::kRight}, {"Waits", A::kRight}, {"Avg", A::kRight},
+               {"Thread", A::kLeft}});
+  for (size_t i = 0; i < rows.size() && i < top; ++i) {
+    const auto& [location, w] = rows[i];
+    std::string thread = "location " + std::to_string(location);
+    if (const auto t = archive.threads.find(location); t != archive.threads.end()) {
+      thread = t->second.name;
+      if (const auto p = archive.processes.find(t->second.process); processes && p != archive.processes.end())
+        thread = p->second.name + " / " + thread;
+    }
+    table.add_row({time_text(w.total_ns), percent(w.total_ns, w.span_ns), std::to_string(w.count),
+                   time_text(w.count ? w.total_ns / w.count : 0), thread});
+  }
+  table.print(out);
+  if (rows.size() > top) out << "  … and " << rows.size() - top << " more threads\n";
+}
+
+}  // namespace
 
 void print_openmp_summary(std::ostream& out, const OpenMpStats& stats, size_t top) {
   if (stats.empty()) return;
@@ -157,19 +226,8 @@ void print_openmp_summary(std::ostream& out, const OpenMpStats& stats, size_t to
     table.print(out);
     if (rows.size() > top) out << "  … and " << rows.size() - top << " more parallel regions\n";
   }
-  if (stats.waits().empty()) return;
-  out << "\nOpenMP waits (all threads)\n";
-  std::vector<std::pair<std::string, OpenMpStats::Wait>> waits(stats.waits().begin(), stats.waits().end());
-  std::sort(waits.begin(), waits.end(), [](const auto& a, const auto& b) {
-    return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
-  });
-  Table table({{"Time", A::kRight}, {"Count", A::kRight}, {"Avg", A::kRight}, {"Name", A::kLeft}});
-  for (size_t i = 0; i < waits.size() && i < top; ++i) {
-    const auto& [name, w] = waits[i];
-    table.add_row({time_text(w.total_ns), std::to_string(w.count), time_text(w.count ? w.total_ns / w.count : 0), name});
-  }
-  table.print(out);
-  if (waits.size() > top) out << "  … and " << waits.size() - top << " more\n";
+  if (!stats.waits().empty()) print_waits(out, stats, top);
+  print_idle(out, stats, top);
 }
 
 }  // namespace hybridprof::report

@@ -3,7 +3,8 @@
 // how unevenly their threads worked (max / mean of each thread's time in it
 // outside waits, within one process's team) and the share of its threads'
 // time spent in barriers; then where threads waited: barriers, critical
-// sections, locks, taskwaits.
+// sections, locks, taskwaits; then how long each team's worker threads
+// waited for work between parallel regions (OpenMP idle).
 #pragma once
 
 #include <cstdint>
@@ -50,7 +51,14 @@ class OpenMpStats {
   };
   const std::map<std::string, ParallelRegion>& parallel_regions() const { return parallel_; }
   const std::map<std::string, Wait>& waits() const { return waits_; }
-  bool empty() const { return parallel_.empty() && waits_.empty(); }
+  // A worker thread's time in the idle region (openmp_events.h), and its
+  // time from its first OpenMP region to its last event.
+  struct Idle {
+    uint64_t count = 0, total_ns = 0, span_ns = 0;
+  };
+  std::map<uint64_t, Idle> idle() const;  // by location
+  bool empty() const { return parallel_.empty() && waits_.empty() && idle_.empty(); }
+  const otf2::Archive& archive() const { return archive_; }
 
  private:
   struct Open {
@@ -63,6 +71,11 @@ class OpenMpStats {
   std::map<uint64_t, bool> forked_;             // per location: forked a team, its region not yet entered
   std::map<std::string, ParallelRegion> parallel_;
   std::map<std::string, Wait> waits_;
+  std::map<uint64_t, Wait> idle_;  // by location
+  struct Span {
+    uint64_t first_openmp = UINT64_MAX, last = 0;
+  };
+  std::map<uint64_t, Span> spans_;  // by location
 };
 
 void print_openmp_summary(std::ostream&, const OpenMpStats&, size_t top);
