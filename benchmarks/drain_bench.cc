@@ -82,8 +82,8 @@ void BM_DrainMpiCalls(benchmark::State& state) {
     state.SkipWithError(error.c_str());
     return;
   }
-  drain.append(raw::RegionDef{kSendRegion, "MPI_Send", 0});
-  drain.append(raw::RegionDef{kRecvRegion, "MPI_Recv", 0});
+  drain.append(raw::RegionDef{kSendRegion, "MPI_Send", 0, raw::kUnknownModule, 0, {}});
+  drain.append(raw::RegionDef{kRecvRegion, "MPI_Recv", 0, raw::kUnknownModule, 0, {}});
   ThreadState* t = drain.add_thread(getpid(), monotonic_ns());
   MpiRecordWriter writer(*t);
   const int64_t calls_per_pass = int64_t(kRingBytes / 2 / (2 * sizeof(RepeatRecord)));

@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "symbolizer/dwarf_names.h"
 #include "symbolizer/dwarf_scopes.h"
 
@@ -152,6 +155,43 @@ std::vector<SourceFrame> ModuleDebugInfo::frames_at(uint64_t elf_vaddr) {
   frame.function = std::move(name);
   if (found != nullptr) innermost_line(&cu, dwarf_address, &frame);
   return {std::move(frame)};
+}
+
+bool ModuleDebugInfo::cu_at(Dwarf_Addr dwarf_address, Dwarf_Die* cu) {
+  if (!indexed_) index_compilation_units();
+  const DieRange* found = find_range(cu_ranges_, dwarf_address);
+  if (found == nullptr) return false;
+  *cu = found->die;
+  return true;
+}
+
+bool ModuleDebugInfo::call_is_statement(uint64_t elf_vaddr) {
+  // x86-64 calls are 5 bytes (rel32), 6 through the GOT (-fno-plt), at
+  // most 7 with a prefix: a statement that begins further back holds more
+  // than the call.
+  constexpr Dwarf_Addr kLongestCall = 7;
+  const Dwarf_Addr address = elf_vaddr + bias_;
+  if (dwfl_addrmodule(dwfl_, address) != module_) return false;
+  Dwarf_Die cu;
+  const Dwarf_Addr pc = address - dwarf_bias_;
+  if (!cu_at(pc, &cu)) return false;
+  Dwarf_Lines* lines = nullptr;
+  size_t count = 0;
+  if (dwarf_getsrclines(&cu, &lines, &count) != 0) return false;
+  // The rows that begin where the one holding `pc` begins (a statement row
+  // and a zero-length row for its discriminator may share an address).
+  Dwarf_Line* here = dwarf_getsrc_die(&cu, pc);
+  Dwarf_Addr begin = 0;
+  if (here == nullptr || dwarf_lineaddr(here, &begin) != 0 || pc + 1 - begin > kLongestCall) return false;
+  for (size_t i = 0; i < count; ++i) {
+    Dwarf_Line* row = dwarf_onesrcline(lines, i);
+    Dwarf_Addr at = 0;
+    bool statement = false;
+    if (row != nullptr && dwarf_lineaddr(row, &at) == 0 && at == begin && dwarf_linebeginstatement(row, &statement) == 0 &&
+        statement)
+      return true;
+  }
+  return false;
 }
 
 std::vector<SourceFrame> ModuleDebugInfo::dwarf_frames(Dwarf_Die* cu, Dwarf_Addr pc) {

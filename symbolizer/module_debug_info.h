@@ -28,6 +28,8 @@ class ModuleDebugInfo {
   // Frames innermost first (see Symbolizer::resolve), from DWARF, else from the
   // ELF symbol table. Empty when the address is covered by neither.
   std::vector<SourceFrame> frames_at(uint64_t elf_vaddr);
+  // See Symbolizer::call_is_statement.
+  bool call_is_statement(uint64_t elf_vaddr);
 
  private:
   ModuleDebugInfo(Dwfl* dwfl, Dwfl_Module* module, Dwarf_Addr bias);
@@ -35,6 +37,8 @@ class ModuleDebugInfo {
   const RangeIndex& functions_of(Dwarf_Die* cu);
   std::vector<SourceFrame> dwarf_frames(Dwarf_Die* cu, Dwarf_Addr dwarf_address);
   std::string symbol_name(uint64_t dwfl_address);
+  // The CU whose ranges hold `dwarf_address`; false when none does.
+  bool cu_at(Dwarf_Addr dwarf_address, Dwarf_Die* cu);
 
   Dwfl* dwfl_;
   Dwfl_Module* module_;

@@ -19,6 +19,15 @@ Symbolizer::Module& Symbolizer::module_for(const std::string& module_path) {
   return it->second;
 }
 
+bool Symbolizer::call_is_statement(const std::string& module_path, uint64_t address) {
+  try {
+    Module& module = module_for(module_path);
+    return module.debug_info && module.debug_info->call_is_statement(address);
+  } catch (...) {
+    return false;  // allocation failure: the plain name
+  }
+}
+
 std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uint64_t address) {
   try {
     Module& module = module_for(module_path);

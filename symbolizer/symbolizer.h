@@ -39,6 +39,15 @@ class Symbolizer {
   // Thread-compatible (one thread at a time). Never throws, never prints.
   std::vector<SourceFrame> resolve(const std::string& module_path, uint64_t address);
 
+  // Whether the call instruction at `address` (its return address - 1) is
+  // a statement of its own: the line table begins a statement right at the
+  // call (within a call instruction's length of its end). A call the
+  // compiler made for a construct's implicit part is not: GCC's barrier
+  // closing a loop is inside the loop's statement, on the loop's line,
+  // while `#pragma omp barrier` is a statement that is only the call.
+  // False when the line table does not say.
+  bool call_is_statement(const std::string& module_path, uint64_t address);
+
  private:
   struct Module {
     std::unique_ptr<ModuleDebugInfo> debug_info;  // null when the file cannot be opened

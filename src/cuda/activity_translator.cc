@@ -30,7 +30,7 @@ StreamRegionTable<std::string>& cuda_regions() {
 
 uint32_t cuda_region(Drain& drain, const std::string& name) {
   return cuda_regions().id(name, [&](uint32_t id) {
-    drain.append(raw::RegionDef{id, name, static_cast<uint32_t>(otf2::Paradigm::kCuda), 0, 0});
+    drain.append(raw::RegionDef{id, name, static_cast<uint32_t>(otf2::Paradigm::kCuda), 0, 0, {}});
   });
 }
 

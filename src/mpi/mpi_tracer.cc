@@ -66,7 +66,8 @@ __attribute__((noinline)) void define_regions_once(TracingHost& host) {
   std::vector<raw::Record> defs;
   for (uint32_t i = 0; i < kMpiFunctionCount; ++i) {
     const auto f = static_cast<MpiFunction>(i);
-    defs.push_back(raw::RegionDef{mpi_region(f), mpi_function_name(f), static_cast<uint32_t>(otf2::Paradigm::kMpi)});
+    defs.push_back(raw::RegionDef{mpi_region(f), mpi_function_name(f), static_cast<uint32_t>(otf2::Paradigm::kMpi),
+                                   raw::kUnknownModule, 0, {}});
   }
   defs.push_back(raw::Notice{"MPI: " + clock_note});
   host.drain().append(defs);

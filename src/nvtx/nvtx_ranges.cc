@@ -76,7 +76,7 @@ __attribute__((noinline)) uint32_t define_region_id(TracingHost& host, Domain& d
   c.text = label.registered || label.text == nullptr ? std::string() : std::string(label.text);
   const std::string name = region_name(domain, label);
   c.id = regions().id(name, [&](uint32_t fresh) {
-    host.drain().append(raw::RegionDef{fresh, name, static_cast<uint32_t>(otf2::Paradigm::kUser), 0, 0});
+    host.drain().append(raw::RegionDef{fresh, name, static_cast<uint32_t>(otf2::Paradigm::kUser), 0, 0, {}});
   });
   return c.id;
 }

@@ -44,31 +44,16 @@ void run_body(void (*fn)(void*), void* data) {
 // address. An outlined body that ends in a tail call (GCC's `jmp
 // GOMP_barrier` after a loop that ran no iterations) returns from the
 // runtime into whoever called the body, here the runtime's own trampoline:
-// the call is then named after the body's last instruction, the
-// construct's end in the program's source, never after the profiler's.
-uint64_t program_code(TracingHost& host, const void* site) {
+// the call is then named after the body (`tail_called`), in the program's
+// source, never after the profiler's.
+struct ProgramCode {
+  uint64_t code;
+  bool tail_called;
+};
+ProgramCode program_code(TracingHost& host, const void* site) {
   const uint64_t code = reinterpret_cast<uint64_t>(site) - 1;  // the call's own line
-  if (!host.drain().runtime_code(code) || t_running_body == nullptr) return code;
-  // The end of the body, per outlined function (a thread's few bodies).
-  struct Known {
-    void (*fn)(void*);
-    uint64_t last;
-  };
-  thread_local Known known[8];
-  thread_local uint32_t next = 0;
-  for (const Known& k : known)
-    if (k.fn == t_running_body) return k.last;
-  uint64_t last = reinterpret_cast<uint64_t>(t_running_body);
-  Dl_info info;
-  void* entry = nullptr;
-  if (dladdr1(reinterpret_cast<void*>(t_running_body), &info, &entry, RTLD_DL_SYMENT) != 0 && entry != nullptr &&
-      info.dli_saddr == reinterpret_cast<void*>(t_running_body)) {
-    const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
-    if (symbol->st_size > 0) last += symbol->st_size - 1;
-  }
-  known[next] = {t_running_body, last};
-  next = (next + 1) % std::size(known);
-  return last;
+  if (!host.drain().runtime_code(code) || t_running_body == nullptr) return {code, false};
+  return {reinterpret_cast<uint64_t>(t_running_body), true};
 }
 
 void* find_in_loaded_libgomp(const char* name) {
@@ -232,9 +217,13 @@ void after_fork_start(ForkPacket* packet) {
 void before_call(Construct c, Role r, const void* site) {
   TracingHost* host = traced_host();
   if (host == nullptr) return;
-  const uint64_t code = program_code(*host, site);
+  const auto [code, tail_called] = program_code(*host, site);
   switch (r) {
     case Role::kCall:
+      // A barrier the body ends with is the implicit one closing its last
+      // loop: an explicit barrier there would only repeat the region's own.
+      open(*host, c == Construct::kBarrierCall && tail_called ? Construct::kImplicitBarrier : c, false, code);
+      break;
     case Role::kStart:
       open(*host, c, false, code);
       break;
@@ -253,6 +242,8 @@ void before_call(Construct c, Role r, const void* site) {
 void after_call(Construct c, Role r) {
   switch (r) {
     case Role::kCall:
+      if (!close(c, false) && c == Construct::kBarrierCall) close(Construct::kImplicitBarrier, false);
+      break;
     case Role::kFinish:
       close(c, false);
       break;

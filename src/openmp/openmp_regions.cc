@@ -37,6 +37,7 @@ const char* construct_name(Construct c) {
     case Construct::kWorkshare: return "!$omp workshare";
     case Construct::kReduction: return "!$omp reduction";
     case Construct::kIdle: return kIdleRegionName;
+    case Construct::kBarrierCall: return "!$omp barrier";
   }
   return "!$omp";
 }
@@ -74,7 +75,9 @@ uint32_t region_id(TracingHost& host, uint32_t kind, uint64_t code, RegionCache&
   const uint64_t key = key_of(kind, code);
   return cache.id(key, regions().stream(), [&] {
     return regions().id(key, [&](uint32_t fresh) {
-      host.drain().define_code_region(fresh, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code);
+      const bool either = kind == kind_of(Construct::kBarrierCall, false);
+      host.drain().define_code_region(fresh, region_name(kind), static_cast<uint32_t>(otf2::Paradigm::kOpenMp), code,
+                                      either ? construct_name(Construct::kImplicitBarrier) : "");
     });
   });
 }
@@ -134,10 +137,11 @@ void open(TracingHost& host, Construct c, bool waiting, uint64_t code) {
   open.open[open.depth++] = {kind, r};
 }
 
-void close(Construct c, bool waiting) {
+bool close(Construct c, bool waiting) {
   OpenRegions* open = open_regions();
-  if (open == nullptr || open->depth == 0 || open->open[open->depth - 1].kind != kind_of(c, waiting)) return;
+  if (open == nullptr || open->depth == 0 || open->open[open->depth - 1].kind != kind_of(c, waiting)) return false;
   close_innermost(*open);
+  return true;
 }
 
 bool close_through(Construct c, bool waiting) {

@@ -22,8 +22,12 @@ enum class Construct : uint8_t {
   kParallel, kLoop, kSections, kSingle, kBarrier, kImplicitBarrier, kCritical, kAtomic, kOrdered, kLock, kTask,
   kTaskwait, kTaskgroup, kMasked, kDistribute, kTaskloop, kWorkshare, kReduction,
   kIdle,  // not a construct: a worker between parallel regions (worker_idle)
+  // GCC's GOMP_barrier, the one call it makes for `#pragma omp barrier`
+  // and for the implicit barrier closing a loop, sections or single: named
+  // a barrier or an implicit barrier by its line table (raw::RegionDef).
+  kBarrierCall,
 };
-inline constexpr uint32_t kConstructs = static_cast<uint32_t>(Construct::kIdle) + 1;
+inline constexpr uint32_t kConstructs = static_cast<uint32_t>(Construct::kBarrierCall) + 1;
 
 // Enters construct `c` (or its wait: "!$omp critical (waiting)") met at
 // `code` (an address in the program: the outlined body of a parallel
@@ -31,8 +35,8 @@ inline constexpr uint32_t kConstructs = static_cast<uint32_t>(Construct::kIdle) 
 void open(TracingHost& host, Construct c, bool waiting, uint64_t code);
 // Leaves the innermost open region of construct `c` (or its wait) if it is
 // the innermost one; a call whose start was not seen (before tracing
-// began) closes nothing.
-void close(Construct c, bool waiting);
+// began) closes nothing: false then.
+bool close(Construct c, bool waiting);
 // Leaves the innermost open region of `c` and every one opened after it (a
 // runtime that reports the end of a region before those inside it); false
 // when none of `c` is open.

@@ -68,7 +68,7 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
     std::lock_guard lock(mutex_);
     writer_.append(begin);
     writer_.append(raw::RegionDef{ring_flush_region(), "hybridprof: ring flush",
-                                  static_cast<uint32_t>(otf2::Paradigm::kMeasurement)});
+                                  static_cast<uint32_t>(otf2::Paradigm::kMeasurement), raw::kUnknownModule, 0, {}});
     for (const auto& r : modules_.all_as_records()) writer_.append(r);
     define_new_event_sets_locked();
     flush_locked();
@@ -252,10 +252,11 @@ void Drain::flush_locked() {
   if (options_.on_recording_stopped) options_.on_recording_stopped(why);
 }
 
-void Drain::define_code_region(uint32_t id, std::string name, uint32_t paradigm, uint64_t code_address) {
+void Drain::define_code_region(uint32_t id, std::string name, uint32_t paradigm, uint64_t code_address,
+                               std::string implicit_name) {
   std::lock_guard lock(mutex_);
   if (finished_) return;
-  raw::RegionDef def{id, std::move(name), paradigm, raw::kUnknownModule, 0};
+  raw::RegionDef def{id, std::move(name), paradigm, raw::kUnknownModule, 0, std::move(implicit_name)};
   const uint64_t now = monotonic_ns();
   ModuleInfo module;
   if (!modules_.find(code_address, now, &module)) {

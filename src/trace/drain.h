@@ -113,8 +113,10 @@ class Drain {
   void append(const std::vector<raw::Record>& records);
   // The definition of a region that stands for the code at `code_address`
   // (an outlined parallel body): its module and offset go with it, so the
-  // finalizer names its source location. Thread-safe.
-  void define_code_region(uint32_t id, std::string name, uint32_t paradigm, uint64_t code_address);
+  // finalizer names its source location (and chooses between `name` and
+  // `implicit_name` there: raw::RegionDef). Thread-safe.
+  void define_code_region(uint32_t id, std::string name, uint32_t paradigm, uint64_t code_address,
+                          std::string implicit_name = {});
 
   // Synchronously empties all rings and writes to disk (exec, tests).
   void flush_now();

@@ -30,7 +30,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'F'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'G'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -173,13 +173,19 @@ struct Sample {
 // `code_module` / `code_offset`: the code a region stands for (an OpenMP
 // construct's outlined body), as a CctNode names an address; the
 // finalizer adds its source location to the name ("!$omp parallel
-// @solver.c:42"). kUnknownModule: none.
+// @solver.c:42"). kUnknownModule: none. `implicit_name`, when set, is
+// its name instead when the call at the code is not a statement of its own
+// (symbolizer's call_is_statement): one runtime call a compiler makes both
+// for a statement and for a construct's implicit part (GCC's GOMP_barrier:
+// "!$omp barrier" for `#pragma omp barrier`, "!$omp implicit barrier"
+// inside the loop it closes).
 struct RegionDef {
   uint32_t id = 0;
   std::string name;
   uint32_t paradigm = 0;
   uint32_t code_module = 0;
   uint64_t code_offset = 0;
+  std::string implicit_name;
 };
 struct RegionEvent { uint32_t location = 0; uint64_t timestamp_ns = 0; uint32_t region = 0; uint32_t node = 0; };
 struct Enter : RegionEvent {};

@@ -195,6 +195,7 @@ class Decoder {
       case Tag::kRegionDef: {
         RegionDef r;
         r.id = u32(); r.name = string(); r.paradigm = u32(); r.code_module = u32(); r.code_offset = varint();
+        r.implicit_name = string();
         out = std::move(r);
         break;
       }
@@ -419,6 +420,7 @@ void StreamWriter::put(const T& r) {
     } else if constexpr (std::is_same_v<T, RegionDef>) {
       tag(Tag::kRegionDef);
       put_varint(r.id); put_string(r.name); put_varint(r.paradigm); put_varint(r.code_module); put_varint(r.code_offset);
+      put_string(r.implicit_name);
     } else if constexpr (std::is_same_v<T, Enter> || std::is_same_v<T, Leave>) {
       tag(std::is_same_v<T, Enter> ? Tag::kEnter : Tag::kLeave);
       put_varint(r.location); put_varint(delta(r.location, r.timestamp_ns));

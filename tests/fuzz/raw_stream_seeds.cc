@@ -34,7 +34,7 @@ void write_stream(const std::string& path) {
   w.append(LocationBegin{1, 7, 1300, "stream 7", LocationKind::kDeviceStream, "GPU 0"});
   w.append(EventSetDef{8, 4, "mpi"});
   w.append(Definition{"mpi", 2, "split", {(4ull << 32) | 1, 0, 1}});
-  w.append(RegionDef{5, "MPI_Send", 3, kUnknownModule, 0});
+  w.append(RegionDef{5, "MPI_Send", 3, kUnknownModule, 0, {}});
   w.append(PythonCode{1, "Model.step", "model.py", 7, 3, std::string("\x01\x02\x03", 3)});
   w.flush();
 

@@ -94,6 +94,8 @@ ContextFrame traced_region_frame(const RawProcess& p, const raw::RegionDef& r, s
     frame.region += " @" + function.function;
     return frame;
   }
+  if (!r.implicit_name.empty() && !symbolizer.call_is_statement(module->second.path, r.code_offset))
+    frame.region = r.implicit_name;
   frame.region += " @" + basename_of(function.file) + ":" + std::to_string(function.line);
   frame.file = function.file;
   frame.begin_line = function.line;

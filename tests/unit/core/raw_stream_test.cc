@@ -150,7 +150,7 @@ TEST(RawStream, DefinitionsRegionsOfCodeAndTheJobRankRoundTrip) {
   w.append(Definition{"mpi", 2, "split", {(4ull << 32) | 1, 0, 1, 3, 5, 7}});
   w.append(Definition{"openmp", 9, "", {}});
   w.append(Definition{"toy", 0, "wide", {~0ull}});
-  w.append(RegionDef{5, "!$omp parallel", 4, 3, 0x1234});
+  w.append(RegionDef{5, "!$omp parallel", 4, 3, 0x1234, "!$omp implicit parallel"});
   w.append(JobRank{8, 8});
   w.close();
   ReadSummary summary;
@@ -160,6 +160,7 @@ TEST(RawStream, DefinitionsRegionsOfCodeAndTheJobRankRoundTrip) {
   EXPECT_EQ(std::get<RegionDef>(r[4]).paradigm, 4u);
   EXPECT_EQ(std::get<RegionDef>(r[4]).code_module, 3u);
   EXPECT_EQ(std::get<RegionDef>(r[4]).code_offset, 0x1234u);
+  EXPECT_EQ(std::get<RegionDef>(r[4]).implicit_name, "!$omp implicit parallel");
   EXPECT_EQ(std::get<JobRank>(r[0]).rank, 3u);
   EXPECT_EQ(std::get<JobRank>(r[0]).size, 8u);
   const auto& split = std::get<Definition>(r[1]);

@@ -53,7 +53,8 @@ class ToyAdapter final : public EventSource {
     base_ = register_event_set(kSet, kKinds);
     drain.define_code_region(region_, "toy_step", static_cast<uint32_t>(otf2::Paradigm::kUser),
                              reinterpret_cast<uint64_t>(&toy_code));
-    drain.append(raw::RegionDef{kernel_region(), "toy_kernel", static_cast<uint32_t>(otf2::Paradigm::kUser)});
+    drain.append(raw::RegionDef{kernel_region(), "toy_kernel", static_cast<uint32_t>(otf2::Paradigm::kUser),
+                                   raw::kUnknownModule, 0, {}});
     drain.append(raw::Definition{kSet, kTeam, "toy team", {0}});  // location 0: the first thread
   }
 
