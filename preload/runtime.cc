@@ -151,11 +151,12 @@ void after_fork_child() {
   if (was_set_up && tls_thread) tls_thread->program_signal_stack = program_signal_stack;
 }
 
-// atexit, not on_exit (which would tell the status): registered from this
-// library, it runs when the loader finalizes the library, before the
-// libraries it depends on (libunwind, an OpenMP runtime the program uses
-// while sampled) are; on_exit handlers run after all of them.
-void at_exit() { finish_process(raw::EndReason::kExit, -1); }
+// atexit, not on_exit: registered from this library, it runs when the
+// loader finalizes the library, before the libraries it depends on
+// (libunwind, an OpenMP runtime the program uses while sampled) are. The
+// status comes from note_exit_status (interpose_process.cc).
+std::atomic<int64_t> g_exit_status{-1};
+void at_exit() { finish_process(raw::EndReason::kExit, g_exit_status.load()); }
 
 // The runtime as the adapters' host (trace/tracing_host.h).
 class RuntimeHost final : public TracingHost {
@@ -262,8 +263,15 @@ void start_process(Runtime& rt) {
   g_enabled = true;
 }
 
+// This process's executable, as the kernel has it.
+std::string own_executable() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string();
+}
+
 void start_runtime() {
-  if (secure_execution()) return;
+  if (secure_execution() || mpi_helper_daemon(own_executable())) return;
   if (g_runtime.load() || std::getenv("HYBRIDPROF_DISABLE")) return;
   auto* rt = new Runtime();
   std::string error;
@@ -346,6 +354,14 @@ void notice(Runtime& rt, const std::string& line) {
 
 Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
 bool secure_execution() { return getauxval(AT_SECURE) != 0; }
+void note_exit_status(int status, void*) { g_exit_status.store(status); }
+
+bool mpi_helper_daemon(std::string_view program) {
+  const std::string_view name = program.substr(program.find_last_of('/') + 1);
+  for (std::string_view daemon : {"orted", "prted", "hydra_pmi_proxy", "pmi_proxy"})
+    if (name == daemon) return true;
+  return false;
+}
 
 namespace {
 std::atomic<void (*)(int)> g_exit_hook{nullptr};

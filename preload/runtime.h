@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/runtime_config.h"
 #include "sampling/sampling.h"
@@ -67,6 +68,14 @@ void notice(Runtime& rt, const std::string& line);
 // runtime despite the loader's rules. Nothing of it starts then: not the
 // runtime, nor the OMPT tool or the NVTX callbacks.
 bool secure_execution();
+// An on_exit handler: the status exit() was called with (or main
+// returned), for the process's end record.
+void note_exit_status(int status, void*);
+// Whether `program` (a path or a name) is an MPI launcher's helper daemon
+// (Open MPI's orted, PRRTE's prted, MPICH's hydra_pmi_proxy): a program
+// that starts MPI as a singleton runs one under the profiler, which is
+// not the program and is not profiled.
+bool mpi_helper_daemon(std::string_view program);
 
 // Null until the constructor has started the runtime (or when disabled).
 Runtime* runtime();

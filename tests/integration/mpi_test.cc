@@ -593,6 +593,33 @@ TEST_F(Mpi, WindowsOfNonBlockingMessagesKeepEveryRequest) {
   expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
 }
 
+// A program that starts MPI without mpirun (a singleton) makes Open MPI
+// fork and exec its helper daemon, orted, under the profiler. The daemon
+// is not the program: it is not profiled, and the child that exec'd it
+// says what it became. Every process shows its exit code.
+TEST_F(Mpi, ASingletonRunProfilesTheProgramNotTheLaunchersDaemon) {
+  RunOptions options;
+  options.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+  options.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+  const RunResult r = profile({"-o", dir}, {fixture("mpi_collectives"), "1"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  otf2::ArchiveReader reader(dir);
+  const otf2::Archive& a = reader.archive();
+  int programs = 0;
+  for (const auto& [ref, process] : a.processes) {
+    EXPECT_EQ(process.name.find("orted"), std::string::npos) << process.name << ": the launcher's daemon, profiled";
+    const std::string status = process.properties.at("EXIT_STATUS");
+    if (status == "exec") continue;  // the child that became the daemon
+    ++programs;
+    EXPECT_EQ(status, "exit 0") << process.name;
+  }
+  EXPECT_EQ(programs, 1);
+  const std::string report = run({report_tool(), dir}).out;
+  if (a.processes.size() > 1) {
+    EXPECT_NE(report.find("the MPI launcher's helper daemon, which is not profiled"), std::string::npos) << report;
+  }
+}
+
 TEST_F(Mpi, CollectivesAreCountedWithOperationRootAndBytes) {
   constexpr int kRanks = 4, kIterations = 2;
   const RunResult r = mpirun(kRanks, {fixture("mpi_collectives"), std::to_string(kIterations)});

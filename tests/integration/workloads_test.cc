@@ -86,6 +86,9 @@ TEST_F(Workloads, ForkChildIsItsOwnProcess) {
   };
   check("child_work", child, "child");
   check("parent_work", parent, "parent");
+  // Each with its exit code, the child's returned from main.
+  EXPECT_EQ(p->archive().processes.at(parent).properties.at("EXIT_STATUS"), "exit 0");
+  EXPECT_EQ(p->archive().processes.at(child).properties.at("EXIT_STATUS"), "exit 3");
 }
 
 // A child that outlives its parent: the launcher waits for it (its

@@ -21,7 +21,9 @@ std::string exit_status(const RawProcess& p, const std::map<uint64_t, std::strin
   if (auto it = exit_statuses.find(p.begin->pid); it != exit_statuses.end()) return it->second;
   if (!p.end) return "unknown (no final flush)";
   switch (p.end->reason) {
-    case raw::EndReason::kExit: return p.end->status >= 0 ? "exit " + std::to_string(p.end->status) : "exit";
+    // Unknown only when the process left by a raw exit system call.
+    case raw::EndReason::kExit:
+      return p.end->status >= 0 ? "exit " + std::to_string(p.end->status) : "exit (code unknown)";
     case raw::EndReason::kSignal: return "signal " + std::to_string(p.end->status);
     case raw::EndReason::kExec: return "exec";
   }
