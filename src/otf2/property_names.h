@@ -20,6 +20,7 @@ inline constexpr const char* kWrittenBy = "HYBRIDPROF::WRITTEN_BY";
 
 // Process (OTF2 location group) properties, stored as strings.
 inline constexpr const char* kPid = "PID";
+inline constexpr const char* kParentPid = "PARENT_PID";
 inline constexpr const char* kExitStatus = "EXIT_STATUS";
 inline constexpr const char* kSamplesWithoutThread = "SAMPLES_WITHOUT_THREAD";
 inline constexpr const char* kPython = "PYTHON";  // "3.11": the process ran Python and its frames were read

@@ -260,6 +260,43 @@ TEST_F(Python, ForkedChildReadsItsOwnFrames) {
   EXPECT_LT(parent * 10, child) << parent << " samples in parent_wait, which only blocks";
 }
 
+// Processes that Python's multiprocessing starts are named by what they
+// run: the program by its script, each worker by its function and a
+// number, reused each epoch as PyTorch numbers its DataLoader workers; and
+// each names its parent (python_workers.py: 2 epochs of 2 workers).
+TEST_F(Python, MultiprocessingWorkersAreNamedByTheirRoleAndParent) {
+  if (!file_exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {kDebianPython, fixture("python_workers.py"), "2", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  otf2::ArchiveReader reader(d);
+  const otf2::Archive& a = reader.archive();
+  std::string main_pid;
+  for (const auto& [ref, process] : a.processes) {
+    if (process.name.find("(python_workers.py)") != std::string::npos) main_pid = process.properties.at("PID");
+  }
+  ASSERT_FALSE(main_pid.empty()) << "the program named by its script";
+  std::map<std::string, int> workers;
+  for (const auto& [ref, process] : a.processes) {
+    if (process.properties.at("PID") == main_pid) continue;
+    EXPECT_EQ(process.properties.at("PARENT_PID"), main_pid) << process.name;
+    EXPECT_EQ(process.properties.at("EXIT_STATUS"), "exit 0") << process.name;
+    const size_t role = process.name.find(" (load_batches worker ");
+    EXPECT_NE(role, std::string::npos) << process.name;
+    if (role != std::string::npos) ++workers[process.name.substr(role)];
+  }
+  // Two epochs of workers 0 and 1 (each samples its 0.3 s of CPU in
+  // load_batches, however busy the machine).
+  EXPECT_EQ(workers, (std::map<std::string, int>{{" (load_batches worker 0)", 2}, {" (load_batches worker 1)", 2}}));
+  // The report lists the parent beside each.
+  const std::string report = run({report_tool(), d}).out;
+  int rows_with_parent = 0;
+  for (const std::string& line : split_lines(report))
+    rows_with_parent += line.find("load_batches worker") != std::string::npos &&
+                        line.find(" " + main_pid + " ") != std::string::npos;
+  EXPECT_EQ(rows_with_parent, 4) << report;
+}
+
 // Every CPython under pyenv's usual place (3.8 to 3.13 here, 3.14 when
 // installed); skipped for versions not installed.
 class PythonVersions : public Python, public ::testing::WithParamInterface<std::string> {};

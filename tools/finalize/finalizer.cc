@@ -15,6 +15,7 @@
 #include "finalize/archive_check.h"
 #include "finalize/device_order.h"
 #include "finalize/process_definitions.h"
+#include "finalize/process_roles.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
 #include "otf2/property_names.h"
@@ -286,6 +287,7 @@ class Finalizer {
   void set_process_properties(const ProcessDefinitions& p, uint32_t group) {
     writers_.each([&](sink::TraceSink& w) {
       w.set_process_property(group, otf2::property::kPid, std::to_string(p.pid));
+      w.set_process_property(group, otf2::property::kParentPid, std::to_string(p.ppid));
       w.set_process_property(group, otf2::property::kExitStatus, p.exit_status);
       w.set_process_property(group, otf2::property::kSamplesWithoutThread, std::to_string(p.samples_without_thread));
       w.set_process_property(group, "COMMAND", p.command);
@@ -480,6 +482,9 @@ std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
     p.definitions = describe_process(p.raw, symbolizer, exit_statuses);
     processes.push_back(std::move(p));
   }
+  std::vector<ProcessDefinitions*> named;
+  for (LocalProcess& p : processes) named.push_back(&p.definitions);
+  name_processes(named);
   return processes;
 }
 

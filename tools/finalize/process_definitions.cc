@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "finalize/perf_map_file.h"
+#include "finalize/process_roles.h"
 #include "symbolizer/perf_map.h"
 #include "symbolizer/symbolizer.h"
 #include "unwind/python/python_lines.h"
@@ -195,6 +196,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
   const raw::ProcessBegin& b = *p.begin;
   ProcessDefinitions d;
   d.pid = b.pid;
+  d.ppid = b.ppid;
   d.launcher_rank = b.launcher_rank;
   // The PID is a property of its own (readers show it next to the name).
   d.name = b.launcher_rank >= 0 ? "rank " + std::to_string(b.launcher_rank) : basename_of(b.executable);
@@ -225,6 +227,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
   }
   d.clock_offsets = offsets_for_readers(p);
   d.contexts = describe_contexts(p, symbolizer, jit_code_of(p, &d.warnings));
+  d.role = process_role(b.args, d.contexts);
   d.job_rank = p.job_rank;
   for (const auto& [key, definition] : p.definitions) d.definitions.push_back(definition);
   d.notices = p.notices;
@@ -242,7 +245,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
 // spelled once, in visit(), for writing and for reading.
 namespace {
 
-constexpr uint64_t kMagic = 0x3366656470796268ull;  // "hbypdef3"
+constexpr uint64_t kMagic = 0x3466656470796268ull;  // "hbypdef4"
 
 struct Writer {
   std::string out;
@@ -355,7 +358,7 @@ template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r) {
   r = has ? std::optional<raw::JobRank>(value) : std::nullopt;
 }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
-  fields(io, p.pid, p.launcher_rank, p.name, p.hostname, p.command, p.python, p.exit_status,
+  fields(io, p.pid, p.ppid, p.launcher_rank, p.name, p.role, p.hostname, p.command, p.python, p.exit_status,
          p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.period, p.frequency, p.begin_monotonic_ns,
          p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.job_rank, p.definitions, p.notices,
          p.warnings);

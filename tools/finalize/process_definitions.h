@@ -50,9 +50,12 @@ struct ThreadDefinition {
 };
 
 struct ProcessDefinitions {
-  uint64_t pid = 0;
+  uint64_t pid = 0, ppid = 0;
   int64_t launcher_rank = -1;  // the rank its launcher gave it (common/launcher_rank.h), or -1
-  std::string name;  // in the archive: "rank N", or the executable's file name
+  // In the archive: "rank N", or the executable's file name and its role
+  // (process_roles.h: name_processes).
+  std::string name;
+  std::string role;  // process_role: what it is there for, "" when not known
   std::string hostname, command, python, exit_status;
   uint64_t samples_without_thread = 0;
   // The sampling source.

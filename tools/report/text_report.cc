@@ -261,6 +261,7 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
   heading(out, "Processes");
   Table processes({{"Process", Align::kLeft},
                    {"PID", Align::kRight},
+                   {"Parent", Align::kRight},
                    {"Exit status", Align::kRight},
                    {"Threads", Align::kRight},
                    {"Samples", Align::kRight},
@@ -273,10 +274,14 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
     auto it = counts.by_thread.find(location);
     if (it != counts.by_thread.end()) samples += it->second;
   }
+  // A parent in the run by its PID; one outside it (the launcher) not.
+  std::set<std::string> pids;
+  for (const auto& [ref, process] : archive.processes) pids.insert(process_property(process, property::kPid));
   size_t shown = 0;
   for (const auto& [ref, process] : archive.processes) {
     if (shown++ == top) break;
-    processes.add_row({process.name, process_property(process, property::kPid),
+    const std::string parent = process_property(process, property::kParentPid);
+    processes.add_row({process.name, process_property(process, property::kPid), pids.count(parent) ? parent : "-",
                        process_property(process, property::kExitStatus), std::to_string(per_process[ref].first),
                        std::to_string(per_process[ref].second),
                        process_property(process, property::kSamplesWithoutThread)});

@@ -12,8 +12,10 @@ namespace {
 ProcessDefinitions sample_process(uint64_t pid) {
   ProcessDefinitions p;
   p.pid = pid;
+  p.ppid = pid - 1;
   p.launcher_rank = 3;
   p.name = "rank 3";
+  p.role = "solver.py";
   p.hostname = "node7";
   p.command = "solver --steps 10";
   p.python = "3.11.2";
@@ -51,8 +53,10 @@ TEST(ProcessDefinitions, EveryFieldArrives) {
   ASSERT_EQ(got.size(), 2u);
   const ProcessDefinitions& p = got[1];
   EXPECT_EQ(p.pid, 2u);
+  EXPECT_EQ(p.ppid, 1u);
   EXPECT_EQ(p.launcher_rank, 3);
   EXPECT_EQ(p.name, "rank 3");
+  EXPECT_EQ(p.role, "solver.py");
   EXPECT_EQ(p.hostname, "node7");
   EXPECT_EQ(p.command, "solver --steps 10");
   EXPECT_EQ(p.python, "3.11.2");
