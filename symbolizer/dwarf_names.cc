@@ -106,6 +106,144 @@ bool outlined_from(Dwarf_Die* body, Dwarf_Die* parent) {
   return best_line >= 0;
 }
 
+// The DIE an abstract_origin chain ends at: an inlined instance's or an
+// out-of-line copy's abstract function, which holds its parameters' types.
+Dwarf_Die origin_of(Dwarf_Die* die) {
+  Dwarf_Die origin = *die;
+  for (int hop = 0; hop < 8; ++hop) {  // bounded: malformed DWARF may loop
+    Dwarf_Attribute attr;
+    Dwarf_Die next;
+    if (dwarf_attr(&origin, DW_AT_abstract_origin, &attr) == nullptr || dwarf_formref_die(&attr, &next) == nullptr)
+      break;
+    origin = next;
+  }
+  return origin;
+}
+
+// A C++ base type as the demangler spells it ("long unsigned int" is
+// "unsigned long" there).
+std::string base_type_text(const char* name) {
+  static const std::pair<const char*, const char*> kSpellings[] = {
+      {"long int", "long"},           {"long unsigned int", "unsigned long"}, {"short int", "short"},
+      {"short unsigned int", "unsigned short"}, {"long long int", "long long"},
+      {"long long unsigned int", "unsigned long long"}, {"_Bool", "bool"},
+  };
+  for (const auto& [dwarf, demangled] : kSpellings)
+    if (std::strcmp(name, dwarf) == 0) return demangled;
+  return name;
+}
+
+// `type` as a demangled signature spells a parameter of it: typedefs
+// resolved (mangling knows none), "double const*", "Domain&". False for
+// what this does not spell (function pointers, unnamed types).
+bool type_text(Dwarf_Die* type, std::string* out, int depth = 0) {
+  if (depth > 16) return false;
+  Dwarf_Attribute attr;
+  Dwarf_Die inner;
+  const bool has_inner = dwarf_formref_die(dwarf_attr_integrate(type, DW_AT_type, &attr), &inner) != nullptr;
+  switch (dwarf_tag(type)) {
+    case DW_TAG_base_type: {
+      const char* name = dwarf_diename(type);
+      if (name == nullptr) return false;
+      *out = base_type_text(name);
+      return true;
+    }
+    case DW_TAG_unspecified_type:  // decltype(nullptr)
+      *out = dwarf_diename(type) ? dwarf_diename(type) : "";
+      return !out->empty();
+    case DW_TAG_typedef:
+      return has_inner && type_text(&inner, out, depth + 1);
+    case DW_TAG_pointer_type:
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type: {
+      const char* suffix = dwarf_tag(type) == DW_TAG_pointer_type ? "*" : dwarf_tag(type) == DW_TAG_reference_type ? "&" : "&&";
+      if (!has_inner) {
+        *out = std::string("void") + suffix;
+        return true;
+      }
+      if (!type_text(&inner, out, depth + 1)) return false;
+      *out += suffix;
+      return true;
+    }
+    case DW_TAG_const_type:
+    case DW_TAG_volatile_type: {
+      const char* qualifier = dwarf_tag(type) == DW_TAG_const_type ? " const" : " volatile";
+      if (!has_inner) {
+        *out = std::string("void") + qualifier;
+        return true;
+      }
+      if (!type_text(&inner, out, depth + 1)) return false;
+      *out += qualifier;
+      return true;
+    }
+    case DW_TAG_structure_type:
+    case DW_TAG_class_type:
+    case DW_TAG_union_type:
+    case DW_TAG_enumeration_type: {
+      const char* name = dwarf_diename(type);
+      if (name == nullptr) return false;
+      *out = qualified_name(type, name);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool is_cplusplus(Dwarf_Die* die) {
+  Dwarf_Die cu;
+  if (dwarf_diecu(die, &cu, nullptr, nullptr) == nullptr) return false;
+  const int language = dwarf_srclang(&cu);
+  return language == DW_LANG_C_plus_plus || language == DW_LANG_C_plus_plus_03 ||
+         language == DW_LANG_C_plus_plus_11 || language == DW_LANG_C_plus_plus_14;
+}
+
+// "(double const*, int)" for a C++ function that has no linkage name to
+// demangle (GCC gives none to internal functions, nor to those only ever
+// inlined), so that it is named as a demangled one is: "" where it cannot
+// be spelled, or for external functions without one (main).
+std::string parameter_list(Dwarf_Die* die, const char* name) {
+  // A lambda ("<lambda(int)>") says it; a function GCC made from another
+  // ("main._omp_fn.0", "f.constprop.0") is named after that one.
+  if (name[0] == '<' || std::strchr(name, '.') != nullptr || !is_cplusplus(die)) return "";
+  Dwarf_Die origin = origin_of(die);
+  Dwarf_Attribute attr;
+  bool external = false;
+  if (dwarf_formflag(dwarf_attr_integrate(&origin, DW_AT_external, &attr), &external) == 0 && external) return "";
+  std::string list, this_qualifier;
+  Dwarf_Die child;
+  if (dwarf_child(&origin, &child) == 0) {
+    do {
+      const int tag = dwarf_tag(&child);
+      if (tag == DW_TAG_unspecified_parameters) {
+        list += list.empty() ? "..." : ", ...";
+        continue;
+      }
+      if (tag != DW_TAG_formal_parameter) continue;
+      Dwarf_Die type;
+      if (dwarf_formref_die(dwarf_attr_integrate(&child, DW_AT_type, &attr), &type) == nullptr) return "";
+      bool artificial = false;
+      if (dwarf_formflag(dwarf_attr_integrate(&child, DW_AT_artificial, &attr), &artificial) == 0 && artificial) {
+        // `this`: a const member function's points to const.
+        std::string self;
+        if (type_text(&type, &self) && self.size() > 7 && self.compare(self.size() - 7, 7, " const*") == 0)
+          this_qualifier = " const";
+        continue;
+      }
+      // A parameter's own top-level const is not part of the signature.
+      while (dwarf_tag(&type) == DW_TAG_const_type || dwarf_tag(&type) == DW_TAG_volatile_type) {
+        Dwarf_Die inner;
+        if (dwarf_formref_die(dwarf_attr_integrate(&type, DW_AT_type, &attr), &inner) == nullptr) return "";
+        type = inner;
+      }
+      std::string text;
+      if (!type_text(&type, &text)) return "";
+      list += (list.empty() ? "" : ", ") + text;
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  return "(" + list + ")" + this_qualifier;
+}
+
 }  // namespace
 
 // A C++ linkage name demangles to the full signature, so it wins. Other linkage
@@ -129,7 +267,7 @@ std::string function_name(Dwarf_Die* die) {
   // "work(double&) [clone ._omp_fn.0]".
   std::string demangled = demangle(name);
   if (demangled != name) return demangled;
-  return qualified_name(die, name);
+  return qualified_name(die, name) + parameter_list(die, name);
 }
 
 }  // namespace hybridprof::symbolizer

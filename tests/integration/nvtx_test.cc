@@ -206,7 +206,7 @@ TEST(SampleShare, OfTheProfilerIsTheTimeItAddedToNvtxCalls) {
   uint64_t timed = 0, ours = 0;
   for (const std::string& line : split_lines(folded.out)) {
     const size_t space = line.rfind(' ');
-    if (space == std::string::npos || line.find("at_depth;") == std::string::npos) continue;
+    if (space == std::string::npos || line.find("at_depth(") == std::string::npos) continue;
     const uint64_t n = std::stoull(line.substr(space + 1));
     const size_t leaf = line.rfind(';', space) + 1;
     timed += n;

@@ -292,14 +292,14 @@ TEST_F(CudaTranslation, WorkHangsUnderTheCallThatLaunchedItAndItsCaller) {
   ASSERT_GE(kernel_path.size(), 3u);
   EXPECT_EQ(kernel_path[0], "kernel(float*, int)");
   EXPECT_EQ(kernel_path[1], "cudaLaunchKernel");
-  EXPECT_TRUE(has_frame(kernel_path, "::launch_site")) << ::testing::PrintToString(kernel_path);
+  EXPECT_TRUE(has_frame(kernel_path, "::launch_site()")) << ::testing::PrintToString(kernel_path);
   // The copy in names the driver call the runtime call made: the runtime call's.
   const auto b = on("CUDA stream 8");
   ASSERT_EQ(b.size(), 6u);
   const std::vector<std::string> copy_path = path(b[3]->context);
   ASSERT_GE(copy_path.size(), 2u);
   EXPECT_EQ(copy_path[1], "cudaMemcpyAsync");
-  EXPECT_TRUE(has_frame(copy_path, "::copy_site")) << ::testing::PrintToString(copy_path);
+  EXPECT_TRUE(has_frame(copy_path, "::copy_site()")) << ::testing::PrintToString(copy_path);
   EXPECT_EQ(path(s[3]->context)[1], "cudaMemsetAsync");
   EXPECT_EQ(path(s[6]->context)[1], "cudaMemcpyAsync");
   // Work with no launch known hangs under its region alone.

@@ -10,6 +10,8 @@
 // volatile: keeps loops and stores from being folded away, so the functions and
 // the inlined helper have real instruction ranges.
 static volatile int g_sink;
+static double g_scale = 1.0;
+static unsigned long g_calls;
 
 // An exported int holding a line number relative to this line. The braced form of
 // extern "C" makes it a plain definition (no "initialized and declared extern").
@@ -52,9 +54,10 @@ __attribute__((noinline)) int Counter::add(int amount) {
 // (The markers sit outside: a name in an anonymous namespace is never exported.)
 SYMFIX_EXPORT_LINE(symfix_line_helper_first, 3)
 namespace symfix {
+using Real = double;  // named as the demangler would: the type, not the typedef
 namespace {
-inline __attribute__((always_inline)) int inlined_helper(int x) {
-  int acc = 0;
+inline __attribute__((always_inline)) int inlined_helper(int x, const Real* const scale, unsigned long& calls) {
+  int acc = static_cast<int>(*scale) - 1 + static_cast<int>(++calls & 0);
   for (int i = 0; i < x; ++i) {
     acc += i * x;
     g_sink = acc;
@@ -68,7 +71,7 @@ SYMFIX_EXPORT_LINE(symfix_line_helper_last, -3)
 SYMFIX_EXPORT_LINE(symfix_line_inlined_call, 3)
 extern "C" __attribute__((noinline)) int symfix_with_inlined(int x) {
   g_sink = x;
-  const int acc = symfix::inlined_helper(g_sink);
+  const int acc = symfix::inlined_helper(g_sink, &g_scale, g_calls);
   return acc + g_sink;
 }
 
