@@ -1,0 +1,501 @@
+#include "chrome_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+#include "otf2/archive_reader.h"
+#include "otf2/paradigm.h"
+#include "otf2/property_names.h"
+
+namespace hybridprof::convert {
+namespace {
+
+using otf2::MpiEventKind;
+
+constexpr double kCounterBucketUs = 10'000;  // samples per 10 ms
+constexpr uint64_t kFlowIdMask = (uint64_t{1} << 53) - 1;  // exact in a JavaScript number
+
+// "rank N" -> N; -1 for a process without a rank.
+int64_t rank_of(const std::string& process_name) {
+  if (process_name.rfind("rank ", 0) != 0) return -1;
+  try {
+    return std::stoll(process_name.substr(5));
+  } catch (...) {
+    return -1;
+  }
+}
+
+// A sample's period in microseconds, from the archive's "1000 Hz".
+double sample_period_us(const otf2::Archive& a) {
+  const auto p = a.properties.find(otf2::property::kPeriod);
+  if (p != a.properties.end() && p->second.size() > 3 && p->second.compare(p->second.size() - 3, 3, " Hz") == 0) {
+    const double hz = std::atof(p->second.c_str());
+    if (hz > 0) return 1e6 / hz;
+  }
+  return 1000;
+}
+
+uint64_t fnv(std::initializer_list<uint64_t> values) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t v : values)
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  return h & kFlowIdMask;
+}
+
+class Converter {
+ public:
+  Converter(const otf2::ArchiveReader& reader, const Selection& selection, JsonFile& out)
+      : a_(reader.archive()), selection_(selection), out_(out), period_us_(sample_period_us(a_)) {
+    from_us_ = selection.from_s * 1e6;
+    to_us_ = std::isinf(selection.to_s) ? selection.to_s : selection.to_s * 1e6;
+    select();
+    const auto mpi = a_.comm_locations.find(otf2::Paradigm::kMpi);
+    if (mpi != a_.comm_locations.end())
+      for (size_t rank = 0; rank < mpi->second.size(); ++rank) world_rank_[mpi->second[rank]] = rank;
+  }
+
+  ChromeTraceCounts run(otf2::ArchiveReader& reader) {
+    out_.raw("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"converter\":\"hybridprof-convert\",\"program\":");
+    const auto program = a_.properties.find(otf2::property::kProgram);
+    out_.string(program == a_.properties.end() ? "" : program->second);
+    out_.raw("},\n\"traceEvents\":[\n");
+    write_metadata();
+    reader.read_events([&](const otf2::SampleEvent& e) { on_sample(e); },
+                       [&](const otf2::RegionEvent& e) { on_region(e); },
+                       [&](const otf2::MpiEvent& e) { on_mpi(e); });
+    finish_location();
+    out_.raw("\n],\n\"stackFrames\":{");
+    write_stack_frames();
+    out_.raw("},\n\"samples\":[\n");
+    first_ = true;
+    reader.read_events([&](const otf2::SampleEvent& e) { write_sample(e); });
+    out_.raw("\n]}\n");
+    return counts_;
+  }
+
+ private:
+  struct Open {
+    uint32_t region;
+    double enter_us;
+    bool begun = false, ended = false;  // its B and E events written
+    uint64_t sent = 0, received = 0, messages = 0, completions = 0;
+    int64_t peer = -1, tag = -1;
+    uint32_t comm = otf2::kUndefined;
+  };
+  struct Frame {
+    uint32_t context;
+    double start_us;
+  };
+  // The location being read (events come a location at a time).
+  struct Current {
+    uint64_t location = UINT64_MAX;
+    std::vector<Open> open;
+    std::vector<Frame> frames;  // its samples' frames now, root first
+    double last_sample_us = -1;
+    double last_us = 0;  // its last record's time
+    bool window_begun = false, window_ended = false;
+    double bucket_us = -1;
+    uint64_t bucket_samples = 0;
+    std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t>, uint64_t> messages;  // per (comm, src, dst, tag)
+  };
+
+  void select() {
+    bool any_rank = false;
+    for (const auto& [ref, p] : a_.processes) any_rank |= rank_of(p.name) >= 0;
+    uint64_t index = 0;
+    for (const auto& [ref, p] : a_.processes) {
+      const int64_t rank = any_rank ? rank_of(p.name) : static_cast<int64_t>(index);
+      ++index;
+      if (selection_.ranks.empty() || (rank >= 0 && selection_.ranks.count(static_cast<uint64_t>(rank))))
+        processes_.insert(ref);
+    }
+    for (const auto& [location, t] : a_.threads) {
+      if (!processes_.count(t.process)) continue;
+      const auto tid = t.properties.find(otf2::property::kTid);
+      const bool stream = t.device != otf2::kUndefined;
+      if (!selection_.tids.empty() && (stream || tid == t.properties.end() || !selection_.tids.count(tid->second)))
+        continue;
+      locations_.insert(location);
+    }
+    if (locations_.empty()) throw std::runtime_error("no thread of the archive matches --ranks / --threads");
+  }
+
+  double us(uint64_t timestamp) const {
+    return double(timestamp - std::min(timestamp, a_.clock.global_offset)) * 1e6 / double(a_.clock.resolution);
+  }
+  bool in_window(double t) const { return t >= from_us_ && t <= to_us_; }
+  static uint64_t events_tid(uint64_t location) { return (location + 1) * 2; }
+  static uint64_t samples_tid(uint64_t location) { return (location + 1) * 2 + 1; }
+  uint32_t pid_of(uint64_t location) const { return a_.threads.at(location).process + 1; }
+
+  void separator() {
+    out_.raw(first_ ? "" : ",\n");
+    first_ = false;
+  }
+  void begin_event(const char* ph, uint64_t location, uint64_t tid, double ts) {
+    separator();
+    out_.raw("{\"ph\":\"");
+    out_.raw(ph);
+    out_.raw("\",\"pid\":");
+    out_.number(pid_of(location));
+    out_.raw(",\"tid\":");
+    out_.number(tid);
+    out_.raw(",\"ts\":");
+    out_.micros(ts);
+  }
+
+  std::string process_title(uint32_t ref, const otf2::ProcessInfo& p) const {
+    std::string title = p.name;
+    const auto pid = p.properties.find(otf2::property::kPid);
+    if (pid != p.properties.end()) title += " (PID " + pid->second + ")";
+    const auto node = a_.system_tree_nodes.find(p.system_tree_node);
+    if (node != a_.system_tree_nodes.end()) title += " @" + node->second.name;
+    (void)ref;
+    return title;
+  }
+
+  void metadata(const char* what, uint32_t pid, const uint64_t* tid, const std::string& name) {
+    separator();
+    out_.raw("{\"ph\":\"M\",\"name\":\"");
+    out_.raw(what);
+    out_.raw("\",\"pid\":");
+    out_.number(pid);
+    if (tid) {
+      out_.raw(",\"tid\":");
+      out_.number(*tid);
+    }
+    out_.raw(",\"args\":{\"name\":");
+    out_.string(name);
+    out_.raw("}}");
+  }
+  void sort_index(const char* what, uint32_t pid, const uint64_t* tid, uint64_t index) {
+    separator();
+    out_.raw("{\"ph\":\"M\",\"name\":\"");
+    out_.raw(what);
+    out_.raw("\",\"pid\":");
+    out_.number(pid);
+    if (tid) {
+      out_.raw(",\"tid\":");
+      out_.number(*tid);
+    }
+    out_.raw(",\"args\":{\"sort_index\":");
+    out_.number(index);
+    out_.raw("}}");
+  }
+
+  void write_metadata() {
+    for (uint32_t ref : processes_) {
+      metadata("process_name", ref + 1, nullptr, process_title(ref, a_.processes.at(ref)));
+      sort_index("process_sort_index", ref + 1, nullptr, ref);
+    }
+    for (uint64_t location : locations_) {
+      const otf2::ThreadInfo& t = a_.threads.at(location);
+      std::string name = t.name;
+      const auto tid = t.properties.find(otf2::property::kTid);
+      if (tid != t.properties.end()) name += " [" + std::to_string(tid->second) + "]";
+      const uint64_t events = events_tid(location), samples = samples_tid(location);
+      metadata("thread_name", pid_of(location), &events, name);
+      sort_index("thread_sort_index", pid_of(location), &events, 2 * location);
+      if (t.device != otf2::kUndefined) continue;  // a device stream takes no samples
+      metadata("thread_name", pid_of(location), &samples, name + " samples");
+      sort_index("thread_sort_index", pid_of(location), &samples, 2 * location + 1);
+    }
+  }
+
+  // Events come a location at a time: a new one ends the last.
+  bool enter_location(uint64_t location) {
+    if (location != current_.location) {
+      finish_location();
+      current_ = Current{};
+      current_.location = location;
+    }
+    return locations_.count(location) != 0;
+  }
+
+  void finish_location() {
+    if (current_.location == UINT64_MAX || !locations_.count(current_.location)) return;
+    // Regions still open end with the location's last record.
+    while (!current_.open.empty()) leave_slice(current_.last_us);
+    close_frames(0, std::min(current_.last_sample_us + period_us_, to_us_));
+    end_bucket(true);
+  }
+
+  // --- Traced regions -------------------------------------------------------
+
+  // Slices are B/E pairs, written as the location's records come (each
+  // track in time order, nothing held back): the window's edges begin the
+  // slices open across the start and end those open across the end.
+  void sync_window(double t) {
+    if (!current_.window_begun && t >= from_us_ && t <= to_us_) {
+      current_.window_begun = true;
+      for (Open& o : current_.open) {
+        if (o.begun) continue;
+        begin_slice(o, from_us_);
+      }
+    }
+    if (!current_.window_ended && t > to_us_) {
+      current_.window_ended = true;
+      for (auto o = current_.open.rbegin(); o != current_.open.rend(); ++o)
+        if (o->begun && !o->ended) end_slice(*o, to_us_);
+      close_frames(0, to_us_);
+    }
+  }
+
+  void begin_slice(Open& o, double at) {
+    o.begun = true;
+    const auto region = a_.regions.find(o.region);
+    begin_event("B", current_.location, events_tid(current_.location), at);
+    out_.raw(",\"name\":");
+    out_.string(region == a_.regions.end() ? "?" : region->second.name);
+    out_.raw(",\"cat\":");
+    out_.string(region == a_.regions.end() ? "unknown" : otf2::paradigm_name(region->second.paradigm));
+    out_.raw("}");
+    ++counts_.slices;
+  }
+
+  // The E event carries the attributes the region's events gave it (Chrome
+  // merges a slice's B and E args).
+  void end_slice(Open& o, double at) {
+    o.ended = true;
+    begin_event("E", current_.location, events_tid(current_.location), at);
+    if (o.messages || o.completions || o.peer >= 0 || o.sent || o.received) {
+      out_.raw(",\"args\":{");
+      bool comma = false;
+      const auto field = [&](const char* name, uint64_t value) {
+        out_.raw(comma ? ",\"" : "\"");
+        out_.raw(name);
+        out_.raw("\":");
+        out_.number(value);
+        comma = true;
+      };
+      if (o.sent) field("bytes sent", o.sent);
+      if (o.received) field("bytes received", o.received);
+      if (o.messages) field("messages", o.messages);
+      if (o.completions) field("requests completed", o.completions);
+      if (o.peer >= 0) field("peer", static_cast<uint64_t>(o.peer));
+      if (o.tag >= 0) field("tag", static_cast<uint64_t>(o.tag));
+      const auto comm = a_.comms.find(o.comm);
+      if (comm != a_.comms.end()) {
+        out_.raw(comma ? ",\"communicator\":" : "\"communicator\":");
+        out_.string(comm->second.name);
+      }
+      out_.raw("}");
+    }
+    out_.raw("}");
+  }
+
+  void on_region(const otf2::RegionEvent& e) {
+    if (!enter_location(e.location)) return;
+    const double t = us(e.timestamp);
+    current_.last_us = std::max(current_.last_us, t);
+    sync_window(t);
+    if (e.enter) {
+      current_.open.push_back({e.region, t});
+      if (in_window(t)) begin_slice(current_.open.back(), t);
+      return;
+    }
+    if (current_.open.empty() || current_.open.back().region != e.region) return;  // unmatched: not a slice
+    leave_slice(t);
+  }
+
+  void leave_slice(double leave_us) {
+    Open& o = current_.open.back();
+    if (o.begun && !o.ended) end_slice(o, std::min(leave_us, to_us_));
+    current_.open.pop_back();
+  }
+
+  // --- MPI: attributes and messages -----------------------------------------
+
+  // This location's rank in `comm`; -1 when it is not a member.
+  int64_t comm_rank(uint32_t comm) const {
+    const auto c = a_.comms.find(comm);
+    const auto world = world_rank_.find(current_.location);
+    if (c == a_.comms.end() || world == world_rank_.end() || c->second.self) return -1;
+    const auto& m = c->second.members;
+    const auto at = std::find(m.begin(), m.end(), world->second);
+    return at == m.end() ? -1 : at - m.begin();
+  }
+  // Whether the location of rank `peer` in `comm` is converted.
+  bool peer_selected(uint32_t comm, uint64_t peer) const {
+    const auto c = a_.comms.find(comm);
+    const auto mpi = a_.comm_locations.find(otf2::Paradigm::kMpi);
+    if (c == a_.comms.end() || mpi == a_.comm_locations.end() || peer >= c->second.members.size()) return false;
+    const uint64_t world = c->second.members[peer];
+    return world < mpi->second.size() && locations_.count(mpi->second[world]);
+  }
+
+  void on_mpi(const otf2::MpiEvent& e) {
+    if (!enter_location(e.location)) return;
+    const double t = us(e.timestamp);
+    current_.last_us = std::max(current_.last_us, t);
+    sync_window(t);
+    const bool send = e.kind == MpiEventKind::kSend || e.kind == MpiEventKind::kIsend;
+    const bool receive = e.kind == MpiEventKind::kRecv || e.kind == MpiEventKind::kIrecv;
+    if (!current_.open.empty()) {
+      Open& o = current_.open.back();
+      if (send || receive) {
+        ++o.messages;
+        (send ? o.sent : o.received) += e.bytes;
+        o.peer = e.peer;
+        o.tag = e.tag;
+        o.comm = e.comm;
+      } else if (e.kind == MpiEventKind::kCollectiveEnd || e.kind == MpiEventKind::kNonBlockingCollectiveComplete) {
+        o.sent += e.sent;
+        o.received += e.received;
+        o.comm = e.comm;
+      } else if (e.kind == MpiEventKind::kIsendComplete) {
+        ++o.completions;
+      }
+    }
+    if (!(send || receive) || current_.open.empty() || !in_window(t)) return;
+    // Messages between two ranks on one communicator and tag arrive in the
+    // order sent: the k-th send from A to B matches B's k-th receive from A,
+    // so each side names the arrow alone.
+    const int64_t me = comm_rank(e.comm);
+    if (me < 0 || !peer_selected(e.comm, e.peer)) return;
+    const uint64_t src = send ? static_cast<uint64_t>(me) : e.peer, dst = send ? e.peer : static_cast<uint64_t>(me);
+    const uint64_t k = current_.messages[{e.comm, src, dst, e.tag}]++;
+    begin_event(send ? "s" : "f", current_.location, events_tid(current_.location), t);
+    if (!send) out_.raw(",\"bp\":\"e\"");
+    out_.raw(",\"name\":\"MPI message\",\"cat\":\"mpi\",\"id\":");
+    out_.number(fnv({e.comm, src, dst, e.tag, k}));
+    out_.raw("}");
+    ++(send ? counts_.flow_starts : counts_.flow_ends);
+  }
+
+  // --- Samples ---------------------------------------------------------------
+
+  // Ends the flame chart's frames from depth `keep` on at `end_us`.
+  void close_frames(size_t keep, double end_us) {
+    while (current_.frames.size() > keep) {
+      current_.frames.pop_back();
+      begin_event("E", current_.location, samples_tid(current_.location), end_us);
+      out_.raw("}");
+    }
+  }
+  void open_frame(uint32_t context, double at) {
+    current_.frames.push_back({context, at});
+    const auto c = a_.contexts.find(context);
+    const auto region = c == a_.contexts.end() ? a_.regions.end() : a_.regions.find(c->second.region);
+    begin_event("B", current_.location, samples_tid(current_.location), at);
+    out_.raw(",\"name\":");
+    out_.string(region == a_.regions.end() ? "?" : region->second.name);
+    out_.raw(",\"cat\":");
+    out_.string(region == a_.regions.end() ? "unknown" : otf2::paradigm_name(region->second.paradigm));
+    out_.raw("}");
+  }
+
+  void counter_point(double ts, uint64_t value) {
+    if (!in_window(ts)) return;
+    const otf2::ThreadInfo& t = a_.threads.at(current_.location);
+    begin_event("C", current_.location, events_tid(current_.location), ts);
+    out_.raw(",\"name\":");
+    const auto tid = t.properties.find(otf2::property::kTid);
+    out_.string("samples / 10 ms: " + t.name +
+                (tid != t.properties.end() ? " [" + std::to_string(tid->second) + "]" : std::string()));
+    out_.raw(",\"args\":{\"samples\":");
+    out_.number(value);
+    out_.raw("}}");
+    ++counts_.counters;
+  }
+
+  // The counter: a bucket's count at its start, and a zero after it where
+  // the thread took no sample in the next (a gap, or its end).
+  void end_bucket(bool drop_to_zero) {
+    if (current_.bucket_us < 0) return;
+    counter_point(current_.bucket_us, current_.bucket_samples);
+    if (drop_to_zero) counter_point(current_.bucket_us + kCounterBucketUs, 0);
+    current_.bucket_us = -1;
+    current_.bucket_samples = 0;
+  }
+
+  void on_sample(const otf2::SampleEvent& e) {
+    if (!enter_location(e.location)) return;
+    const double t = us(e.timestamp);
+    current_.last_us = std::max(current_.last_us, t);
+    const double bucket = std::floor(t / kCounterBucketUs) * kCounterBucketUs;
+    if (bucket != current_.bucket_us) {
+      end_bucket(current_.bucket_us >= 0 && bucket != current_.bucket_us + kCounterBucketUs);
+      current_.bucket_us = bucket;
+    }
+    ++current_.bucket_samples;
+    sync_window(t);
+    if (!in_window(t)) return;
+    ++counts_.samples;
+    // A gap of more than two periods (the thread ran nothing): the flame
+    // chart's frames end with the last sample's period.
+    if (current_.last_sample_us >= 0 && t - current_.last_sample_us > 2 * period_us_)
+      close_frames(0, current_.last_sample_us + period_us_);
+    current_.last_sample_us = t;
+    const std::vector<uint32_t> path = a_.context_path(e.context);
+    size_t common = 0;
+    while (common < path.size() && common < current_.frames.size() && current_.frames[common].context == path[common])
+      ++common;
+    close_frames(common, t);
+    for (size_t i = common; i < path.size(); ++i) open_frame(path[i], t);
+  }
+
+  // The calling context tree as Chrome's stackFrames, and each sample again
+  // naming its leaf: for viewers that read samples (speedscope, DevTools).
+  void write_stack_frames() {
+    bool comma = false;
+    for (const auto& [ref, c] : a_.contexts) {
+      const auto region = a_.regions.find(c.region);
+      out_.raw(comma ? ",\n\"" : "\n\"");
+      comma = true;
+      out_.number(ref);
+      out_.raw("\":{\"name\":");
+      out_.string(region == a_.regions.end() ? "?" : region->second.name);
+      out_.raw(",\"category\":");
+      out_.string(region == a_.regions.end() ? "unknown" : otf2::paradigm_name(region->second.paradigm));
+      if (c.parent != otf2::kUndefined) {
+        out_.raw(",\"parent\":\"");
+        out_.number(c.parent);
+        out_.raw("\"");
+      }
+      out_.raw("}");
+    }
+  }
+
+  void write_sample(const otf2::SampleEvent& e) {
+    if (!locations_.count(e.location)) return;
+    const double t = us(e.timestamp);
+    if (!in_window(t)) return;
+    separator();
+    out_.raw("{\"pid\":");
+    out_.number(pid_of(e.location));
+    out_.raw(",\"tid\":");
+    out_.number(events_tid(e.location));
+    out_.raw(",\"ts\":");
+    out_.micros(t);
+    out_.raw(",\"name\":\"sample\",\"weight\":1,\"sf\":\"");
+    out_.number(e.context);
+    out_.raw("\"}");
+  }
+
+  const otf2::Archive& a_;
+  const Selection& selection_;
+  JsonFile& out_;
+  const double period_us_;
+  double from_us_ = 0, to_us_ = 0;
+  std::set<uint32_t> processes_;
+  std::set<uint64_t> locations_;
+  std::map<uint64_t, uint64_t> world_rank_;  // MPI world rank by location
+  Current current_;
+  bool first_ = true;
+  ChromeTraceCounts counts_;
+};
+
+}  // namespace
+
+ChromeTraceCounts write_chrome_trace(const std::string& archive, const Selection& selection, JsonFile& out) {
+  otf2::ArchiveReader reader(archive);
+  Converter converter(reader, selection, out);
+  return converter.run(reader);
+}
+
+}  // namespace hybridprof::convert
