@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "otf2/archive_reader.h"
 #include "otf2/paradigm.h"
 #include "otf2/property_names.h"
+#include "otf2/selection.h"
 
 namespace hybridprof::convert {
 namespace {
@@ -18,16 +20,6 @@ using otf2::MpiEventKind;
 
 constexpr double kCounterBucketUs = 10'000;  // samples per 10 ms
 constexpr uint64_t kFlowIdMask = (uint64_t{1} << 53) - 1;  // exact in a JavaScript number
-
-// "rank N" -> N; -1 for a process without a rank.
-int64_t rank_of(const std::string& process_name) {
-  if (process_name.rfind("rank ", 0) != 0) return -1;
-  try {
-    return std::stoll(process_name.substr(5));
-  } catch (...) {
-    return -1;
-  }
-}
 
 // A sample's period in microseconds, from the archive's "1000 Hz".
 double sample_period_us(const otf2::Archive& a) {
@@ -48,11 +40,12 @@ uint64_t fnv(std::initializer_list<uint64_t> values) {
 
 class Converter {
  public:
-  Converter(const otf2::ArchiveReader& reader, const Selection& selection, JsonFile& out)
-      : a_(reader.archive()), selection_(selection), out_(out), period_us_(sample_period_us(a_)) {
+  Converter(const otf2::ArchiveReader& reader, const otf2::Selection& selection, JsonFile& out)
+      : a_(reader.archive()), out_(out), period_us_(sample_period_us(a_)) {
     from_us_ = selection.from_s * 1e6;
     to_us_ = std::isinf(selection.to_s) ? selection.to_s : selection.to_s * 1e6;
-    select();
+    locations_ = otf2::selected_locations(a_, selection);
+    for (uint64_t location : locations_) processes_.insert(a_.threads.at(location).process);
     const auto mpi = a_.comm_locations.find(otf2::Paradigm::kMpi);
     if (mpi != a_.comm_locations.end())
       for (size_t rank = 0; rank < mpi->second.size(); ++rank) world_rank_[mpi->second[rank]] = rank;
@@ -102,27 +95,6 @@ class Converter {
     uint64_t bucket_samples = 0;
     std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t>, uint64_t> messages;  // per (comm, src, dst, tag)
   };
-
-  void select() {
-    bool any_rank = false;
-    for (const auto& [ref, p] : a_.processes) any_rank |= rank_of(p.name) >= 0;
-    uint64_t index = 0;
-    for (const auto& [ref, p] : a_.processes) {
-      const int64_t rank = any_rank ? rank_of(p.name) : static_cast<int64_t>(index);
-      ++index;
-      if (selection_.ranks.empty() || (rank >= 0 && selection_.ranks.count(static_cast<uint64_t>(rank))))
-        processes_.insert(ref);
-    }
-    for (const auto& [location, t] : a_.threads) {
-      if (!processes_.count(t.process)) continue;
-      const auto tid = t.properties.find(otf2::property::kTid);
-      const bool stream = t.device != otf2::kUndefined;
-      if (!selection_.tids.empty() && (stream || tid == t.properties.end() || !selection_.tids.count(tid->second)))
-        continue;
-      locations_.insert(location);
-    }
-    if (locations_.empty()) throw std::runtime_error("no thread of the archive matches --ranks / --threads");
-  }
 
   double us(uint64_t timestamp) const {
     return double(timestamp - std::min(timestamp, a_.clock.global_offset)) * 1e6 / double(a_.clock.resolution);
@@ -478,7 +450,6 @@ class Converter {
   }
 
   const otf2::Archive& a_;
-  const Selection& selection_;
   JsonFile& out_;
   const double period_us_;
   double from_us_ = 0, to_us_ = 0;
@@ -492,7 +463,7 @@ class Converter {
 
 }  // namespace
 
-ChromeTraceCounts write_chrome_trace(const std::string& archive, const Selection& selection, JsonFile& out) {
+ChromeTraceCounts write_chrome_trace(const std::string& archive, const otf2::Selection& selection, JsonFile& out) {
   otf2::ArchiveReader reader(archive);
   Converter converter(reader, selection, out);
   return converter.run(reader);

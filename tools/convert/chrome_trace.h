@@ -18,29 +18,20 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
-#include <set>
 #include <string>
 
 #include "json_file.h"
+#include "otf2/selection.h"
 
 namespace hybridprof::convert {
-
-// What to convert: a window of the job's time (seconds from its start),
-// ranks (MPI ranks; processes in archive order in a run without ranks),
-// threads (by TID). Empty sets: all.
-struct Selection {
-  double from_s = 0, to_s = std::numeric_limits<double>::infinity();
-  std::set<uint64_t> ranks, tids;
-};
 
 struct ChromeTraceCounts {
   uint64_t slices = 0, samples = 0, flow_starts = 0, flow_ends = 0, counters = 0;
 };
 
-// Writes the JSON of the archive at `archive` (a directory or .otf2 file)
-// into `out`. Throws std::runtime_error with a one-line message (not an
+// Writes the JSON of the part of the archive at `archive` (a directory or
+// .otf2 file) that `selection` keeps into `out`. Throws std::runtime_error with a one-line message (not an
 // archive, damaged, a selection that matches nothing).
-ChromeTraceCounts write_chrome_trace(const std::string& archive, const Selection& selection, JsonFile& out);
+ChromeTraceCounts write_chrome_trace(const std::string& archive, const otf2::Selection& selection, JsonFile& out);
 
 }  // namespace hybridprof::convert

@@ -1,7 +1,5 @@
 #include "convert_options.h"
 
-#include <cmath>
-#include <cstdlib>
 #include <stdexcept>
 
 namespace hybridprof::convert {
@@ -30,45 +28,6 @@ const char* const kUsage =
     "\n"
     "Large runs make large files: a viewer copes with a window of them (--time, --ranks).\n";
 
-namespace {
-
-double seconds(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
-    throw std::invalid_argument(what + ": '" + text + "' is not a number of seconds");
-  return v;
-}
-
-uint64_t whole(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || text[0] == '-') throw std::invalid_argument(what + ": '" + text + "' is not a number");
-  return v;
-}
-
-// "0,2-3" -> {0, 2, 3}.
-std::set<uint64_t> list(const std::string& text, const std::string& what) {
-  std::set<uint64_t> values;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    const size_t dash = item.find('-', 1);
-    if (dash == std::string::npos) {
-      values.insert(whole(item, what));
-    } else {
-      const uint64_t first = whole(item.substr(0, dash), what), last = whole(item.substr(dash + 1), what);
-      if (last < first || last - first > 1'000'000) throw std::invalid_argument(what + ": bad range '" + item + "'");
-      for (uint64_t v = first; v <= last; ++v) values.insert(v);
-    }
-    at = comma + 1;
-  }
-  return values;
-}
-
-}  // namespace
-
 Options parse_options(const std::vector<std::string>& args) {
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -85,16 +44,11 @@ Options parse_options(const std::vector<std::string>& args) {
     } else if (a == "-o" || a == "--output") {
       o.output = value();
     } else if (a == "--time") {
-      const std::string& w = value();
-      const size_t colon = w.find(':');
-      if (colon == std::string::npos) throw std::invalid_argument("--time: FROM:TO, e.g. 2.5:10");
-      if (colon > 0) o.selection.from_s = seconds(w.substr(0, colon), "--time");
-      if (colon + 1 < w.size()) o.selection.to_s = seconds(w.substr(colon + 1), "--time");
-      if (o.selection.to_s <= o.selection.from_s) throw std::invalid_argument("--time: an empty window '" + w + "'");
+      otf2::parse_window(value(), "--time", &o.selection);
     } else if (a == "--ranks") {
-      o.selection.ranks = list(value(), "--ranks");
+      o.selection.ranks = otf2::parse_list(value(), "--ranks");
     } else if (a == "--threads") {
-      o.selection.tids = list(value(), "--threads");
+      o.selection.tids = otf2::parse_list(value(), "--threads");
     } else if (!a.empty() && a[0] == '-') {
       throw std::invalid_argument("unknown option " + a);
     } else if (o.archive.empty()) {

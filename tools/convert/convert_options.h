@@ -12,7 +12,7 @@ struct Options {
   std::string to;       // "chrome"
   std::string archive;  // directory or .otf2 file
   std::string output;   // FILE.json or FILE.json.gz
-  Selection selection;
+  otf2::Selection selection;
   bool help = false;
 };
 

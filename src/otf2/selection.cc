@@ -1,0 +1,89 @@
+#include "otf2/selection.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "otf2/property_names.h"
+
+namespace hybridprof::otf2 {
+namespace {
+
+double seconds(const std::string& text, const std::string& option) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
+    throw std::invalid_argument(option + ": '" + text + "' is not a number of seconds");
+  return v;
+}
+
+uint64_t whole(const std::string& text, const std::string& option) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || text[0] == '-' || text[0] == '+')
+    throw std::invalid_argument(option + ": '" + text + "' is not a number");
+  return v;
+}
+
+// "rank N" -> N; -1 for a process without a rank.
+int64_t rank_of(const std::string& process_name) {
+  if (process_name.rfind("rank ", 0) != 0) return -1;
+  char* end = nullptr;
+  const long long v = std::strtoll(process_name.c_str() + 5, &end, 10);
+  return end == process_name.c_str() + 5 ? -1 : v;
+}
+
+}  // namespace
+
+void parse_window(const std::string& text, const std::string& option, Selection* selection) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) throw std::invalid_argument(option + ": FROM:TO in seconds, e.g. 2.5:10");
+  if (colon > 0) selection->from_s = seconds(text.substr(0, colon), option);
+  if (colon + 1 < text.size()) selection->to_s = seconds(text.substr(colon + 1), option);
+  if (selection->to_s <= selection->from_s) throw std::invalid_argument(option + ": an empty window '" + text + "'");
+}
+
+std::set<uint64_t> parse_list(const std::string& text, const std::string& option) {
+  std::set<uint64_t> values;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const size_t dash = item.find('-', 1);
+    if (dash == std::string::npos) {
+      values.insert(whole(item, option));
+    } else {
+      const uint64_t first = whole(item.substr(0, dash), option), last = whole(item.substr(dash + 1), option);
+      if (last < first || last - first > 1'000'000) throw std::invalid_argument(option + ": bad range '" + item + "'");
+      for (uint64_t v = first; v <= last; ++v) values.insert(v);
+    }
+    at = comma + 1;
+  }
+  return values;
+}
+
+std::set<uint64_t> selected_locations(const Archive& archive, const Selection& selection) {
+  bool any_rank = false;
+  for (const auto& [ref, p] : archive.processes) any_rank |= rank_of(p.name) >= 0;
+  std::set<uint32_t> processes;
+  uint64_t index = 0;
+  for (const auto& [ref, p] : archive.processes) {
+    const int64_t rank = any_rank ? rank_of(p.name) : static_cast<int64_t>(index);
+    ++index;
+    if (selection.ranks.empty() || (rank >= 0 && selection.ranks.count(static_cast<uint64_t>(rank))))
+      processes.insert(ref);
+  }
+  std::set<uint64_t> locations;
+  for (const auto& [location, t] : archive.threads) {
+    if (!processes.count(t.process)) continue;
+    if (!selection.tids.empty()) {
+      const auto tid = t.properties.find(property::kTid);
+      if (t.device != kUndefined || tid == t.properties.end() || !selection.tids.count(tid->second)) continue;
+    }
+    locations.insert(location);
+  }
+  if (locations.empty()) throw std::runtime_error("no thread of the archive matches --ranks / --threads");
+  return locations;
+}
+
+}  // namespace hybridprof::otf2

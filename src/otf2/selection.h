@@ -1,0 +1,39 @@
+// Which part of an archive a reader looks at: a window of the job's time,
+// some ranks, some threads. Shared by hybridprof-report (--flamegraph,
+// --folded and its tables) and hybridprof-convert, which take the same
+// --time FROM:TO, --ranks LIST and --threads LIST.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "otf2/archive_reader.h"
+
+namespace hybridprof::otf2 {
+
+struct Selection {
+  double from_s = 0, to_s = std::numeric_limits<double>::infinity();  // seconds from the job's start
+  std::set<uint64_t> ranks;  // MPI ranks (processes in archive order in a run without ranks); empty: all
+  std::set<uint64_t> tids;   // threads by TID; empty: all
+  bool all() const { return from_s == 0 && to_s == std::numeric_limits<double>::infinity() && ranks.empty() && tids.empty(); }
+};
+
+// "FROM:TO" in seconds, either side may be left out ("2.5:", ":10").
+// Throws std::invalid_argument naming `option` for bad text or an empty window.
+void parse_window(const std::string& text, const std::string& option, Selection* selection);
+// "0,2-3" -> {0, 2, 3}. Throws std::invalid_argument naming `option`.
+std::set<uint64_t> parse_list(const std::string& text, const std::string& option);
+
+// The locations (threads, and device streams when no TID is asked for)
+// that `selection` keeps. Throws std::runtime_error when it keeps none.
+std::set<uint64_t> selected_locations(const Archive& archive, const Selection& selection);
+
+// A timestamp in seconds from the job's start (the archive's first tick).
+inline double seconds_of(const Archive& archive, uint64_t timestamp) {
+  const uint64_t from = archive.clock.global_offset;
+  return double(timestamp > from ? timestamp - from : 0) / double(archive.clock.resolution);
+}
+
+}  // namespace hybridprof::otf2
