@@ -21,6 +21,16 @@ const char* const kUsage =
     "                 qualifiers, keeping their own name and any clone suffix)\n"
     "  --folded       print folded stacks instead (\"root;caller;leaf count\" per line),\n"
     "                 for flamegraph.pl or speedscope\n"
+    "  --flamegraph FILE.svg\n"
+    "                 write a flame graph instead: a self-contained SVG (widths by samples,\n"
+    "                 Python, native, kernel and traced frames in their own colours, full\n"
+    "                 names on hover, click to zoom, Search to highlight)\n"
+    "  --icicle       the flame graph with its roots at the top\n"
+    "  --time FROM:TO only the samples and events in this window (seconds from the job's\n"
+    "                 start; 2.5: or :10 leave a side open)\n"
+    "  --ranks LIST   only these MPI ranks (processes in order in a run without ranks),\n"
+    "                 e.g. 0,2-3\n"
+    "  --threads LIST only the threads with these TIDs (the Threads table's TID)\n"
     "  --python-only  show Python frames only (flat profile, call paths, folded stacks)\n"
     "  --python-functions\n"
     "                 one frame per Python function: frames of one function (qualified\n"
@@ -90,11 +100,23 @@ Options parse_options(const std::vector<std::string>& args) {
       options.step = arg == "--step" ? value_of(arg) : arg.substr(7);
       if (options.step.empty()) throw std::invalid_argument("--step needs a Python function name");
       options.ml = true;
+    } else if (arg == "--flamegraph") {
+      options.flamegraph = value_of(arg);
+    } else if (arg == "--icicle") {
+      options.icicle = true;
+    } else if (arg == "--time") {
+      otf2::parse_window(value_of(arg), arg, &options.selection);
+    } else if (arg == "--ranks") {
+      options.selection.ranks = otf2::parse_list(value_of(arg), arg);
+    } else if (arg == "--threads") {
+      options.selection.tids = otf2::parse_list(value_of(arg), arg);
     } else {
       throw std::invalid_argument("unknown option '" + arg + "' (try --help)");
     }
   }
   if (!options.help && options.archive.empty()) throw std::invalid_argument("no archive given (try --help)");
+  if (options.icicle && options.flamegraph.empty()) throw std::invalid_argument("--icicle is a form of --flamegraph FILE.svg");
+  if (!options.flamegraph.empty() && options.folded) throw std::invalid_argument("--folded or --flamegraph, not both");
   return options;
 }
 

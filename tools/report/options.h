@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "otf2/selection.h"
+
 namespace hybridprof::report {
 
 struct Options {
@@ -18,6 +20,9 @@ struct Options {
   bool python_functions = false;  // one frame per Python function, whatever its line
   bool ml = false;                // the Python ML view even when the samples show no PyTorch
   std::string step;               // the ML view covers only this Python function's samples ("" = all)
+  std::string flamegraph;         // write a flame graph SVG here instead of the report ("" = none)
+  bool icicle = false;            // the flame graph upside down: roots at the top
+  otf2::Selection selection;      // --time, --ranks, --threads: the samples and events counted
   bool help = false;
 };
 

@@ -25,14 +25,6 @@ bool is_python(const otf2::Archive& archive, uint32_t region) {
   return r != archive.regions.end() && r->second.paradigm == otf2::Paradigm::kPython;
 }
 
-// The contexts along the path of `context` that `view` shows, root first.
-std::vector<uint32_t> view_path(const otf2::Archive& archive, uint32_t context, FrameView view) {
-  std::vector<uint32_t> path = archive.context_path(context);
-  if (view.python_only)
-    std::erase_if(path, [&](uint32_t c) { return !is_python(archive, archive.contexts.at(c).region); });
-  return path;
-}
-
 // The region a flat-profile row stands for. With view.python_functions,
 // Python regions of one function (qualified name and file) are one row
 // even if an archive defines them apart (ours defines one region per
@@ -75,8 +67,24 @@ std::string folded_frame(std::string name) {
 
 }  // namespace
 
-SampleCounts count_samples(otf2::ArchiveReader& reader) {
+std::vector<uint32_t> view_path(const otf2::Archive& archive, uint32_t context, FrameView view) {
+  std::vector<uint32_t> path = archive.context_path(context);
+  if (view.python_only)
+    std::erase_if(path, [&](uint32_t c) { return !is_python(archive, archive.contexts.at(c).region); });
+  return path;
+}
+
+SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& selection) {
   SampleCounts counts;
+  // Only what the selection keeps: its locations, in its window.
+  const bool everything = selection.all();
+  const std::set<uint64_t> locations =
+      everything ? std::set<uint64_t>{} : otf2::selected_locations(reader.archive(), selection);
+  const auto kept = [&](uint64_t location, uint64_t timestamp) {
+    if (everything) return true;
+    const double t = otf2::seconds_of(reader.archive(), timestamp);
+    return locations.count(location) && t >= selection.from_s && t <= selection.to_s;
+  };
   counts.mpi = std::make_shared<MpiStats>(reader.archive());
   counts.openmp = std::make_shared<OpenMpStats>(reader.archive());
   counts.ranges = std::make_shared<RangeStats>(reader.archive());
@@ -85,6 +93,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
   std::map<uint32_t, bool> profiler_leaf;  // context -> whether it is [hybridprof]
   reader.read_events(
       [&](const otf2::SampleEvent& s) {
+        if (!kept(s.location, s.timestamp)) return;
         ++counts.total;
         ++counts.by_context[s.context];
         ++counts.by_thread[s.location];
@@ -100,15 +109,22 @@ SampleCounts count_samples(otf2::ArchiveReader& reader) {
         counts.mpi->add(s);
       },
       [&](const otf2::RegionEvent& e) {
+        if (!kept(e.location, e.timestamp)) return;
         ++counts.region_events;
         counts.mpi->add(e);
         counts.openmp->add(e);
         counts.ranges->add(e);
         counts.gpu->add(e);
       },
-      [&](const otf2::MpiEvent& e) { counts.mpi->add(e); },
-      [&](const otf2::ForkJoinEvent& e) { counts.openmp->add(e); },
-      [&](const otf2::ParameterEvent& e) { counts.gpu->add(e); });
+      [&](const otf2::MpiEvent& e) {
+        if (kept(e.location, e.timestamp)) counts.mpi->add(e);
+      },
+      [&](const otf2::ForkJoinEvent& e) {
+        if (kept(e.location, e.timestamp)) counts.openmp->add(e);
+      },
+      [&](const otf2::ParameterEvent& e) {
+        if (kept(e.location, e.timestamp)) counts.gpu->add(e);
+      });
   return counts;
 }
 

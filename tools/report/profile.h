@@ -14,6 +14,7 @@
 #include "gpu_summary.h"
 #include "range_summary.h"
 #include "otf2/archive_reader.h"
+#include "otf2/selection.h"
 
 namespace hybridprof::report {
 
@@ -31,7 +32,9 @@ struct SampleCounts {
   std::shared_ptr<RangeStats> ranges;       // user ranges (NVTX)
   std::shared_ptr<GpuStats> gpu;            // CUDA work and calls
 };
-SampleCounts count_samples(otf2::ArchiveReader&);
+// Counts the events of the locations and the window `selection` keeps (all
+// by default).
+SampleCounts count_samples(otf2::ArchiveReader&, const otf2::Selection& selection = {});
 
 // The frame a sample ends in when it is the profiler's own time.
 inline constexpr const char* kProfilerFrame = "[hybridprof]";
@@ -69,6 +72,10 @@ std::vector<PathRow> hottest_paths(const otf2::Archive&, const SampleCounts&, Fr
 // "root;caller;leaf count" per distinct chain, sorted: flamegraph.pl and
 // speedscope input. ';' inside names becomes ':' and line breaks spaces.
 std::vector<std::string> folded_stacks(const otf2::Archive&, const SampleCounts&, FrameView = {});
+
+// The contexts along the path of `context` that the view shows, root
+// first: function_chain's frames, one for one.
+std::vector<uint32_t> view_path(const otf2::Archive&, uint32_t context, FrameView = {});
 
 // Display names along the path of `context`, root first ("<unknown ...>" for
 // refs the archive does not define).

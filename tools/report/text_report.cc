@@ -1,9 +1,14 @@
 #include "text_report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -11,6 +16,7 @@
 #include "ml_text.h"
 #include "ml_view.h"
 #include "otf2/property_names.h"
+#include "flamegraph.h"
 #include "function_names.h"
 #include "table.h"
 
@@ -349,6 +355,33 @@ void print_folded(std::ostream& out, const otf2::Archive& archive, const SampleC
   for (const std::string& line : folded_stacks(archive, counts, view)) out << line << '\n';
 }
 
+// The flame graph, written under a temporary name and renamed when whole.
+void write_flamegraph_file(const Options& options, const otf2::Archive& archive, const SampleCounts& counts) {
+  const std::string temporary = options.flamegraph + ".partial." + std::to_string(getpid());
+  {
+    std::ofstream file(temporary, std::ios::binary);
+    if (!file) throw std::runtime_error("cannot write " + options.flamegraph + ": " + std::strerror(errno));
+    FlameGraphOptions fg;
+    fg.icicle = options.icicle;
+    fg.title = options.icicle ? "Icicle graph" : "Flame graph";
+    const auto program = archive.properties.find(property::kProgram);
+    fg.subtitle = (program == archive.properties.end() ? std::string() : program->second) + " — " +
+                  std::to_string(counts.total) + " samples";
+    write_flamegraph(file, archive, counts, frame_view(options), fg);
+    file.flush();
+    if (!file) {
+      file.close();
+      std::remove(temporary.c_str());
+      throw std::runtime_error("cannot write " + options.flamegraph + " (disk full?)");
+    }
+  }
+  if (std::rename(temporary.c_str(), options.flamegraph.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw std::runtime_error("cannot write " + options.flamegraph + ": " + why);
+  }
+}
+
 int run_report(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   auto fail = [&](std::string message) {
     std::replace(message.begin(), message.end(), '\n', ' ');
@@ -362,7 +395,12 @@ int run_report(const std::vector<std::string>& args, std::ostream& out, std::ost
       return 0;
     }
     otf2::ArchiveReader reader(options.archive);
-    const SampleCounts counts = count_samples(reader);
+    const SampleCounts counts = count_samples(reader, options.selection);
+    if (!options.flamegraph.empty()) {
+      write_flamegraph_file(options, reader.archive(), counts);
+      if (counts.total == 0) err << "hybridprof-report: no samples in " << reader.archive().anchor << '\n';
+      return 0;
+    }
     if (options.folded) {
       print_folded(out, reader.archive(), counts, frame_view(options));
       if (counts.total == 0) err << "hybridprof-report: no samples in " << reader.archive().anchor << '\n';
