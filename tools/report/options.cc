@@ -43,7 +43,28 @@ const char* const kUsage =
     "  --step FUNC    the ML view covers only samples with the Python function FUNC on\n"
     "                 their path (its qualified name, or its last dotted component:\n"
     "                 train_step matches Trainer.train_step); implies --ml\n"
-    "  -h, --help     this help\n";
+    "  -h, --help     this help\n"
+    "\n"
+    "sections, each printed where the archive has what it needs:\n"
+    "  Run                     the program, the sampling source, samples taken and lost,\n"
+    "                          the profiler's own share of them and its handler's cost\n"
+    "  Notices                 what the runtime said (fallbacks, limits, switches)\n"
+    "  Flat profile            functions by self samples, with inclusive samples and source\n"
+    "  Hottest call paths      the call paths with the most samples, root to leaf\n"
+    "  Python ML view          phases of a training step (input pipeline, forward, backward,\n"
+    "                          optimizer) and PyTorch operators, then the input-bound hint\n"
+    "  MPI                     per MPI function: calls, time, bytes sent and received\n"
+    "  Time in MPI per rank    each rank's share of its traced time in MPI\n"
+    "  Point-to-point bytes sent  the communication matrix, sender by receiver\n"
+    "  OpenMP parallel regions per region: calls, time, team size, imbalance, barrier wait\n"
+    "  OpenMP waits            barriers, critical sections, locks and taskwaits\n"
+    "  OpenMP idle             each worker thread's time waiting for work between regions\n"
+    "  User ranges             NVTX ranges, nested as they ran\n"
+    "  GPU activities          kernels, copies and memsets on the device\n"
+    "  CUDA API calls          CUDA calls on host threads\n"
+    "  CUDA synchronization    host threads waiting on device work\n"
+    "  Processes               each process: PID, parent, exit status, threads, samples\n"
+    "  Threads                 each thread: samples, drops, unwind failures\n";
 
 namespace {
 
