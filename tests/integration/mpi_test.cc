@@ -593,6 +593,28 @@ TEST_F(Mpi, WindowsOfNonBlockingMessagesKeepEveryRequest) {
   expect_matched_messages(t, MpiEventKind::kIsend, MpiEventKind::kIrecv);
 }
 
+// Under mpirun every rank's launcher has the same things to say: the
+// launcher that ends the job says each once, with how many ranks said it
+// (a cpu-clock fallback on a machine without cycles; another tool named
+// for NVTX's injection, on every machine).
+TEST_F(Mpi, NoticesAreSaidOncePerJobWithTheirRankCount) {
+  const RunResult r = mpirun(4, {fixture("mpi_ring"), "2"}, {}, {{"NVTX_INJECTION64_PATH", "/nowhere/other_tool.so"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  int nvtx = 0, fallback = 0;
+  for (const std::string& line : split_lines(r.err)) {
+    if (line.find("NVTX_INJECTION64_PATH names another tool") != std::string::npos) {
+      ++nvtx;
+      EXPECT_NE(line.find("(4 ranks)"), std::string::npos) << line;
+    }
+    if (line.find("sampling cpu-clock instead") != std::string::npos) {
+      ++fallback;
+      EXPECT_NE(line.find("(4 ranks)"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(nvtx, 1) << r.err;
+  EXPECT_LE(fallback, 1) << r.err;
+}
+
 // A program that starts MPI without mpirun (a singleton) makes Open MPI
 // fork and exec its helper daemon, orted, under the profiler. The daemon
 // is not the program: it is not profiled, and the child that exec'd it

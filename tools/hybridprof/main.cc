@@ -24,6 +24,7 @@
 #include "hybridprof/left_processes.h"
 #include "hybridprof/mpi_job.h"
 #include "hybridprof/output_directory.h"
+#include "hybridprof/rank_notices.h"
 #include "sampling/sampling.h"
 
 namespace hybridprof::launcher {
@@ -131,7 +132,15 @@ int run(int argc, char** argv) {
   request.force_timer = o.timer || env::flag(env::kForceTimer);
   if (o.timer) set_env(env::kForceTimer, "1");  // the runtime's choice too
   const sampling::SamplingPlan plan = sampling::plan_sampling(request);
-  if (!plan.notice.empty()) std::fprintf(stderr, "%s\n", plan.notice.c_str());
+  // A rank of an MPI job: the ranks write the job's archive together at
+  // their exit (tools/finalize/job_archive.h); the last launcher reports it.
+  const JobRank job = job_rank_from_env(dir);
+  // Notices: a rank's wait in its directory for the launcher that ends the
+  // job, which says each once for all ranks (rank_notices.h).
+  const auto notice = [&](const std::string& line) {
+    if (job.rank < 0 || !append_rank_notice(dir, line)) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  if (!plan.notice.empty()) notice(plan.notice);
 
   const char* preload = std::getenv("LD_PRELOAD");
   set_env("LD_PRELOAD", preload && *preload ? std::string(preload) + ":" + runtime : runtime);
@@ -142,7 +151,8 @@ int run(int argc, char** argv) {
   // are without a tool, and the driver starts no CUPTI.
   if (mask_traces(o.traced, "nvtx")) {
     if (nvtx && *nvtx && std::string(nvtx) != runtime)
-      std::fprintf(stderr, "hybridprof: NVTX_INJECTION64_PATH names another tool (%s): NVTX ranges are not traced\n", nvtx);
+      notice("hybridprof: NVTX_INJECTION64_PATH names another tool (" + std::string(nvtx) +
+             "): NVTX ranges are not traced");
     else
       set_env("NVTX_INJECTION64_PATH", runtime);
   }
@@ -151,7 +161,8 @@ int run(int argc, char** argv) {
   const char* cuda = std::getenv("CUDA_INJECTION64_PATH");
   if (mask_traces(o.traced, "cuda")) {
     if (cuda && *cuda && std::string(cuda) != runtime)
-      std::fprintf(stderr, "hybridprof: CUDA_INJECTION64_PATH names another tool (%s): GPU activity is not traced\n", cuda);
+      notice("hybridprof: CUDA_INJECTION64_PATH names another tool (" + std::string(cuda) +
+             "): GPU activity is not traced");
     else
       set_env("CUDA_INJECTION64_PATH", runtime);
   }
@@ -169,9 +180,6 @@ int run(int argc, char** argv) {
   if (o.max_size_bytes != 0) set_env(env::kMaxSize, std::to_string(o.max_size_bytes));
   set_env(env::kQuiet, "1");
   const bool asked_for_jit_maps = ask_for_jit_maps(o);
-  // A rank of an MPI job: the ranks write the job's archive together at
-  // their exit (tools/finalize/job_archive.h); the last launcher reports it.
-  const JobRank job = job_rank_from_env(dir);
   if (job.rank >= 0) {
     set_env(env::kJobArchive, job.job_dir);
     set_env(env::kJobEnterLeave, o.enter_leave ? "1" : "0");
@@ -245,6 +253,12 @@ int run(int argc, char** argv) {
   // What the raw data lacked, said also when no archive came of it (which
   // stream was unreadable, and why).
   for (const auto& w : result.warnings) std::fprintf(stderr, "hybridprof: warning: %s\n", w.c_str());
+  // The ranks' notices, once each.
+  if (job.rank >= 0)
+    for (const std::string& line : rank_notices(job.job_dir)) {
+      const bool prefixed = line.rfind("hybridprof: ", 0) == 0;
+      std::fprintf(stderr, "%s%s\n", prefixed ? "" : "hybridprof: ", line.c_str());
+    }
   if (!archived) {
     fail("no archive written: " + error);
     return exit_code;
