@@ -115,6 +115,26 @@ TEST_F(Workloads, AForkChildThatOutlivesItsParentIsWaitedFor) {
   EXPECT_GE(last, first) << r.describe();
 }
 
+// Writing the archive says how far it got, on a terminal only: a line
+// rewritten in place (after a second; at once with
+// HYBRIDPROF_PROGRESS_AFTER_MS=0), cleared before the summary; nothing of
+// it when stderr is a pipe or a file.
+TEST_F(Workloads, ArchiveWritingShowsProgressOnATerminalOnly) {
+  if (!have_program("script")) GTEST_SKIP() << "no script(1) to give the launcher a terminal";
+  RunOptions options;
+  options.env["HYBRIDPROF_PROGRESS_AFTER_MS"] = "0";
+  const std::string on_terminal = scratch / "tty";
+  const RunResult tty = run({"script", "-qfec", launcher() + " -o " + on_terminal + " -- " + fixture("fork_workload"),
+                             "/dev/null"},
+                            options);
+  ASSERT_EQ(tty.exit_code, 0) << tty.describe();
+  EXPECT_NE(tty.out.find("hybridprof: symbolizing processes: 1 of 2"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("\r\033[Khybridprof: "), std::string::npos) << "cleared before the summary";
+  const RunResult piped = profile({"-o", scratch / "pipe"}, {fixture("fork_workload")}, options);
+  ASSERT_EQ(piped.exit_code, 0) << piped.describe();
+  EXPECT_EQ(piped.err.find("symbolizing"), std::string::npos) << piped.err;
+}
+
 TEST_F(Workloads, ProgramKeepsItsOwnSignalHandlers) {
   const std::string d = scratch / "D";
   const RunResult r = profile({"-o", d}, {fixture("own_handlers")});

@@ -16,6 +16,7 @@
 #include "finalize/device_order.h"
 #include "finalize/process_definitions.h"
 #include "finalize/process_roles.h"
+#include "finalize/progress.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
 #include "otf2/property_names.h"
@@ -151,8 +152,11 @@ class Finalizer {
     define_adapter_definitions(entries, refs, define_job_ranks(entries, refs));
     std::string failure;
     try {
-      for (size_t i = 0; i < entries.size(); ++i)
+      for (size_t i = 0; i < entries.size(); ++i) {
+        show_progress("writing events of processes", i + 1, entries.size());
         if (entries[i].stream) stream_events(*entries[i].stream, refs[i]);
+      }
+      end_progress();
     } catch (const std::exception& e) {
       if (!collective_) throw;
       failure = e.what();
@@ -473,6 +477,7 @@ std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
   symbolizer::Symbolizer symbolizer;
   std::vector<LocalProcess> processes;
   for (const auto& file : files) {
+    show_progress("symbolizing processes", processes.size() + 1, files.size());
     LocalProcess p;
     std::string why;
     if (!read_definitions(file, &p.raw, &why)) {
@@ -515,6 +520,9 @@ bool has_archive_part(const std::string& archive_directory) {
 }  // namespace
 
 bool finalize(const Options& options, Result* result, std::string* error) {
+  struct ProgressLine {
+    ~ProgressLine() { end_progress(); }  // whatever comes next starts a clean line
+  } progress_line;
   const std::vector<std::string> files = raw_files(options.directory);
   if (files.empty()) {
     *error = "no raw data in " + options.directory + "/raw or " + options.directory +
