@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "otf2/archive_reader.h"
@@ -403,7 +404,9 @@ class Converter {
     if (current_.last_sample_us >= 0 && t - current_.last_sample_us > 2 * period_us_)
       close_frames(0, current_.last_sample_us + period_us_);
     current_.last_sample_us = t;
-    const std::vector<uint32_t> path = a_.context_path(e.context);
+    auto known = paths_.find(e.context);
+    if (known == paths_.end()) known = paths_.emplace(e.context, a_.context_path(e.context)).first;
+    const std::vector<uint32_t>& path = known->second;
     size_t common = 0;
     while (common < path.size() && common < current_.frames.size() && current_.frames[common].context == path[common])
       ++common;
@@ -456,6 +459,7 @@ class Converter {
   std::set<uint32_t> processes_;
   std::set<uint64_t> locations_;
   std::map<uint64_t, uint64_t> world_rank_;  // MPI world rank by location
+  std::unordered_map<uint32_t, std::vector<uint32_t>> paths_;  // a sampled context's, root first (as many as contexts)
   Current current_;
   bool first_ = true;
   ChromeTraceCounts counts_;
