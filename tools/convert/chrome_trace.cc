@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cuda/cuda_otf2_events.h"
 #include "otf2/archive_reader.h"
 #include "otf2/paradigm.h"
 #include "otf2/property_names.h"
@@ -60,7 +61,8 @@ class Converter {
     write_metadata();
     reader.read_events([&](const otf2::SampleEvent& e) { on_sample(e); },
                        [&](const otf2::RegionEvent& e) { on_region(e); },
-                       [&](const otf2::MpiEvent& e) { on_mpi(e); });
+                       [&](const otf2::MpiEvent& e) { on_mpi(e); }, {},
+                       [&](const otf2::ParameterEvent& e) { on_parameter(e); });
     finish_location();
     out_.raw("\n],\n\"stackFrames\":{");
     write_stack_frames();
@@ -79,6 +81,7 @@ class Converter {
     uint64_t sent = 0, received = 0, messages = 0, completions = 0;
     int64_t peer = -1, tag = -1;
     uint32_t comm = otf2::kUndefined;
+    std::vector<std::pair<uint32_t, uint64_t>> parameters;  // written inside it (a kernel's grid...)
   };
   struct Frame {
     uint32_t context;
@@ -235,7 +238,7 @@ class Converter {
   void end_slice(Open& o, double at) {
     o.ended = true;
     begin_event("E", current_.location, events_tid(current_.location), at);
-    if (o.messages || o.completions || o.peer >= 0 || o.sent || o.received) {
+    if (o.messages || o.completions || o.peer >= 0 || o.sent || o.received || !o.parameters.empty()) {
       out_.raw(",\"args\":{");
       bool comma = false;
       const auto field = [&](const char* name, uint64_t value) {
@@ -255,6 +258,15 @@ class Converter {
       if (comm != a_.comms.end()) {
         out_.raw(comma ? ",\"communicator\":" : "\"communicator\":");
         out_.string(comm->second.name);
+        comma = true;
+      }
+      for (const auto& [parameter, value] : o.parameters) {
+        const auto name = a_.parameters.find(parameter);
+        out_.raw(comma ? "," : "");
+        out_.string(name == a_.parameters.end() ? "parameter " + std::to_string(parameter) : name->second);
+        out_.raw(":");
+        out_.number(value);
+        comma = true;
       }
       out_.raw("}");
     }
@@ -267,7 +279,7 @@ class Converter {
     current_.last_us = std::max(current_.last_us, t);
     sync_window(t);
     if (e.enter) {
-      current_.open.push_back({e.region, t});
+      current_.open.push_back(Open{e.region, t, false, false, 0, 0, 0, 0, -1, -1, otf2::kUndefined, {}});
       if (in_window(t)) begin_slice(current_.open.back(), t);
       return;
     }
@@ -338,6 +350,38 @@ class Converter {
     out_.number(fnv({e.comm, src, dst, e.tag, k}));
     out_.raw("}");
     ++(send ? counts_.flow_starts : counts_.flow_ends);
+  }
+
+  // --- Parameters: device work's attributes, and its launch -----------------
+
+  // A parameter recorded inside a slice is one of its attributes. CUDA's
+  // correlation id ties device work to the call that launched it: an arrow
+  // from the call (host threads are read before their device's streams)
+  // to the work, drawn where the call was seen (a bit per id and process).
+  void on_parameter(const otf2::ParameterEvent& e) {
+    if (!enter_location(e.location)) return;
+    const double t = us(e.timestamp);
+    current_.last_us = std::max(current_.last_us, t);
+    sync_window(t);
+    if (current_.open.empty()) return;
+    current_.open.back().parameters.push_back({e.parameter, e.value});
+    const auto name = a_.parameters.find(e.parameter);
+    if (name == a_.parameters.end() || name->second != cuda::kCorrelationParameter || !in_window(t)) return;
+    const otf2::ThreadInfo& thread = a_.threads.at(current_.location);
+    std::vector<bool>& launched = launches_[thread.process];
+    const bool device = thread.device != otf2::kUndefined;
+    if (!device) {
+      if (e.value >= launched.size()) launched.resize(std::max<uint64_t>(e.value + 1, launched.size() * 2));
+      launched[e.value] = true;
+    } else if (e.value >= launched.size() || !launched[e.value]) {
+      return;  // no call of it seen: no arrow
+    }
+    begin_event(device ? "f" : "s", current_.location, events_tid(current_.location), t);
+    if (device) out_.raw(",\"bp\":\"e\"");
+    out_.raw(",\"name\":\"launch\",\"cat\":\"cuda\",\"id\":");
+    out_.number(fnv({0xC0DA, thread.process, e.value}));
+    out_.raw("}");
+    ++(device ? counts_.flow_ends : counts_.flow_starts);
   }
 
   // --- Samples ---------------------------------------------------------------
@@ -459,7 +503,8 @@ class Converter {
   std::set<uint32_t> processes_;
   std::set<uint64_t> locations_;
   std::map<uint64_t, uint64_t> world_rank_;  // MPI world rank by location
-  std::unordered_map<uint32_t, std::vector<uint32_t>> paths_;  // a sampled context's, root first (as many as contexts)
+  std::unordered_map<uint32_t, std::vector<uint32_t>> paths_;
+  std::map<uint32_t, std::vector<bool>> launches_;  // per process: CUDA correlation ids its calls carried  // a sampled context's, root first (as many as contexts)
   Current current_;
   bool first_ = true;
   ChromeTraceCounts counts_;

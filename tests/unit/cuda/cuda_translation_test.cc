@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "chrome_trace.h"
 #include "common/clock.h"
 #include "cuda/activity_translator.h"
 #include "cuda/api_tracer.h"
@@ -345,6 +347,36 @@ TEST_F(CudaTranslation, TheArchiveHoldsTheDeviceItsStreamsAndTheirWork) {
                                               {"[CUDA memcpy DtoH]", 1},
                                               {"[CUDA memset]", 1},
                                               {"[CUDA sync: stream]", 1}}));
+}
+
+// The same archive for Perfetto and Chrome (hybridprof-convert --to
+// chrome): the device's work on its streams' tracks with its parameters
+// as args, and each launch an arrow from its call on the host thread to
+// its work, both ends there; the file as a viewer reads it
+// (tests/integration/chrome_trace_check.py).
+TEST_F(CudaTranslation, TheChromeTraceDrawsEachLaunchToItsWork) {
+  run(/*archive=*/true);
+  const std::string json = (dir_ / "trace.json").string();
+  {
+    convert::JsonFile out(json);
+    const convert::ChromeTraceCounts n = convert::write_chrome_trace((dir_ / "traces.otf2").string(), {}, out);
+    out.commit();
+    EXPECT_EQ(n.flow_starts, 4u) << "cudaLaunchKernel, two cudaMemcpyAsync, cudaMemsetAsync";
+    EXPECT_EQ(n.flow_ends, n.flow_starts);
+  }
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"name\":\"kernel(float*, int)\",\"cat\":\"cuda\""), std::string::npos);
+  EXPECT_NE(text.find("\"CUDA grid x\":"), std::string::npos) << "the kernel's parameters in its args";
+  const std::string check = "python3 " HP_SOURCE_DIR "/tests/integration/chrome_trace_check.py " + json;
+  FILE* pipe = popen(check.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string report;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) report.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0);
+  EXPECT_EQ(report.find("problem"), std::string::npos) << report;
+  EXPECT_NE(report.find("flows 4\n"), std::string::npos) << report;
 }
 
 }  // namespace
