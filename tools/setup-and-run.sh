@@ -17,6 +17,8 @@ packages=(g++ make cmake pkg-config patchelf
           vite linux-perf time procps strace openmpi-bin libopenmpi-dev gfortran libc6-dbg
           python3 python3-mpi4py python3-numpy python3-torch
           clang libclang-rt-dev libomp-dev)
+# The browser tier of the tests: Chromium, driven by puppeteer-core (npm).
+[ "$mode" = test ] && packages+=(chromium nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,6 +35,13 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$(nproc)"
 
 if [ "$mode" = test ]; then
+  # The browser tier's npm packages, into the build tree (no browser
+  # download: Debian's chromium is the browser).
+  if [ ! -f "$build/browser/node_modules/speedscope/package.json" ]; then
+    mkdir -p "$build/browser"
+    (cd "$build/browser" && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-audit --no-fund --silent \
+      puppeteer-core@24.43.1 speedscope@1.25.0 >/dev/null)
+  fi
   (cd "$build" && ctest --output-on-failure --timeout 600)
   # The sanitizer tier: libraries, tools and unit tests again under
   # AddressSanitizer + UBSan (HYBRIDPROF_SKIP_SANITIZE=1 skips it locally).
