@@ -83,15 +83,11 @@ class Converter {
     uint32_t comm = otf2::kUndefined;
     std::vector<std::pair<uint32_t, uint64_t>> parameters;  // written inside it (a kernel's grid...)
   };
-  struct Frame {
-    uint32_t context;
-    double start_us;
-  };
   // The location being read (events come a location at a time).
   struct Current {
     uint64_t location = UINT64_MAX;
     std::vector<Open> open;
-    std::vector<Frame> frames;  // its samples' frames now, root first
+    std::vector<uint32_t> frames;  // its samples' contexts now, root first
     double last_sample_us = -1;
     double last_us = 0;  // its last record's time
     bool window_begun = false, window_ended = false;
@@ -124,17 +120,17 @@ class Converter {
     out_.micros(ts);
   }
 
-  std::string process_title(uint32_t ref, const otf2::ProcessInfo& p) const {
+  std::string process_title(const otf2::ProcessInfo& p) const {
     std::string title = p.name;
     const auto pid = p.properties.find(otf2::property::kPid);
     if (pid != p.properties.end()) title += " (PID " + pid->second + ")";
     const auto node = a_.system_tree_nodes.find(p.system_tree_node);
     if (node != a_.system_tree_nodes.end()) title += " @" + node->second.name;
-    (void)ref;
     return title;
   }
 
-  void metadata(const char* what, uint32_t pid, const uint64_t* tid, const std::string& name) {
+  // A metadata event up to its args' value: {"ph":"M","name":WHAT,...,"args":{"KEY":
+  void begin_metadata(const char* what, uint32_t pid, const uint64_t* tid, const char* key) {
     separator();
     out_.raw("{\"ph\":\"M\",\"name\":\"");
     out_.raw(what);
@@ -144,28 +140,24 @@ class Converter {
       out_.raw(",\"tid\":");
       out_.number(*tid);
     }
-    out_.raw(",\"args\":{\"name\":");
+    out_.raw(",\"args\":{\"");
+    out_.raw(key);
+    out_.raw("\":");
+  }
+  void metadata(const char* what, uint32_t pid, const uint64_t* tid, const std::string& name) {
+    begin_metadata(what, pid, tid, "name");
     out_.string(name);
     out_.raw("}}");
   }
   void sort_index(const char* what, uint32_t pid, const uint64_t* tid, uint64_t index) {
-    separator();
-    out_.raw("{\"ph\":\"M\",\"name\":\"");
-    out_.raw(what);
-    out_.raw("\",\"pid\":");
-    out_.number(pid);
-    if (tid) {
-      out_.raw(",\"tid\":");
-      out_.number(*tid);
-    }
-    out_.raw(",\"args\":{\"sort_index\":");
+    begin_metadata(what, pid, tid, "sort_index");
     out_.number(index);
     out_.raw("}}");
   }
 
   void write_metadata() {
     for (uint32_t ref : processes_) {
-      metadata("process_name", ref + 1, nullptr, process_title(ref, a_.processes.at(ref)));
+      metadata("process_name", ref + 1, nullptr, process_title(a_.processes.at(ref)));
       sort_index("process_sort_index", ref + 1, nullptr, ref);
     }
     for (uint64_t location : locations_) {
@@ -395,7 +387,7 @@ class Converter {
     }
   }
   void open_frame(uint32_t context, double at) {
-    current_.frames.push_back({context, at});
+    current_.frames.push_back(context);
     const auto c = a_.contexts.find(context);
     const auto region = c == a_.contexts.end() ? a_.regions.end() : a_.regions.find(c->second.region);
     begin_event("B", current_.location, samples_tid(current_.location), at);
@@ -452,7 +444,7 @@ class Converter {
     if (known == paths_.end()) known = paths_.emplace(e.context, a_.context_path(e.context)).first;
     const std::vector<uint32_t>& path = known->second;
     size_t common = 0;
-    while (common < path.size() && common < current_.frames.size() && current_.frames[common].context == path[common])
+    while (common < path.size() && common < current_.frames.size() && current_.frames[common] == path[common])
       ++common;
     close_frames(common, t);
     for (size_t i = common; i < path.size(); ++i) open_frame(path[i], t);
