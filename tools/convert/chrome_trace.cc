@@ -64,6 +64,7 @@ class Converter {
                        [&](const otf2::MpiEvent& e) { on_mpi(e); }, {},
                        [&](const otf2::ParameterEvent& e) { on_parameter(e); });
     finish_location();
+    write_device_busy();
     out_.raw("\n],\n\"stackFrames\":{");
     write_stack_frames();
     out_.raw("},\n\"samples\":[\n");
@@ -117,7 +118,7 @@ class Converter {
     out_.raw(",\"tid\":");
     out_.number(tid);
     out_.raw(",\"ts\":");
-    out_.micros(ts);
+    out_.fixed3(ts);
   }
 
   std::string process_title(const otf2::ProcessInfo& p) const {
@@ -282,7 +283,57 @@ class Converter {
   void leave_slice(double leave_us) {
     Open& o = current_.open.back();
     if (o.begun && !o.ended) end_slice(o, std::min(leave_us, to_us_));
+    if (current_.open.size() == 1) count_device_work(o.enter_us, leave_us);
     current_.open.pop_back();
+  }
+
+  // --- GPU busy share --------------------------------------------------------
+
+  // Work on a device's streams, per 10 ms of the device's time (its
+  // context's synchronizations are the host waiting, not the device).
+  void count_device_work(double begin, double end) {
+    const otf2::ThreadInfo& t = a_.threads.at(current_.location);
+    if (t.device == otf2::kUndefined || t.name.rfind("CUDA synchronization", 0) == 0) return;
+    begin = std::max(begin, from_us_);
+    end = std::min(end, to_us_);
+    std::map<int64_t, double>& buckets = device_busy_[t.device];
+    for (double at = begin; at < end;) {
+      const auto bucket = static_cast<int64_t>(std::floor(at / kCounterBucketUs));
+      const double next = std::min(end, double(bucket + 1) * kCounterBucketUs);
+      buckets[bucket] += next - at;
+      at = next;
+    }
+  }
+
+  // Each device's busy share per 10 ms, as a counter of the process that
+  // drives it (work on several streams at once counts once, up to 100%).
+  void write_device_busy() {
+    for (const auto& [device, buckets] : device_busy_) {
+      const otf2::DeviceInfo& d = a_.devices.at(device);
+      uint64_t location = UINT64_MAX;  // any of its streams: begin_event wants a location of its process
+      for (const auto& [l, t] : a_.threads)
+        if (t.device == device) location = l;
+      int64_t previous = INT64_MIN;
+      const auto point = [&](int64_t bucket, double share) {
+        separator();
+        out_.raw("{\"ph\":\"C\",\"pid\":");
+        out_.number(pid_of(location));
+        out_.raw(",\"ts\":");
+        out_.fixed3(double(bucket) * kCounterBucketUs);
+        out_.raw(",\"name\":");
+        out_.string("GPU busy %: " + d.name);
+        out_.raw(",\"args\":{\"busy\":");
+        out_.fixed3(std::min(100.0, share));
+        out_.raw("}}");
+        ++counts_.counters;
+      };
+      for (const auto& [bucket, busy] : buckets) {
+        if (previous != INT64_MIN && bucket != previous + 1) point(previous + 1, 0);
+        point(bucket, 100.0 * busy / kCounterBucketUs);
+        previous = bucket;
+      }
+      if (previous != INT64_MIN) point(previous + 1, 0);
+    }
   }
 
   // --- MPI: attributes and messages -----------------------------------------
@@ -482,7 +533,7 @@ class Converter {
     out_.raw(",\"tid\":");
     out_.number(events_tid(e.location));
     out_.raw(",\"ts\":");
-    out_.micros(t);
+    out_.fixed3(t);
     out_.raw(",\"name\":\"sample\",\"weight\":1,\"sf\":\"");
     out_.number(e.context);
     out_.raw("\"}");
@@ -496,7 +547,8 @@ class Converter {
   std::set<uint64_t> locations_;
   std::map<uint64_t, uint64_t> world_rank_;  // MPI world rank by location
   std::unordered_map<uint32_t, std::vector<uint32_t>> paths_;
-  std::map<uint32_t, std::vector<bool>> launches_;  // per process: CUDA correlation ids its calls carried  // a sampled context's, root first (as many as contexts)
+  std::map<uint32_t, std::vector<bool>> launches_;
+  std::map<uint32_t, std::map<int64_t, double>> device_busy_;  // per device: µs of work per 10 ms bucket  // per process: CUDA correlation ids its calls carried  // a sampled context's, root first (as many as contexts)
   Current current_;
   bool first_ = true;
   ChromeTraceCounts counts_;

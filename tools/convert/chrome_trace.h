@@ -3,8 +3,9 @@
 // per thread and device stream with its traced regions as slices (MPI call
 // attributes in their args), one flame-chart track per thread of its
 // samples (consecutive samples with the same frames merged), MPI
-// messages as flow arrows from send to receive, a counter of each thread's
-// samples per 10 ms, and the samples again as stackFrames + samples for
+// messages as flow arrows from send to receive and CUDA launches from the
+// call to the work, a counter of each thread's samples and of each GPU's
+// busy share per 10 ms, and the samples again as stackFrames + samples for
 // viewers that read those. Timestamps in microseconds from the job's
 // start, on the archive's clock.
 //

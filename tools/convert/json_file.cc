@@ -80,7 +80,7 @@ void JsonFile::number(uint64_t value) {
 }
 
 // Integer arithmetic, not printf's: a trace writes a time per event.
-void JsonFile::micros(double value) {
+void JsonFile::fixed3(double value) {
   const auto ns = static_cast<int64_t>(std::llround(value * 1000));
   char text[32];
   char* at = text;

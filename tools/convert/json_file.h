@@ -25,8 +25,8 @@ class JsonFile {
   // `text` as a JSON string, quoted and escaped.
   void string(std::string_view text);
   void number(uint64_t value);
-  // Microseconds with three decimals (nanosecond precision).
-  void micros(double value);
+  // A number with three decimals: microseconds to the nanosecond, shares.
+  void fixed3(double value);
   // Flushes, closes and renames into place; throws std::runtime_error
   // when any write failed (a full disk).
   void commit();

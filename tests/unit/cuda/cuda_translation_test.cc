@@ -368,6 +368,7 @@ TEST_F(CudaTranslation, TheChromeTraceDrawsEachLaunchToItsWork) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("\"name\":\"kernel(float*, int)\",\"cat\":\"cuda\""), std::string::npos);
   EXPECT_NE(text.find("\"CUDA grid x\":"), std::string::npos) << "the kernel's parameters in its args";
+  EXPECT_NE(text.find("\"name\":\"GPU busy %: GPU 0 (Test GPU, sm_90)\""), std::string::npos) << "the device's counter";
   const std::string check = "python3 " HP_SOURCE_DIR "/tests/integration/chrome_trace_check.py " + json;
   FILE* pipe = popen(check.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
