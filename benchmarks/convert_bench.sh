@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # convert_bench.sh [--build DIR] [--samples N] [--events N]: the speed and
 # memory of hybridprof-convert --to chrome on synthetic archives (big_archive:
-# 16 threads, stacks 10-60 deep) of N and N/5 samples: records read a second
+# 16 threads, 200 stacks 10-51 deep sharing their trunks) of N and N/5 samples: records read a second
 # and peak memory (/usr/bin/time), which should not grow with the archive.
 # Targets: at least 2 million records a second; memory flat in archive size.
 set -euo pipefail
