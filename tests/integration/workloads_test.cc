@@ -121,6 +121,8 @@ TEST_F(Workloads, AForkChildThatOutlivesItsParentIsWaitedFor) {
 // it when stderr is a pipe or a file.
 TEST_F(Workloads, ArchiveWritingShowsProgressOnATerminalOnly) {
   if (!have_program("script")) GTEST_SKIP() << "no script(1) to give the launcher a terminal";
+  if (run({"script", "-qec", "true", "/dev/null"}).exit_code != 0)
+    GTEST_SKIP() << "script(1) cannot make a pseudo-terminal here (no /dev/pts)";
   RunOptions options;
   options.env["HYBRIDPROF_PROGRESS_AFTER_MS"] = "0";
   const std::string on_terminal = scratch / "tty";
