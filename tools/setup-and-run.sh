@@ -18,7 +18,13 @@ packages=(g++ make cmake pkg-config patchelf
           python3 python3-mpi4py python3-numpy python3-torch
           clang libclang-rt-dev libomp-dev)
 # The browser tier of the tests: Chromium, driven by puppeteer-core (npm).
-[ "$mode" = test ] && packages+=(chromium nodejs npm)
+# A node or npm from elsewhere (NodeSource's nodejs bundles npm, and
+# Debian's npm package conflicts with it) serves as well.
+if [ "$mode" = test ]; then
+  packages+=(chromium)
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
