@@ -24,10 +24,8 @@ struct ChromeFacts {
 };
 
 ChromeFacts check_chrome(const std::string& file) {
-  const RunResult r = run({"python3", std::string(HP_SOURCE_DIR) + "/tests/integration/chrome_trace_check.py", file});
-  EXPECT_EQ(r.exit_code, 0) << r.describe();
   ChromeFacts f;
-  for (const std::string& line : split_lines(r.out)) {
+  for (const std::string& line : check_with("chrome_trace_check.py", file)) {
     std::istringstream in(line);
     std::string what;
     in >> what;

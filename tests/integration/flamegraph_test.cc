@@ -23,10 +23,8 @@ struct FlameFacts {
 };
 
 FlameFacts check_flamegraph(const std::string& svg) {
-  const RunResult r = run({"python3", std::string(HP_SOURCE_DIR) + "/tests/integration/flamegraph_check.py", svg});
-  EXPECT_EQ(r.exit_code, 0) << r.describe();
   FlameFacts f;
-  for (const std::string& line : split_lines(r.out)) {
+  for (const std::string& line : check_with("flamegraph_check.py", svg)) {
     std::istringstream in(line);
     std::string what;
     in >> what;

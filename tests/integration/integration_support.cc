@@ -31,6 +31,12 @@ std::string report_tool() { return HP_REPORT; }
 std::string fixture(const std::string& name) { return std::string(HP_FIXTURE_DIR) + "/" + name; }
 std::string plugin_library() { return HP_PLUGIN; }
 
+std::vector<std::string> check_with(const std::string& checker, const std::string& file) {
+  const RunResult r = run({"python3", std::string(HP_CHECKER_DIR) + "/" + checker, file});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  return split_lines(r.out);
+}
+
 TempDir::TempDir() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/hybridprof-integ-XXXXXX";

@@ -111,6 +111,10 @@ bool file_exists(const std::string& path);
 void expect_refused(const RunResult& r, const std::string& why, const std::string& marker);
 std::string read_text(const std::string& path);
 bool have_program(const std::string& name);  // on $PATH
+// Runs python3 on one of this folder's checkers (chrome_trace_check.py,
+// flamegraph_check.py) with `file`, expecting it to succeed: its facts, a
+// line each ("problem ...", "flows 4", ...).
+std::vector<std::string> check_with(const std::string& checker, const std::string& file);
 // How many `syscall` calls an `strace -c` summary in `text` counts (0 if
 // it names none).
 uint64_t strace_count(const std::string& text, const std::string& syscall);

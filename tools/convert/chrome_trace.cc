@@ -121,6 +121,13 @@ class Converter {
     out_.fixed3(ts);
   }
 
+  // A thread's track name: its name and TID, as the report's Threads table.
+  std::string thread_title(uint64_t location) const {
+    const otf2::ThreadInfo& t = a_.threads.at(location);
+    const auto tid = t.properties.find(otf2::property::kTid);
+    return tid == t.properties.end() ? t.name : t.name + " [" + std::to_string(tid->second) + "]";
+  }
+
   std::string process_title(const otf2::ProcessInfo& p) const {
     std::string title = p.name;
     const auto pid = p.properties.find(otf2::property::kPid);
@@ -163,9 +170,7 @@ class Converter {
     }
     for (uint64_t location : locations_) {
       const otf2::ThreadInfo& t = a_.threads.at(location);
-      std::string name = t.name;
-      const auto tid = t.properties.find(otf2::property::kTid);
-      if (tid != t.properties.end()) name += " [" + std::to_string(tid->second) + "]";
+      const std::string name = thread_title(location);
       const uint64_t events = events_tid(location), samples = samples_tid(location);
       metadata("thread_name", pid_of(location), &events, name);
       sort_index("thread_sort_index", pid_of(location), &events, 2 * location);
@@ -214,15 +219,20 @@ class Converter {
     }
   }
 
-  void begin_slice(Open& o, double at) {
-    o.begun = true;
-    const auto region = a_.regions.find(o.region);
-    begin_event("B", current_.location, events_tid(current_.location), at);
+  // A B event of region `region` on track `tid`, named and categorized.
+  void begin_region(uint64_t tid, double at, uint32_t region_ref) {
+    const auto region = a_.regions.find(region_ref);
+    begin_event("B", current_.location, tid, at);
     out_.raw(",\"name\":");
     out_.string(region == a_.regions.end() ? "?" : region->second.name);
     out_.raw(",\"cat\":");
     out_.string(region == a_.regions.end() ? "unknown" : otf2::paradigm_name(region->second.paradigm));
     out_.raw("}");
+  }
+
+  void begin_slice(Open& o, double at) {
+    o.begun = true;
+    begin_region(events_tid(current_.location), at, o.region);
     ++counts_.slices;
   }
 
@@ -440,23 +450,14 @@ class Converter {
   void open_frame(uint32_t context, double at) {
     current_.frames.push_back(context);
     const auto c = a_.contexts.find(context);
-    const auto region = c == a_.contexts.end() ? a_.regions.end() : a_.regions.find(c->second.region);
-    begin_event("B", current_.location, samples_tid(current_.location), at);
-    out_.raw(",\"name\":");
-    out_.string(region == a_.regions.end() ? "?" : region->second.name);
-    out_.raw(",\"cat\":");
-    out_.string(region == a_.regions.end() ? "unknown" : otf2::paradigm_name(region->second.paradigm));
-    out_.raw("}");
+    begin_region(samples_tid(current_.location), at, c == a_.contexts.end() ? otf2::kUndefined : c->second.region);
   }
 
   void counter_point(double ts, uint64_t value) {
     if (!in_window(ts)) return;
-    const otf2::ThreadInfo& t = a_.threads.at(current_.location);
     begin_event("C", current_.location, events_tid(current_.location), ts);
     out_.raw(",\"name\":");
-    const auto tid = t.properties.find(otf2::property::kTid);
-    out_.string("samples / 10 ms: " + t.name +
-                (tid != t.properties.end() ? " [" + std::to_string(tid->second) + "]" : std::string()));
+    out_.string("samples / 10 ms: " + thread_title(current_.location));
     out_.raw(",\"args\":{\"samples\":");
     out_.number(value);
     out_.raw("}}");
