@@ -228,11 +228,13 @@ TEST(SampleShare, OfTheProfilerIsTheTimeItAddedToNvtxCalls) {
   // the traced call costs, so the share reads 1-10 points above the time
   // added, the more the faster the traced call. Hence: the profiler's cost
   // is not shown as another's (libc, the kernel, the program): the share
-  // is at least the time added, less 3 points; and the program's code
+  // is at least the time added, less 5 points (issue 32's tolerance: the
+  // time added is measured from two timed runs, and a busy machine moved
+  // it 1 point past 3 once); and the program's code
   // keeps its samples, at least a tenth of what its plain time predicts
   // (a third here), where a sampler that charged them to [hybridprof] would
   // leave none.
-  EXPECT_GE(share, added - 3.0) << figures << "\n" << report.out;
+  EXPECT_GE(share, added - 5.0) << figures << "\n" << report.out;
   EXPECT_GE(double(timed - ours), 0.1 * double(timed) * p / q) << figures;
 }
 
