@@ -221,13 +221,23 @@ class Converter {
 
   // A B event of region `region` on track `tid`, named and categorized.
   void begin_region(uint64_t tid, double at, uint32_t region_ref) {
-    const auto region = a_.regions.find(region_ref);
     begin_event("B", current_.location, tid, at);
-    out_.raw(",\"name\":");
-    out_.string(region == a_.regions.end() ? "?" : region->second.name);
-    out_.raw(",\"cat\":");
-    out_.string(region == a_.regions.end() ? "unknown" : otf2::paradigm_name(region->second.paradigm));
-    out_.raw("}");
+    out_.raw(region_fields(region_ref));
+  }
+
+  // `,"name":...,"cat":...}` of a region, escaped once: flame charts write
+  // the same few thousand names millions of times.
+  const std::string& region_fields(uint32_t region_ref) {
+    auto [known, added] = region_fields_.try_emplace(region_ref);
+    if (!added) return known->second;
+    const auto region = a_.regions.find(region_ref);
+    std::string& fields = known->second;
+    fields = ",\"name\":";
+    JsonFile::quote(fields, region == a_.regions.end() ? "?" : region->second.name);
+    fields += ",\"cat\":";
+    JsonFile::quote(fields, region == a_.regions.end() ? "unknown" : otf2::paradigm_name(region->second.paradigm));
+    fields += '}';
+    return fields;
   }
 
   void begin_slice(Open& o, double at) {
@@ -547,9 +557,10 @@ class Converter {
   std::set<uint32_t> processes_;
   std::set<uint64_t> locations_;
   std::map<uint64_t, uint64_t> world_rank_;  // MPI world rank by location
-  std::unordered_map<uint32_t, std::vector<uint32_t>> paths_;
-  std::map<uint32_t, std::vector<bool>> launches_;
-  std::map<uint32_t, std::map<int64_t, double>> device_busy_;  // per device: µs of work per 10 ms bucket  // per process: CUDA correlation ids its calls carried  // a sampled context's, root first (as many as contexts)
+  std::unordered_map<uint32_t, std::vector<uint32_t>> paths_;  // a sampled context's, root first
+  std::unordered_map<uint32_t, std::string> region_fields_;
+  std::map<uint32_t, std::vector<bool>> launches_;  // per process: CUDA correlation ids its calls carried
+  std::map<uint32_t, std::map<int64_t, double>> device_busy_;  // per device: µs of work per 10 ms bucket
   Current current_;
   bool first_ = true;
   ChromeTraceCounts counts_;

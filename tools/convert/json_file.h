@@ -2,10 +2,14 @@
 // destination and renamed over it only when complete, so a failed
 // conversion leaves nothing half-written under the name the user gave;
 // gzip-compressed (through zlib) when that name ends in ".gz".
+//
+// The JSON is built in a buffer on the caller's thread and written (and
+// compressed) on a thread of its own, a full buffer at a time: compression
+// costs about as much as building the JSON, so the two overlap. At most
+// three buffers exist, whatever the output's size.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +28,8 @@ class JsonFile {
   void raw(std::string_view text);
   // `text` as a JSON string, quoted and escaped.
   void string(std::string_view text);
+  // Appends `text` to `out` as a JSON string (for text written many times).
+  static void quote(std::string& out, std::string_view text);
   void number(uint64_t value);
   // A number with three decimals: microseconds to the nanosecond, shares.
   void fixed3(double value);
@@ -32,13 +38,12 @@ class JsonFile {
   void commit();
 
  private:
-  void flush_buffer();
+  class Sink;  // the file, plain or gzip, and the thread that writes it
+  void hand_off_if_full();
   std::string path_, temporary_;
-  bool gzip_ = false;
-  void* gz_ = nullptr;     // gzFile
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<Sink> sink_;
   std::string buffer_;
-  bool failed_ = false, committed_ = false;
+  bool committed_ = false;
 };
 
 }  // namespace hybridprof::convert
