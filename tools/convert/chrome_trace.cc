@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cuda/cuda_otf2_events.h"
@@ -59,6 +61,7 @@ class Converter {
     out_.string(program == a_.properties.end() ? "" : program->second);
     out_.raw("},\n\"traceEvents\":[\n");
     write_metadata();
+    find_both_ends(reader);
     reader.read_events([&](const otf2::SampleEvent& e) { on_sample(e); },
                        [&](const otf2::RegionEvent& e) { on_region(e); },
                        [&](const otf2::MpiEvent& e) { on_mpi(e); }, {},
@@ -75,6 +78,14 @@ class Converter {
   }
 
  private:
+  // Messages a location sent or received so far, per (comm, src, dst, tag).
+  using MessageOrdinals = std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t>, uint64_t>;
+  // One end of an arrow (an MPI message's, a kernel launch's).
+  struct FlowEnd {
+    bool start;
+    uint64_t id;
+  };
+
   struct Open {
     uint32_t region;
     double enter_us;
@@ -94,7 +105,7 @@ class Converter {
     bool window_begun = false, window_ended = false;
     double bucket_us = -1;
     uint64_t bucket_samples = 0;
-    std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t>, uint64_t> messages;  // per (comm, src, dst, tag)
+    MessageOrdinals messages;
   };
 
   double us(uint64_t timestamp) const {
@@ -358,10 +369,10 @@ class Converter {
 
   // --- MPI: attributes and messages -----------------------------------------
 
-  // This location's rank in `comm`; -1 when it is not a member.
-  int64_t comm_rank(uint32_t comm) const {
+  // `location`'s rank in `comm`; -1 when it is not a member.
+  int64_t comm_rank(uint64_t location, uint32_t comm) const {
     const auto c = a_.comms.find(comm);
-    const auto world = world_rank_.find(current_.location);
+    const auto world = world_rank_.find(location);
     if (c == a_.comms.end() || world == world_rank_.end() || c->second.self) return -1;
     const auto& m = c->second.members;
     const auto at = std::find(m.begin(), m.end(), world->second);
@@ -399,52 +410,94 @@ class Converter {
         ++o.completions;
       }
     }
-    if (!(send || receive) || current_.open.empty() || !in_window(t)) return;
-    // Messages between two ranks on one communicator and tag arrive in the
-    // order sent: the k-th send from A to B matches B's k-th receive from A,
-    // so each side names the arrow alone.
-    const int64_t me = comm_rank(e.comm);
-    if (me < 0 || !peer_selected(e.comm, e.peer)) return;
+    const std::optional<FlowEnd> end = message_end(e, current_.messages);
+    if (end && (!windowed_ || (end->start ? message_ends_ : message_starts_).count(end->id)))
+      write_flow(*end, t, "MPI message", "mpi");
+  }
+
+  // Messages between two ranks on one communicator and tag arrive in the
+  // order sent: the k-th send from A to B matches B's k-th receive from A,
+  // so each side names the arrow alone. Every message counts, in the window
+  // or not. None for other events and peers not converted.
+  std::optional<FlowEnd> message_end(const otf2::MpiEvent& e, MessageOrdinals& ordinals) const {
+    const bool send = e.kind == MpiEventKind::kSend || e.kind == MpiEventKind::kIsend;
+    const bool receive = e.kind == MpiEventKind::kRecv || e.kind == MpiEventKind::kIrecv;
+    if (!send && !receive) return std::nullopt;
+    const int64_t me = comm_rank(e.location, e.comm);
+    if (me < 0 || !peer_selected(e.comm, e.peer)) return std::nullopt;
     const uint64_t src = send ? static_cast<uint64_t>(me) : e.peer, dst = send ? e.peer : static_cast<uint64_t>(me);
-    const uint64_t k = current_.messages[{e.comm, src, dst, e.tag}]++;
-    begin_event(send ? "s" : "f", current_.location, events_tid(current_.location), t);
-    if (!send) out_.raw(",\"bp\":\"e\"");
-    out_.raw(",\"name\":\"MPI message\",\"cat\":\"mpi\",\"id\":");
-    out_.number(fnv({e.comm, src, dst, e.tag, k}));
+    const uint64_t k = ordinals[{e.comm, src, dst, e.tag}]++;
+    return FlowEnd{send, fnv({e.comm, src, dst, e.tag, k})};
+  }
+
+  // An arrow is drawn only when both its ends are: a message whose receive
+  // is outside the window has none, nor a launch whose kernel was not
+  // recorded. A first reading of the MPI records (with a window: without
+  // one, every message has both ends) and of the launches' correlation ids
+  // finds which ends are converted.
+  void find_both_ends(otf2::ArchiveReader& reader) {
+    windowed_ = from_us_ > 0 || !std::isinf(to_us_);
+    bool launches = false;
+    for (const auto& [ref, name] : a_.parameters) launches |= name == cuda::kCorrelationParameter;
+    if (!windowed_ && !launches) return;
+    uint64_t location = UINT64_MAX;
+    MessageOrdinals ordinals;
+    const auto on_mpi = [&](const otf2::MpiEvent& e) {
+      if (e.location != location) ordinals.clear();
+      location = e.location;
+      if (!locations_.count(e.location) || !in_window(us(e.timestamp))) return;
+      if (const auto end = message_end(e, ordinals)) (end->start ? message_starts_ : message_ends_).insert(end->id);
+    };
+    const auto on_parameter = [&](const otf2::ParameterEvent& e) {
+      if (!locations_.count(e.location) || !in_window(us(e.timestamp)) || !launch_end(e)) return;
+      if (e.value >= (uint64_t{1} << 32)) return;  // not a CUPTI id: no arrow
+      const otf2::ThreadInfo& thread = a_.threads.at(e.location);
+      std::vector<bool>& ids = (thread.device == otf2::kUndefined ? launch_calls_ : launched_work_)[thread.process];
+      if (e.value >= ids.size()) ids.resize(std::max<uint64_t>(e.value + 1, ids.size() * 2));
+      ids[e.value] = true;
+    };
+    reader.read_events({}, {}, windowed_ ? on_mpi : std::function<void(const otf2::MpiEvent&)>{}, {},
+                       launches ? on_parameter : std::function<void(const otf2::ParameterEvent&)>{});
+  }
+
+  // A flow event at `t` (in the window).
+  void write_flow(const FlowEnd& end, double t, const char* name, const char* category) {
+    if (!in_window(t)) return;
+    begin_event(end.start ? "s" : "f", current_.location, events_tid(current_.location), t);
+    if (!end.start) out_.raw(",\"bp\":\"e\"");
+    out_.raw(",\"name\":\"");
+    out_.raw(name);
+    out_.raw("\",\"cat\":\"");
+    out_.raw(category);
+    out_.raw("\",\"id\":");
+    out_.number(end.id);
     out_.raw("}");
-    ++(send ? counts_.flow_starts : counts_.flow_ends);
+    ++(end.start ? counts_.flow_starts : counts_.flow_ends);
   }
 
   // --- Parameters: device work's attributes, and its launch -----------------
 
   // A parameter recorded inside a slice is one of its attributes. CUDA's
   // correlation id ties device work to the call that launched it: an arrow
-  // from the call (host threads are read before their device's streams)
-  // to the work, drawn where the call was seen (a bit per id and process).
+  // from the call to the work.
   void on_parameter(const otf2::ParameterEvent& e) {
     if (!enter_location(e.location)) return;
     const double t = us(e.timestamp);
     current_.last_us = std::max(current_.last_us, t);
     sync_window(t);
-    if (current_.open.empty()) return;
-    current_.open.back().parameters.push_back({e.parameter, e.value});
+    if (!current_.open.empty()) current_.open.back().parameters.push_back({e.parameter, e.value});
+    const std::optional<FlowEnd> end = launch_end(e);
+    if (!end) return;
+    const otf2::ThreadInfo& thread = a_.threads.at(e.location);
+    const std::vector<bool>& others = (end->start ? launched_work_ : launch_calls_)[thread.process];
+    if (e.value < others.size() && others[e.value]) write_flow(*end, t, "launch", "cuda");
+  }
+
+  std::optional<FlowEnd> launch_end(const otf2::ParameterEvent& e) const {
     const auto name = a_.parameters.find(e.parameter);
-    if (name == a_.parameters.end() || name->second != cuda::kCorrelationParameter || !in_window(t)) return;
-    const otf2::ThreadInfo& thread = a_.threads.at(current_.location);
-    std::vector<bool>& launched = launches_[thread.process];
-    const bool device = thread.device != otf2::kUndefined;
-    if (!device) {
-      if (e.value >= launched.size()) launched.resize(std::max<uint64_t>(e.value + 1, launched.size() * 2));
-      launched[e.value] = true;
-    } else if (e.value >= launched.size() || !launched[e.value]) {
-      return;  // no call of it seen: no arrow
-    }
-    begin_event(device ? "f" : "s", current_.location, events_tid(current_.location), t);
-    if (device) out_.raw(",\"bp\":\"e\"");
-    out_.raw(",\"name\":\"launch\",\"cat\":\"cuda\",\"id\":");
-    out_.number(fnv({0xC0DA, thread.process, e.value}));
-    out_.raw("}");
-    ++(device ? counts_.flow_ends : counts_.flow_starts);
+    if (name == a_.parameters.end() || name->second != cuda::kCorrelationParameter) return std::nullopt;
+    const otf2::ThreadInfo& thread = a_.threads.at(e.location);
+    return FlowEnd{thread.device == otf2::kUndefined, fnv({0xC0DA, thread.process, e.value})};
   }
 
   // --- Samples ---------------------------------------------------------------
@@ -559,7 +612,12 @@ class Converter {
   std::map<uint64_t, uint64_t> world_rank_;  // MPI world rank by location
   std::unordered_map<uint32_t, std::vector<uint32_t>> paths_;  // a sampled context's, root first
   std::unordered_map<uint32_t, std::string> region_fields_;
-  std::map<uint32_t, std::vector<bool>> launches_;  // per process: CUDA correlation ids its calls carried
+  // The ends of arrows converted (find_both_ends): messages' by id, with a
+  // window only; launches' by correlation id, a bit each, per process
+  // (CUPTI's ids are dense).
+  bool windowed_ = false;
+  std::unordered_set<uint64_t> message_starts_, message_ends_;
+  std::map<uint32_t, std::vector<bool>> launch_calls_, launched_work_;
   std::map<uint32_t, std::map<int64_t, double>> device_busy_;  // per device: µs of work per 10 ms bucket
   Current current_;
   bool first_ = true;
