@@ -289,6 +289,7 @@ void start_runtime() {
   request.value = rt->config.value;
   request.frequency = rt->config.frequency;
   request.force_timer = rt->config.force_timer;
+  request.fixed_period = rt->config.fixed_period;
   rt->plan = sampling::plan_sampling(request);
   if (!rt->plan.notice.empty() && !rt->config.quiet) say(rt->plan.notice);
   rt->sample_signal = rt->config.signal ? rt->config.signal : SIGRTMIN + 4;

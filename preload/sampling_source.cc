@@ -23,6 +23,7 @@ class SamplingSource final : public EventSource {
     begin.event = rt->plan.event.name;
     begin.mechanism = perf_event ? "perf_event" : "posix-timer";
     begin.kernel_time = sampling::kernel_time_text(rt->plan.kernel_time);
+    begin.periods = sampling::periods_text(rt->plan);
     begin.period = perf_event ? rt->plan.value : rt->plan.timer_interval_ns;
     begin.frequency = perf_event && rt->plan.frequency;
     begin.max_depth = rt->config.max_depth;

@@ -137,6 +137,7 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
     }
   }
   c->force_timer = env::flag(env::kForceTimer);
+  c->fixed_period = env::flag(env::kFixedPeriod);
   c->quiet = env::flag(env::kQuiet);
   if (const char* v = get(env::kTraceClock)) {
     c->trace_clock = v;

@@ -18,6 +18,7 @@ inline constexpr const char* kSignal = "HYBRIDPROF_SIGNAL";
 inline constexpr const char* kRingKiB = "HYBRIDPROF_RING_KB";
 inline constexpr const char* kFlushMs = "HYBRIDPROF_FLUSH_MS";
 inline constexpr const char* kForceTimer = "HYBRIDPROF_FORCE_TIMER";
+inline constexpr const char* kFixedPeriod = "HYBRIDPROF_FIXED_PERIOD";  // no randomized sampling periods
 inline constexpr const char* kMaxSize = "HYBRIDPROF_MAX_SIZE";  // bytes, or with K, M, G (parse_size)
 // Set by a rank's launcher: the job's directory, where the ranks write the
 // job's archive together at exit; and whether to add the enter/leave one.
@@ -54,6 +55,7 @@ struct RuntimeConfig {
   bool ring_kib_given = false;   // HYBRIDPROF_RING_KB was set (then every thread gets ring_kib)
   uint32_t flush_ms = 50;
   bool force_timer = false;
+  bool fixed_period = false;     // HYBRIDPROF_FIXED_PERIOD (--fixed-period)
   uint64_t max_size_bytes = 0;   // the raw data one process may write; 0: no limit
   bool quiet = false;
   std::string trace_clock;       // "", "tsc" or "monotonic" (common/trace_clock.h)

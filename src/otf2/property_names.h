@@ -12,6 +12,8 @@ inline constexpr const char* kMechanism = "HYBRIDPROF::MECHANISM";  // e.g. "per
 inline constexpr const char* kPeriod = "HYBRIDPROF::PERIOD";        // "1000 Hz" / "1000000 events"
 // What became of CPU time in the kernel: "sampled ([kernel] frames)" ...
 inline constexpr const char* kKernelTime = "HYBRIDPROF::KERNEL_TIME";
+// "randomized (...)" or "fixed": how each sampling period was chosen.
+inline constexpr const char* kPeriods = "HYBRIDPROF::PERIODS";
 inline constexpr const char* kVersion = "HYBRIDPROF::VERSION";
 inline constexpr const char* kNotices = "HYBRIDPROF::NOTICES";      // one notice per line
 // Who wrote the archive, and when: the ranks at the end of an MPI job, or

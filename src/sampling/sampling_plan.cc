@@ -120,18 +120,9 @@ std::string timer_differences(const SamplingRequest& request) {
   return " (CPU time instead of " + quoted(request.event) + period_change(request) + ")";
 }
 
-}  // namespace
 
-const char* kernel_time_text(KernelTime k) {
-  switch (k) {
-    case KernelTime::kSampled: return "sampled ([kernel] frames)";
-    case KernelTime::kWithUserTime: return "counted with user time (CPU-time timers)";
-    case KernelTime::kNotSampled: return "not sampled (user-level event)";
-  }
-  return "-";
-}
-
-SamplingPlan plan_sampling(const SamplingRequest& request) {
+// The mechanism, event and period that this system allows for `request`.
+SamplingPlan choose_mechanism(const SamplingRequest& request) {
   const EventSpec& event = request.event;
   if (request.force_timer) {
     std::string notice;
@@ -194,6 +185,34 @@ SamplingPlan plan_sampling(const SamplingRequest& request) {
   return timer_plan(request, "hybridprof: event " + quoted(event) + " " + why + " and " + clock_failure +
                                  errno_text(clock_err) + "); sampling with POSIX CPU-time timers" +
                                  timer_differences(request));
+}
+
+}  // namespace
+
+const char* kernel_time_text(KernelTime k) {
+  switch (k) {
+    case KernelTime::kSampled: return "sampled ([kernel] frames)";
+    case KernelTime::kWithUserTime: return "counted with user time (CPU-time timers)";
+    case KernelTime::kNotSampled: return "not sampled (user-level event)";
+  }
+  return "-";
+}
+
+uint64_t SamplingPlan::perf_period() const {
+  const uint64_t v = value > 0 ? value : 1;
+  if (!frequency) return v;
+  if (!event.software_clock) return 0;
+  return 1000000000ull / v > 0 ? 1000000000ull / v : 1;  // as fill_sampling_attr opens it
+}
+
+const char* periods_text(const SamplingPlan& plan) {
+  return plan.randomized ? "randomized (uniform from half to one and a half of the period)" : "fixed";
+}
+
+SamplingPlan plan_sampling(const SamplingRequest& request) {
+  SamplingPlan plan = choose_mechanism(request);
+  plan.randomized = !request.fixed_period && plan.mechanism == Mechanism::kPerfEvent && plan.perf_period() > 0;
+  return plan;
 }
 
 }  // namespace hybridprof::sampling

@@ -28,6 +28,7 @@ struct SamplingRequest {
   bool frequency = true;
   bool force_timer = false; // testing/escape hatch: skip perf_event (env HYBRIDPROF_FORCE_TIMER=1 is read by the caller)
   bool kernel = true;       // sample kernel mode too, where the system allows it
+  bool fixed_period = false; // every period as asked (--fixed-period), not randomized around it
 };
 
 struct SamplingPlan {
@@ -40,7 +41,22 @@ struct SamplingPlan {
   uint64_t timer_interval_ns = 0;
   KernelTime kernel_time = KernelTime::kSampled;
   std::string notice;       // one line for the user when we fell back, else ""
+  // Each thread draws its perf event's periods at random around the plan's
+  // (PeriodJitter), unless the request asked for fixed periods. Not:
+  //  - a hardware event in the kernel's frequency mode (-F), whose period
+  //    the kernel adapts at every overflow itself (the period-update ioctl
+  //    sets its frequency there, not its period);
+  //  - POSIX CPU-time timers: their signals come at scheduler ticks, which
+  //    are the real sampling clock whatever the timer's interval, so a
+  //    random interval would not move where samples land.
+  bool randomized = false;
+
+  // The perf event's period in its own units (ns for software clocks), or
+  // 0 in the kernel's frequency mode.
+  uint64_t perf_period() const;
 };
+// "randomized" or "fixed", for the archive.
+const char* periods_text(const SamplingPlan&);
 
 // Probes by perf_event_open'ing the event, exactly as ThreadSampler will, on
 // the calling thread (then closes it), at user and kernel level unless the

@@ -30,6 +30,7 @@
 #include <string>
 #include <type_traits>
 
+#include "sampling/period_jitter.h"
 #include "sampling/sampling_plan.h"
 
 namespace hybridprof::sampling {
@@ -144,6 +145,17 @@ class ThreadSampler {
   // limit), an interval timer re-arms itself.
   void after_owned_signal(const siginfo_t* info);
   static constexpr uint32_t kSwitchCheckSignals = 8;
+
+  // Async-signal-safe (one system call), for an owned perf signal, after
+  // sample_was_in_kernel() and before the sample's work: where the plan is
+  // randomized, sets the thread's next period to a fresh draw
+  // (PeriodJitter) with PERF_EVENT_IOC_PERIOD (about 3 us here), which
+  // restarts the count from now. What the event counted between the
+  // overflow and that restart (the signal's delivery, 30-60 us of CPU time
+  // in this virtual machine) is in no period: the count read from the
+  // overflow's sample record measures it, and the next draw is shortened by
+  // the last one's. Without a ring (user-level events) it is not measured.
+  void draw_next_period(const siginfo_t* info);
   static constexpr uint64_t kMaxOwnSwitchesPerCpuSecond = 5000;
 
   // Async-signal-safe, on the sampler's own thread: it called sched_yield.
@@ -207,6 +219,12 @@ class ThreadSampler {
       tail += h->size >= sizeof *h ? h->size : sizeof *h;
       if (h->type == PERF_RECORD_SAMPLE) {
         in_kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+        // With PERF_SAMPLE_READ (randomized periods) the event's count
+        // follows the header, 8-byte aligned: it may wrap, a header never.
+        if (jitter_period_ != 0 && h->size >= sizeof *h + sizeof(uint64_t)) {
+          const uint64_t at = tail - h->size + sizeof *h;
+          overflow_count_ = *reinterpret_cast<const uint64_t*>(ring_data_ + (at & ring_mask_));
+        }
         break;
       }
     }
@@ -235,6 +253,15 @@ class ThreadSampler {
   const unsigned char* ring_data_ = nullptr;
   uint64_t ring_mask_ = 0;
   size_t ring_map_bytes_ = 0;
+
+  // Randomized periods: the thread's generator, the plan's period around
+  // which it draws (0: fixed periods), the event's count at the overflow
+  // being handled and at the one before (0: not known; read from the
+  // sample records), and the period set at the one before.
+  void seed_jitter(pid_t tid);
+  PeriodJitter jitter_;
+  uint64_t jitter_period_ = 0;
+  uint64_t overflow_count_ = 0, last_overflow_count_ = 0, last_period_ = 0;
 
   int fd_ = -1;             // the open perf event, -1 when none
   int signalled_fd_ = -1;   // si_fd of our perf signals; kept after stop() (rule 4)

@@ -30,7 +30,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'G'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'H'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -103,6 +103,7 @@ struct ProcessBegin {
   uint64_t signal = 0;
   std::string python;     // "3.11" when the process's Python frames are read, else ""
   std::string kernel_time;  // what became of time in the kernel (sampling::kernel_time_text)
+  std::string periods;      // "randomized ..." or "fixed" (sampling::periods_text)
 };
 struct ModuleLoad {
   uint32_t id = 0;

@@ -145,6 +145,7 @@ class Decoder {
         r.max_depth = varint(); r.signal = varint();
         r.python = string();
         r.kernel_time = string();
+        r.periods = string();
         out = std::move(r);
         break;
       }
@@ -394,6 +395,7 @@ void StreamWriter::put(const T& r) {
       put_varint(r.max_depth); put_varint(r.signal);
       put_string(r.python);
       put_string(r.kernel_time);
+      put_string(r.periods);
     } else if constexpr (std::is_same_v<T, ModuleLoad>) {
       tag(Tag::kModuleLoad);
       put_varint(r.id); put_varint(r.timestamp_ns); put_varint(r.bias);

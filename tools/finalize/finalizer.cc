@@ -453,6 +453,7 @@ class Finalizer {
       w.set_property(otf2::property::kMechanism, first.mechanism);
       w.set_property(otf2::property::kKernelTime, first.kernel_time);
       w.set_property(otf2::property::kPeriod, period);
+      w.set_property(otf2::property::kPeriods, first.periods);
       w.set_property(otf2::property::kVersion, HYBRIDPROF_VERSION);
       w.set_property(otf2::property::kNotices, join(notices, "\n"));
       w.set_property(otf2::property::kWrittenBy, options_.written_by);

@@ -208,6 +208,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
   d.event = b.event;
   d.mechanism = b.mechanism;
   d.kernel_time = b.kernel_time;
+  d.periods = b.periods;
   d.period = b.period;
   d.frequency = b.frequency;
   d.begin_monotonic_ns = b.monotonic_ns;
@@ -359,7 +360,7 @@ template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r) {
 }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
   fields(io, p.pid, p.ppid, p.launcher_rank, p.name, p.role, p.hostname, p.command, p.python, p.exit_status,
-         p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.period, p.frequency, p.begin_monotonic_ns,
+         p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.period, p.frequency, p.begin_monotonic_ns,
          p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.job_rank, p.definitions, p.notices,
          p.warnings);
 }

@@ -59,7 +59,7 @@ struct ProcessDefinitions {
   std::string hostname, command, python, exit_status;
   uint64_t samples_without_thread = 0;
   // The sampling source.
-  std::string event, mechanism, kernel_time;
+  std::string event, mechanism, kernel_time, periods;
   uint64_t period = 0;
   bool frequency = false;
   uint64_t begin_monotonic_ns = 0, begin_realtime_ns = 0, last_ns = 0;

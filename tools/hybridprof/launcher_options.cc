@@ -20,6 +20,11 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
                        cores yield thousands of times a second; a perf event
                        costs every switch, most in a virtual machine). Kernel
                        time then counts under the function that entered it
+      --fixed-period   every sampling period exactly as asked, as perf does;
+                       by default each is drawn at random between half and
+                       one and a half of it (same mean rate), so that a
+                       program with a loop in step with the sampler is not
+                       sampled at the same points of it every round
   -o, --output DIR     output directory (default: a new hybridprof-<program>-<time>)
       --max-depth N    deepest stack recorded (default 256, at most 512)
       --signal SIG     signal used for samples (default SIGRTMIN+4)
@@ -140,6 +145,8 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
       o->traced = 0;
     } else if (arg == "--timer" && !has_inline) {
       o->timer = true;
+    } else if (arg == "--fixed-period" && !has_inline) {
+      o->fixed_period = true;
     } else if (arg == "--no-jit-map" && !has_inline) {
       o->jit_map = false;
     } else if (arg == "--list-events" && !has_inline) {

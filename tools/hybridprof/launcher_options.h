@@ -23,6 +23,7 @@ struct LauncherOptions {
   uint32_t traced = kAllTracedAdapters;  // --trace LIST / --no-trace: a mask over kTracedAdapters
   bool jit_map = true;                // false: --no-jit-map (do not ask JIT compilers for perf maps)
   bool timer = false;                 // --timer: POSIX CPU-time timers instead of perf_event
+  bool fixed_period = false;          // --fixed-period: no randomized periods
   bool list_events = false, help = false, version = false;
   std::vector<std::string> command;   // program and its arguments
 };

@@ -131,6 +131,8 @@ int run(int argc, char** argv) {
   request.value = o.period ? *o.period : o.frequency.value_or(1000);
   request.force_timer = o.timer || env::flag(env::kForceTimer);
   if (o.timer) set_env(env::kForceTimer, "1");  // the runtime's choice too
+  request.fixed_period = o.fixed_period || env::flag(env::kFixedPeriod);
+  if (o.fixed_period) set_env(env::kFixedPeriod, "1");
   const sampling::SamplingPlan plan = sampling::plan_sampling(request);
   // A rank of an MPI job: the ranks write the job's archive together at
   // their exit (tools/finalize/job_archive.h); the last launcher reports it.

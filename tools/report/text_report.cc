@@ -179,6 +179,7 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
   table.add_row({"Program", archive_property(archive, property::kProgram)});
   table.add_row({"Duration", duration_text(archive.clock)});
   table.add_row({"Event", period == "-" ? event : event + " at " + period});
+  table.add_row({"Periods", archive_property(archive, property::kPeriods)});
   table.add_row({"Mechanism", archive_property(archive, property::kMechanism)});
   table.add_row({"Kernel time", archive_property(archive, property::kKernelTime)});
   table.add_row({"Processes", std::to_string(archive.processes.size())});

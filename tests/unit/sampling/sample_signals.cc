@@ -13,6 +13,17 @@ void counting_handler(int, siginfo_t* info, void*) {
   SignalCounts& c = counts();
   ThreadSampler* sampler = t_sampler;
   if (sampler != nullptr && sampler->owns(info)) {
+    sampler->sample_was_in_kernel();  // as the runtime's handler does: it reads the overflow's record
+    sampler->draw_next_period(info);
+    timespec now;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    const uint64_t cpu_ns = uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
+    const int n = c.intervals.load(std::memory_order_relaxed);
+    if (c.last_signal_cpu_ns != 0 && n < SignalCounts::kMaxIntervals) {
+      c.intervals_ns[n] = cpu_ns - c.last_signal_cpu_ns;
+      c.intervals.store(n + 1, std::memory_order_relaxed);
+    }
+    c.last_signal_cpu_ns = cpu_ns;
     c.owned.fetch_add(1, std::memory_order_relaxed);
     c.owned_weight.fetch_add(ThreadSampler::sample_weight(info), std::memory_order_relaxed);
     if (info->si_code == SI_TIMER) c.owned_timer.fetch_add(1, std::memory_order_relaxed);
@@ -43,6 +54,8 @@ void SignalCounts::reset() {
   foreign_tkill = 0;
   foreign_queue = 0;
   foreign_other = 0;
+  intervals = 0;
+  last_signal_cpu_ns = 0;
 }
 
 SignalCounts& counts() {

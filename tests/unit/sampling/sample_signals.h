@@ -20,6 +20,12 @@ struct SignalCounts {
   std::atomic<uint64_t> foreign_tkill{0};  // owns() false, si_code SI_TKILL
   std::atomic<uint64_t> foreign_queue{0};  // owns() false, si_code SI_QUEUE
   std::atomic<uint64_t> foreign_other{0};  // owns() false, anything else
+  // The thread's CPU time between consecutive owned signals, in ns (the
+  // first kMaxIntervals), from the thread the sampler is on.
+  static constexpr int kMaxIntervals = 4096;
+  uint64_t intervals_ns[kMaxIntervals] = {};
+  std::atomic<int> intervals{0};
+  uint64_t last_signal_cpu_ns = 0;
   void reset();
 };
 SignalCounts& counts();

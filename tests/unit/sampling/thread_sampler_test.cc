@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <vector>
 #include <functional>
 #include <string>
 #include <thread>
@@ -119,6 +122,43 @@ TEST_F(ThreadSamplerTest, PosixTimerDeliversOneMillisecondIntervals) {
   EXPECT_LE(double(d.weight), d.cpu_seconds * 1000.0 + 2) << "more intervals than CPU milliseconds";
   EXPECT_EQ(d.owned_later, d.owned_at_stop) << "signals after stop()";
   EXPECT_EQ(d.foreign, 0u);
+}
+
+// Randomized periods: the CPU time between a perf event's signals spreads
+// over [P/2, 3P/2] with a mean of P; fixed ones do not spread.
+TEST_F(ThreadSamplerTest, RandomizedPeriodsSpreadAroundTheRequestedOne) {
+  for (const bool fixed : {false, true}) {
+    SamplingRequest request;
+    std::string error;
+    ASSERT_TRUE(encode_event("cpu-clock", &request.event, &error)) << error;
+    request.value = 1000;
+    request.fixed_period = fixed;
+    const SamplingPlan plan = plan_sampling(request);
+    if (plan.mechanism != Mechanism::kPerfEvent) GTEST_SKIP() << "perf_event unavailable: " << plan.notice;
+    EXPECT_EQ(plan.randomized, !fixed);
+    EXPECT_EQ(std::string(periods_text(plan)).rfind(fixed ? "fixed" : "randomized", 0), 0u);
+    on_sampled_thread([&](ThreadSampler& sampler) {
+      ASSERT_TRUE(sampler.start(plan, sample_signal(), &error)) << error;
+      spin_cpu(0.5);
+    });
+    const int n = counts().intervals.load();
+    ASSERT_GE(n, 200) << "signals in 0.5 s of CPU";
+    std::vector<double> ms(counts().intervals_ns, counts().intervals_ns + n);
+    for (double& v : ms) v /= 1e6;
+    std::sort(ms.begin(), ms.end());
+    const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / n;
+    // Quartiles, not extremes: a preempted thread's signal may come late.
+    const double q1 = ms[size_t(n / 4)], q3 = ms[size_t(3 * n / 4)];
+    std::printf("DEBUG fixed=%d n=%d mean=%.4f q1=%.4f q3=%.4f min=%.4f max=%.4f\n", fixed, n, mean, q1, q3, ms.front(), ms.back());
+    if (fixed) {
+      EXPECT_LT(q3 - q1, 0.05) << "fixed periods: quartiles " << q1 << ", " << q3 << " ms";
+    } else {
+      EXPECT_NEAR(mean, 1.0, 0.06) << "mean period (ms)";
+      EXPECT_NEAR(q1, 0.75, 0.1) << "first quartile (ms)";
+      EXPECT_NEAR(q3, 1.25, 0.1) << "third quartile (ms)";
+      EXPECT_GE(ms.front(), 0.45) << "shortest period (ms)";
+    }
+  }
 }
 
 class ThreadSamplerForeignTest : public ThreadSamplerTest, public ::testing::WithParamInterface<bool> {};
