@@ -4,12 +4,21 @@
 //    (unwind from the signal context, record into the ring) at a stack
 //    of about N frames (40, and 150 as deep C++ stacks such as PyTorch's).
 // The difference is the handler's own cost per sample.
+//  - BM_RandomizedPeriod: what randomized periods add to a sample: a draw
+//    and PERF_EVENT_IOC_PERIOD on a running cpu-clock event of this thread
+//    (ThreadSampler::draw_next_period), against BM_FixedPeriod's nothing.
 #include <benchmark/benchmark.h>
 #include <signal.h>
 #include <ucontext.h>
 
 #include <vector>
 
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sampling/period_jitter.h"
 #include "sigsafe/thread_ring.h"
 #include "trace/records.h"
 #include "unwind/native_unwinder.h"
@@ -77,6 +86,41 @@ void BM_SignalUnwindAndRecord(benchmark::State& state) {
   state.counters["frames"] = g_last_depth;
 }
 BENCHMARK(BM_SignalUnwindAndRecord)->Arg(40)->Arg(150);
+
+// A counting cpu-clock event of this thread with a 1 ms period and no
+// signal: the event the period updates restart. -1 where perf_event is refused.
+int open_cpu_clock() {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  attr.sample_period = 1000000;
+  attr.exclude_hv = 1;
+  return int(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+void BM_RandomizedPeriod(benchmark::State& state) {
+  const int fd = open_cpu_clock();
+  if (fd < 0) {
+    state.SkipWithError("perf_event_open refused");
+    return;
+  }
+  sampling::PeriodJitter jitter;
+  jitter.seed(uint64_t(getpid()));
+  for (auto _ : state) {
+    uint64_t next = jitter.next(1000000);
+    ioctl(fd, PERF_EVENT_IOC_PERIOD, &next);
+  }
+  close(fd);
+}
+BENCHMARK(BM_RandomizedPeriod);
+
+void BM_FixedPeriod(benchmark::State& state) {
+  const int fd = open_cpu_clock();
+  for (auto _ : state) benchmark::DoNotOptimize(fd);
+  if (fd >= 0) close(fd);
+}
+BENCHMARK(BM_FixedPeriod);
 
 }  // namespace
 }  // namespace hybridprof

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Overhead of hybridprof on a CPU-bound 2-thread program with ~30-frame
 # stacks, measured in one run: plain vs `hybridprof -F 1000` vs `-F 10000`
+# vs `hybridprof -F 1000 --fixed-period` (what randomized periods cost)
 # vs `perf record -F 1000 -g`, interleaved (ABCD ABCD ...) so machine noise
 # hits every variant alike; medians and their ratios are printed. Two more
 # rows split the 1 kHz cost: the program alone under the preloaded runtime
@@ -36,6 +37,7 @@ for i in $(seq "$runs"); do
   run plain "$bin/overhead_workload" "$rounds"
   run hp1k "$bin/hybridprof" -F 1000 -o "$work/hp1k.$i" -- "$bin/overhead_workload" "$rounds"
   run hp10k "$bin/hybridprof" -F 10000 -o "$work/hp10k.$i" -- "$bin/overhead_workload" "$rounds"
+  run hp1k_fixed "$bin/hybridprof" -F 1000 --fixed-period -o "$work/hp1kf.$i" -- "$bin/overhead_workload" "$rounds"
   run preload env HYBRIDPROF_QUIET=1 HYBRIDPROF_OUTPUT_DIR="$work/pre.$i" LD_PRELOAD="$build/lib/libhybridprof.so" \
     "$bin/overhead_workload" "$rounds"
   run floor_plain "$bin/signal_floor" none "$rounds"
@@ -50,6 +52,9 @@ echo "overhead on $(nproc) cores, $runs interleaved runs, median wall time"
 printf "  plain                      %8.3f s\n" "$(ratio "$plain" 1e9)"
 printf "  hybridprof -F 1000         %8.3f s  ratio %s (target <= 1.02)\n" "$(ratio "$hp1k" 1e9)" "$(ratio "$hp1k" "$plain")"
 printf "  hybridprof -F 10000        %8.3f s  ratio %s\n" "$(ratio "$hp10k" 1e9)" "$(ratio "$hp10k" "$plain")"
+fixed=$(median "$work/hp1k_fixed")
+printf "  hybridprof -F 1000 --fixed-period %8.3f s  ratio %s; randomized / fixed %s (target <= 1.005)\n" \
+  "$(ratio "$fixed" 1e9)" "$(ratio "$fixed" "$plain")" "$(ratio "$hp1k" "$fixed")"
 pre=$(median "$work/preload")
 printf "  program alone, preloaded   %8.3f s  ratio %s (1 kHz, without the launcher and the final archive writing)\n" \
   "$(ratio "$pre" 1e9)" "$(ratio "$pre" "$plain")"

@@ -1,8 +1,8 @@
 // Every thread the program creates is sampled from its first instruction of
 // user code: pthread_create starts it through a trampoline that sets up its
-// ring and sampler. Its end is seen by a pthread key destructor, which also
-// runs on pthread_exit and after thread_local destructors. A thread whose
-// stack is too small for that set-up runs as is, unsampled (and counted).
+// ring and sampler (on the runtime's signal stack when the thread's own is
+// too small for it). Its end is seen by a pthread key destructor, which
+// also runs on pthread_exit and after thread_local destructors.
 //
 // The new thread neither mallocs nor frees on the profiler's behalf: a
 // thread that calls either gets a malloc arena of its own, set up and
@@ -52,7 +52,10 @@ void* trampoline(void* raw) {
   void* const arg = request->arg;
   const KnownStack stack = request->stack;
   give_back(request);
-  thread_begin(stack);
+  if (stack.bytes != 0 && stack.bytes < kMinSampledStackBytes)
+    begin_thread_on_signal_stack(stack);
+  else
+    thread_begin(stack);
   return routine(arg);
 }
 

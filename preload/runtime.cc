@@ -375,7 +375,7 @@ bool sampling_enabled() { return recording_now(); }
 bool profile_open() { return g_enabled.load(std::memory_order_relaxed); }
 ThreadContext* this_thread() { return tls_thread; }
 
-void thread_begin(KnownStack stack) {
+void thread_begin(KnownStack stack, void* signal_stack) {
   Runtime* rt = runtime();
   if (!rt || !g_enabled || tls_thread) return;
   const pid_t tid = static_cast<pid_t>(gettid());
@@ -387,7 +387,7 @@ void thread_begin(KnownStack stack) {
   if (!state) return;
   ThreadContext* ctx = new (&tls_context) ThreadContext();  // trivially destructible: nothing to end first
   ctx->state = state;
-  install_signal_stack(*ctx);
+  install_signal_stack(*ctx, signal_stack);
   state->sampled.record_deferred = record_deferred_samples;
   if (rt->python.enabled()) {
     state->sampled.python_window = std::make_unique<python::PythonReadWindow>();

@@ -28,15 +28,17 @@ struct ThreadContext {
 };
 
 // The sample handler's own stack (signal_stack.cc): installed on a thread
-// before its sampler starts, removed at its end. False when it cannot be
-// (the handler then runs on the thread's stack).
-bool install_signal_stack(ThreadContext&);
+// before its sampler starts (`mapped`: one begin_thread_on_signal_stack
+// mapped), removed at its end. False when it cannot be (the handler then
+// runs on the thread's stack).
+bool install_signal_stack(ThreadContext&, void* mapped = nullptr);
 void remove_signal_stack(ThreadContext&);
-// Threads with smaller stacks are not sampled: the runtime's start on a
-// thread (libunwind's set-up) takes about 16 KiB of its stack.
+// Threads with smaller stacks start the runtime's part on its signal stack
+// instead: that start (libunwind's set-up) takes about 16 KiB of stack.
 inline constexpr size_t kMinSampledStackBytes = 32 * 1024;
 // True (and counted) when a thread of `bytes` of stack (0: unknown) is too
-// small to sample; the notice naming those threads, "" when none.
+// small to sample: only where no other stack can be used for its start;
+// the notice naming those threads, "" when none.
 bool stack_too_small_to_sample(size_t bytes);
 std::string small_stack_notice();
 
@@ -97,7 +99,10 @@ struct KnownStack {
 // On a new thread, before its start routine; and at its end. Neither
 // mallocs or frees on a thread started by pthread_create (a thread that
 // does gets a malloc arena, set up and grown at its first call).
-void thread_begin(KnownStack stack = {});
+void thread_begin(KnownStack stack = {}, void* signal_stack = nullptr);
+// thread_begin on the thread's signal stack, mapped first (signal_stack.cc),
+// for a thread whose own stack is smaller than kMinSampledStackBytes.
+void begin_thread_on_signal_stack(KnownStack stack);
 void thread_end();
 
 // Final flush at process end (exit, _exit, exec).

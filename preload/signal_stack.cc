@@ -9,7 +9,9 @@
 //
 // Threads whose stacks are too small to start the runtime's part on them
 // (kMinSampledStackBytes: libunwind's set-up at the thread's start needs
-// about 16 KiB) are left unsampled, counted, and named in a notice.
+// about 16 KiB) start it on this stack instead (run_on_stack.h); where
+// that cannot be (no memory for it, an architecture without the switch)
+// they are left unsampled, counted, and named in a notice.
 #include <errno.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -24,6 +26,7 @@
 
 #include "common/mapping_pool.h"
 #include "preload/real_functions.h"
+#include "preload/run_on_stack.h"
 #include "preload/runtime.h"
 
 namespace hybridprof::preload {
@@ -38,8 +41,18 @@ size_t page_bytes() {
 
 size_t mapping_bytes() { return page_bytes() + kSignalStackBytes; }
 
+// Small-stack threads left unsampled, and why (a string literal).
 std::atomic<uint64_t> g_small_stack_threads{0};
 std::atomic<size_t> g_smallest_stack{SIZE_MAX};
+std::atomic<const char*> g_small_stack_reason{nullptr};
+
+void count_unsampled_small_stack(size_t bytes, const char* reason) {
+  g_small_stack_threads.fetch_add(1, std::memory_order_relaxed);
+  g_small_stack_reason.store(reason, std::memory_order_relaxed);
+  size_t smallest = g_smallest_stack.load(std::memory_order_relaxed);
+  while (bytes < smallest && !g_smallest_stack.compare_exchange_weak(smallest, bytes)) {
+  }
+}
 
 // Ended threads' stacks, for the next threads. Constant-initialized: the
 // runtime's constructor may start the main thread's before this file's
@@ -65,8 +78,8 @@ void unmap_signal_stack(void* map) {
 
 }  // namespace
 
-bool install_signal_stack(ThreadContext& ctx) {
-  void* map = map_signal_stack();
+bool install_signal_stack(ThreadContext& ctx, void* mapped) {
+  void* map = mapped != nullptr ? mapped : map_signal_stack();
   if (map == nullptr) return false;
   stack_t ss{};
   ss.ss_sp = static_cast<unsigned char*>(map) + page_bytes();
@@ -75,7 +88,7 @@ bool install_signal_stack(ThreadContext& ctx) {
   // (the main thread): what sigaltstack() goes on telling it.
   stack_t before{};
   if (real().sigaltstack(&ss, &before) != 0) {
-    unmap_signal_stack(map);
+    if (mapped == nullptr) unmap_signal_stack(map);  // else its mapper's (which may be running on it)
     return false;
   }
   before.ss_flags &= SS_DISABLE;
@@ -97,21 +110,37 @@ void remove_signal_stack(ThreadContext& ctx) {
 }
 
 bool stack_too_small_to_sample(size_t bytes) {
-  if (bytes == 0 || bytes >= kMinSampledStackBytes) return false;
-  g_small_stack_threads.fetch_add(1, std::memory_order_relaxed);
-  size_t smallest = g_smallest_stack.load(std::memory_order_relaxed);
-  while (bytes < smallest && !g_smallest_stack.compare_exchange_weak(smallest, bytes)) {
-  }
+  if (bytes == 0 || bytes >= kMinSampledStackBytes || can_run_on_other_stack()) return false;
+  count_unsampled_small_stack(bytes, "this architecture cannot start the profiler on a stack of its own");
   return true;
+}
+
+void begin_thread_on_signal_stack(KnownStack stack) {
+  void* map = map_signal_stack();
+  if (map == nullptr) {
+    count_unsampled_small_stack(stack.bytes, "no memory was left for the profiler's own stack");
+    return;
+  }
+  struct Start {
+    KnownStack stack;
+    void* map;
+  } start{stack, map};
+  hybridprof_run_on_stack(static_cast<unsigned char*>(map) + mapping_bytes(), [](void* p) {
+    const auto* s = static_cast<const Start*>(p);
+    thread_begin(s->stack, s->map);
+  }, &start);
+  const ThreadContext* ctx = this_thread();
+  if (ctx == nullptr || ctx->signal_stack != map) unmap_signal_stack(map);  // thread_begin did not keep it
 }
 
 std::string small_stack_notice() {
   const uint64_t n = g_small_stack_threads.load();
   if (n == 0) return {};
+  const char* reason = g_small_stack_reason.load();
   return std::to_string(n) + (n == 1 ? " thread was" : " threads were") + " not sampled: " +
          (n == 1 ? "its stack" : "their stacks") + " (the smallest " + std::to_string(g_smallest_stack.load() / 1024) +
          " KiB) " + (n == 1 ? "is" : "are") + " smaller than the " + std::to_string(kMinSampledStackBytes / 1024) +
-         " KiB the profiler needs to start on a thread";
+         " KiB the profiler needs to start on a thread, and " + (reason ? reason : "?");
 }
 
 }  // namespace hybridprof::preload

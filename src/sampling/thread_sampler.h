@@ -262,6 +262,7 @@ class ThreadSampler {
   PeriodJitter jitter_;
   uint64_t jitter_period_ = 0;
   uint64_t overflow_count_ = 0, last_overflow_count_ = 0, last_period_ = 0;
+  uint64_t delivery_count_ = 0;  // the running mean of the delivery's count
 
   int fd_ = -1;             // the open perf event, -1 when none
   int signalled_fd_ = -1;   // si_fd of our perf signals; kept after stop() (rule 4)
