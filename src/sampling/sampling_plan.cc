@@ -206,7 +206,10 @@ uint64_t SamplingPlan::perf_period() const {
 }
 
 const char* periods_text(const SamplingPlan& plan) {
-  return plan.randomized ? "randomized (uniform from half to one and a half of the period)" : "fixed";
+  if (plan.randomized) return "randomized (uniform from half to one and a half of the period)";
+  if (plan.mechanism == Mechanism::kPosixTimer) return "fixed (CPU-time timers: samples come at scheduler ticks)";
+  if (plan.perf_period() == 0) return "fixed (the kernel's frequency mode: -c N randomizes a hardware event's)";
+  return "fixed";
 }
 
 SamplingPlan plan_sampling(const SamplingRequest& request) {

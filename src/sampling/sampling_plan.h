@@ -55,7 +55,7 @@ struct SamplingPlan {
   // 0 in the kernel's frequency mode.
   uint64_t perf_period() const;
 };
-// "randomized" or "fixed", for the archive.
+// "randomized (...)", "fixed" (asked for) or "fixed (why)", for the archive.
 const char* periods_text(const SamplingPlan&);
 
 // Probes by perf_event_open'ing the event, exactly as ThreadSampler will, on

@@ -103,7 +103,7 @@ TEST_F(SamplingPeriods, SamplesTimesThePeriodAreTheThreadsCpuTime) {
 
 TEST_F(SamplingPeriods, FixedPeriodIsAskedForAndRecorded) {
   const std::string d = scratch / "D";
-  const RunResult r = profile({"--fixed-period", "-o", d}, {fixture("periodic_rounds"), "1", "0.2"});
+  const RunResult r = profile({"--fixed-period", "-e", "cpu-clock", "-o", d}, {fixture("periodic_rounds"), "1", "0.2"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   std::string error;
   auto p = load_profile(d, &error);

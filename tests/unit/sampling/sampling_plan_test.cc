@@ -271,5 +271,38 @@ TEST(PlanSampling, NoEventOpensAtAllFallsBackToTimers) {
   expect_child(ENOENT, request_for("cycles"), "'cycles' is not supported");
 }
 
+// Which plans draw random periods, and what the archive will say.
+TEST(PlanSampling, PeriodsAreRandomizedWhereAPeriodCanBeSet) {
+  SamplingRequest clock = request_for("cpu-clock");
+  const SamplingPlan random = plan_sampling(clock);
+  if (random.mechanism == Mechanism::kPerfEvent) {
+    EXPECT_TRUE(random.randomized);
+    EXPECT_EQ(random.perf_period(), 1000000u) << "1 kHz of a clock: 1 ms in ns";
+    EXPECT_TRUE(contains(periods_text(random), "randomized")) << periods_text(random);
+  }
+  clock.fixed_period = true;
+  const SamplingPlan fixed = plan_sampling(clock);
+  EXPECT_FALSE(fixed.randomized);
+  if (fixed.mechanism == Mechanism::kPerfEvent) {
+    EXPECT_STREQ(periods_text(fixed), "fixed");
+  }
+  // Timers: their signals come at ticks, whatever the interval.
+  SamplingRequest timer = request_for("cpu-clock");
+  timer.force_timer = true;
+  const SamplingPlan timed = plan_sampling(timer);
+  EXPECT_FALSE(timed.randomized);
+  EXPECT_TRUE(contains(periods_text(timed), "ticks")) << periods_text(timed);
+  // A hardware event at -F: the kernel's frequency mode, which sets its own periods.
+  SamplingPlan hardware_frequency;
+  hardware_frequency.event = encoded("cycles");
+  hardware_frequency.value = 1000;
+  hardware_frequency.frequency = true;
+  EXPECT_EQ(hardware_frequency.perf_period(), 0u);
+  EXPECT_TRUE(contains(periods_text(hardware_frequency), "frequency mode")) << periods_text(hardware_frequency);
+  hardware_frequency.frequency = false;  // -c 1000000
+  hardware_frequency.value = 1000000;
+  EXPECT_EQ(hardware_frequency.perf_period(), 1000000u);
+}
+
 }  // namespace
 }  // namespace hybridprof::sampling
