@@ -164,7 +164,7 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
     // Its record in the event's ring is consumed whatever becomes of the sample.
     const bool in_kernel = ctx->sampler.sample_was_in_kernel();
     if (sampling_enabled()) {
-      ctx->sampler.draw_next_period(info);  // first: the time until it is in no period
+      ctx->sampler.draw_next_period(info);  // first: until it has run, the event counts toward no period
       const sigsafe::SectionScope recording(sigsafe::Section::kSampleHandler);
       record_sample(*rt, *ctx->state, info, ucontext, in_kernel);
       ctx->sampler.after_owned_signal(info);  // a thread's first period starts its perf event

@@ -145,6 +145,7 @@ class ThreadSampler {
   // limit), an interval timer re-arms itself.
   void after_owned_signal(const siginfo_t* info);
   static constexpr uint32_t kSwitchCheckSignals = 8;
+  static constexpr uint64_t kMaxOwnSwitchesPerCpuSecond = 5000;
 
   // Async-signal-safe (one system call), for an owned perf signal, after
   // sample_was_in_kernel() and before the sample's work: where the plan is
@@ -153,10 +154,9 @@ class ThreadSampler {
   // restarts the count from now. What the event counted between the
   // overflow and that restart (the signal's delivery, 30-60 us of CPU time
   // in this virtual machine) is in no period: the count read from the
-  // overflow's sample record measures it, and the next draw is shortened by
-  // the last one's. Without a ring (user-level events) it is not measured.
+  // overflow's sample record measures it, and each draw is shortened by
+  // its running mean. Without a ring (user-level events) it is not measured.
   void draw_next_period(const siginfo_t* info);
-  static constexpr uint64_t kMaxOwnSwitchesPerCpuSecond = 5000;
 
   // Async-signal-safe, on the sampler's own thread: it called sched_yield.
   void count_yield() { yields_.store(yields_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
