@@ -28,7 +28,7 @@ int dlclose(void* handle) {
   // Record the unload time precisely: samples drained later that were taken
   // before it still resolve to the library.
   const int rc = real().dlclose(handle);
-  if (Runtime* rt = runtime(); rt && sampling_enabled()) {
+  if (Runtime* rt = runtime(); rt && profile_recording()) {
     std::vector<raw::Record> changes;
     rt->modules.refresh(hybridprof::monotonic_ns(), &changes);
     rt->drain.append(changes);

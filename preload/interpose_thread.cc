@@ -80,7 +80,7 @@ using namespace hybridprof::preload;
 
 extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*routine)(void*),
                               void* arg) {
-  if (!runtime() || !sampling_enabled()) return real().pthread_create(thread, attr, routine, arg);
+  if (!runtime() || !profile_recording()) return real().pthread_create(thread, attr, routine, arg);
   const KnownStack stack = stack_of(attr);
   StartRequest* request = stack_too_small_to_sample(stack.bytes) ? nullptr : take_request();
   if (!request) return real().pthread_create(thread, attr, routine, arg);

@@ -49,7 +49,7 @@ static_assert(std::is_trivially_destructible_v<ThreadContext>, "a TLS object wit
 __attribute__((always_inline)) inline bool recording_now() {
   if (!g_enabled.load(std::memory_order_relaxed)) return false;
   const Runtime* rt = g_runtime.load(std::memory_order_acquire);
-  return rt && rt->drain.recording();
+  return rt && rt->drain.recording() && rt->drain.window_open();
 }
 
 std::string read_file(const char* path) {
@@ -235,7 +235,13 @@ void start_process(Runtime& rt) {
   options.max_bytes = rt.config.max_size_bytes;
   // An error, not a notice: said even when the launcher quiets notices.
   options.on_recording_stopped = [](const std::string& why) { say(why); };
-  options.tsc_trace_clock = g_trace_clock_tsc;  // decided at the first MPI call; a fork child inherits it
+  options.tsc_trace_clock = g_trace_clock_tsc;
+  // Capture windows, from this process's start (preload/capture_window.cc).
+  options.start_closed = rt.config.paused || rt.config.delay_ns != 0;
+  options.closed_cause = rt.config.paused ? "--paused" : "--delay";
+  if (rt.config.delay_ns != 0) options.open_at_ns = start_ns + rt.config.delay_ns;
+  if (rt.config.duration_ns != 0) options.close_at_ns = start_ns + rt.config.delay_ns + rt.config.duration_ns;
+  options.on_window_due = [](bool open, const char* cause) { set_capture_window(open, cause); };  // decided at the first MPI call; a fork child inherits it
   // The runtime's own code: its frames (wrappers aside) are not the program's.
   ModuleInfo self;
   if (rt.modules.find(reinterpret_cast<uint64_t>(&start_process), start_ns, &self)) {
@@ -372,6 +378,10 @@ void run_exit_hook(int status) {
   if (auto* hook = g_exit_hook.exchange(nullptr)) hook(status);
 }
 bool sampling_enabled() { return recording_now(); }
+bool profile_recording() {
+  const Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  return g_enabled.load(std::memory_order_relaxed) && rt && rt->drain.recording();
+}
 bool profile_open() { return g_enabled.load(std::memory_order_relaxed); }
 ThreadContext* this_thread() { return tls_thread; }
 
@@ -462,6 +472,7 @@ void finish_process(raw::EndReason reason, int64_t status) {
   if (!g_enabled.compare_exchange_strong(expected, false)) return;
   for_each_event_source([&](EventSource& s) { s.process_ending(reason); });
   if (const std::string line = small_stack_notice(); !line.empty()) notice(*rt, line);
+  if (const std::string line = capture_window_notice(); !line.empty()) notice(*rt, line);
   if (ThreadContext* ctx = tls_thread) prctl(PR_GET_NAME, ctx->state->name);
   raw::ProcessEnd end{monotonic_ns(), reason, status, rt->samples_without_thread.load()};
   rt->drain.stop(end);

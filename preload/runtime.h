@@ -81,9 +81,13 @@ bool mpi_helper_daemon(std::string_view program);
 
 // Null until the constructor has started the runtime (or when disabled).
 Runtime* runtime();
-// False from exit onwards, and once recording has stopped (a full disk,
-// --max-size: Drain::recording): the signal path then records nothing.
+// False from exit onwards, once recording has stopped (a full disk,
+// --max-size: Drain::recording), and while no capture window is open: the
+// signal path and the traced calls then record nothing.
 bool sampling_enabled();
+// As sampling_enabled(), windows aside: the process's profile goes on
+// (threads are set up, modules followed) between capture windows too.
+bool profile_recording();
 // True until the process's profile is ended (finish_process): a fault or
 // a terminating signal still ends it, after recording has stopped too.
 bool profile_open();
@@ -104,6 +108,15 @@ void thread_begin(KnownStack stack = {}, void* signal_stack = nullptr);
 // for a thread whose own stack is smaller than kMinSampledStackBytes.
 void begin_thread_on_signal_stack(KnownStack stack);
 void thread_end();
+
+// Capture windows (capture_window.cc): opens or closes this process's,
+// `cause` saying what did ("--delay", "hybridprof_stop()"); false when it
+// was already so (counted, for capture_window_notice). Not the signal path.
+bool set_capture_window(bool open, const char* cause);
+// A named point of the process's time (hybridprof_mark).
+void capture_mark(const char* text);
+// "" or one line on start/stop calls that changed nothing.
+std::string capture_window_notice();
 
 // Final flush at process end (exit, _exit, exec).
 void finish_process(raw::EndReason reason, int64_t status);

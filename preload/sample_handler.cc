@@ -169,7 +169,11 @@ void on_sample_signal(int signal, siginfo_t* info, void* ucontext) {
       record_sample(*rt, *ctx->state, info, ucontext, in_kernel);
       ctx->sampler.after_owned_signal(info);  // a thread's first period starts its perf event
     } else if (profile_open()) {
-      ctx->sampler.pause();  // recording stopped for good: no more signals
+      // Recording stopped for good, or the capture window closed: no more
+      // signals. A window that opened meanwhile resumed the samplers it
+      // saw before this pause: this one resumes itself.
+      ctx->sampler.pause();
+      if (sampling_enabled()) ctx->sampler.resume();
     }
   } else if (rt && looks_like_sample(info) && !program_handles(signal)) {
     // A sample for a thread that is starting or ending, or one still queued

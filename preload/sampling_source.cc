@@ -3,7 +3,11 @@
 // at its first sampling period, and closed when the thread ends or the
 // process does. The samples themselves are written by the signal handler
 // (sample_handler.cc).
+#include <algorithm>
+#include <mutex>
+#include <new>
 #include <string>
+#include <vector>
 
 #include "preload/runtime.h"
 #include "trace/event_source.h"
@@ -37,8 +41,24 @@ class SamplingSource final : public EventSource {
     ThreadContext* ctx = this_thread();
     if (!rt || !ctx) return;
     ctx->sampler.start_at_first_period(rt->plan, rt->sample_signal, t.tid, &failures_);
+    std::lock_guard lock(samplers_mutex_);
+    samplers_.push_back(&ctx->sampler);
   }
-  void thread_ending(ThreadState&) override { stop_this_thread(); }
+  void thread_ending(ThreadState&) override {
+    stop_this_thread();
+    if (ThreadContext* ctx = this_thread()) {
+      std::lock_guard lock(samplers_mutex_);
+      samplers_.erase(std::remove(samplers_.begin(), samplers_.end(), &ctx->sampler), samplers_.end());
+    }
+  }
+  // A closed window stops each thread's sampler at its next signal (the
+  // handler sees recording off and pauses it: one signal more, on the
+  // thread that owns it); an opening one starts them all again from here.
+  void window_changed(bool open) override {
+    if (!open) return;
+    std::lock_guard lock(samplers_mutex_);
+    for (const sampling::ThreadSampler* sampler : samplers_) sampler->resume();
+  }
   // Said once, at the end, however many threads (a program of thousands of
   // threads must not fill the archive with notices).
   void process_ending(raw::EndReason) override {
@@ -63,7 +83,13 @@ class SamplingSource final : public EventSource {
   }
   // The forking thread's sampler counts the parent's thread.
   void fork_child() override {
-    if (ThreadContext* ctx = this_thread()) ctx->sampler.reset_after_fork();
+    // Another thread may have held the lock at the fork: the child's is new.
+    new (&samplers_mutex_) std::mutex();
+    samplers_.clear();  // the parent's other threads do not exist here
+    if (ThreadContext* ctx = this_thread()) {
+      ctx->sampler.reset_after_fork();
+      samplers_.push_back(&ctx->sampler);
+    }
   }
 
  private:
@@ -72,6 +98,9 @@ class SamplingSource final : public EventSource {
   }
 
   sampling::StartFailures failures_;
+  // Every live thread's sampler, for window_changed (not the signal path).
+  std::mutex samplers_mutex_;
+  std::vector<const sampling::ThreadSampler*> samplers_;
 };
 
 HYBRIDPROF_EVENT_SOURCE(SamplingSource)

@@ -98,6 +98,15 @@ bool parse_signal(const std::string& text, int* signal) {
   return false;
 }
 
+bool parse_seconds(const std::string& text, uint64_t* ns) {
+  if (text.empty() || text.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !(seconds >= 0) || seconds > 366.0 * 86400) return false;
+  *ns = static_cast<uint64_t>(seconds * 1e9 + 0.5);
+  return true;
+}
+
 bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
   if (const char* v = get(env::kOutputDir)) c->output_dir = v;
   if (const char* v = get(env::kEvent)) c->event = v;
@@ -138,6 +147,14 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
   }
   c->force_timer = env::flag(env::kForceTimer);
   c->fixed_period = env::flag(env::kFixedPeriod);
+  c->paused = env::flag(env::kPaused);
+  for (const auto& [name, field] : {std::pair{env::kDelay, &c->delay_ns}, std::pair{env::kDuration, &c->duration_ns}}) {
+    const char* v = get(name);
+    if (v && !parse_seconds(v, field)) {
+      *error = std::string(name) + "='" + v + "' is not a number of seconds";
+      return false;
+    }
+  }
   c->quiet = env::flag(env::kQuiet);
   if (const char* v = get(env::kTraceClock)) {
     c->trace_clock = v;

@@ -19,6 +19,11 @@ inline constexpr const char* kRingKiB = "HYBRIDPROF_RING_KB";
 inline constexpr const char* kFlushMs = "HYBRIDPROF_FLUSH_MS";
 inline constexpr const char* kForceTimer = "HYBRIDPROF_FORCE_TIMER";
 inline constexpr const char* kFixedPeriod = "HYBRIDPROF_FIXED_PERIOD";  // no randomized sampling periods
+// Capture windows: seconds (decimal) from each process's start until one
+// opens, and how long it stays open; and whether the run starts with none.
+inline constexpr const char* kDelay = "HYBRIDPROF_DELAY";
+inline constexpr const char* kDuration = "HYBRIDPROF_DURATION";
+inline constexpr const char* kPaused = "HYBRIDPROF_PAUSED";
 inline constexpr const char* kMaxSize = "HYBRIDPROF_MAX_SIZE";  // bytes, or with K, M, G (parse_size)
 // Set by a rank's launcher: the job's directory, where the ranks write the
 // job's archive together at exit; and whether to add the enter/leave one.
@@ -56,6 +61,9 @@ struct RuntimeConfig {
   uint32_t flush_ms = 50;
   bool force_timer = false;
   bool fixed_period = false;     // HYBRIDPROF_FIXED_PERIOD (--fixed-period)
+  uint64_t delay_ns = 0;         // HYBRIDPROF_DELAY (--delay): 0 none
+  uint64_t duration_ns = 0;      // HYBRIDPROF_DURATION (--duration): 0 none
+  bool paused = false;           // HYBRIDPROF_PAUSED (--paused)
   uint64_t max_size_bytes = 0;   // the raw data one process may write; 0: no limit
   bool quiet = false;
   std::string trace_clock;       // "", "tsc" or "monotonic" (common/trace_clock.h)
@@ -67,6 +75,9 @@ bool runtime_config_from_env(RuntimeConfig* config, std::string* error);
 
 // Parses "SIGPROF", "PROF", "RTMIN+4", "SIGRTMIN+4" or a number.
 bool parse_signal(const std::string& text, int* signal);
+
+// Seconds as "2", "0.5" or "1e-3" (not negative, at most a year) to ns.
+bool parse_seconds(const std::string& text, uint64_t* ns);
 
 // Strict unsigned decimal parse with an upper bound.
 bool parse_uint(const std::string& text, uint64_t max, uint64_t* out);

@@ -26,6 +26,11 @@ inline constexpr const char* kParentPid = "PARENT_PID";
 inline constexpr const char* kExitStatus = "EXIT_STATUS";
 inline constexpr const char* kSamplesWithoutThread = "SAMPLES_WITHOUT_THREAD";
 inline constexpr const char* kPython = "PYTHON";  // "3.11": the process ran Python and its frames were read
+// Its capture windows, "FROM TO\tOPENED BY\tCLOSED BY" a line (times in
+// the archive's clock: "run start", "--delay", "hybridprof_stop()" ...), and
+// its marks, "AT\tTEXT" a line (hybridprof_mark).
+inline constexpr const char* kCaptureWindows = "CAPTURE_WINDOWS";
+inline constexpr const char* kMarks = "MARKS";
 
 // Thread (OTF2 location) properties, stored as uint64.
 inline constexpr const char* kSamples = "SAMPLES";

@@ -202,6 +202,7 @@ int ThreadSampler::open_perf(const SamplingPlan& plan, int signal, pid_t tid, co
   mechanism_ = Mechanism::kPerfEvent;
   fd_ = fd;
   signalled_fd_ = fd;
+  published_fd_.store(fd);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3: owns() sees the fd before any signal
   // Route overflow wakeups as `signal` to this thread only (F_OWNER_TID, not
   // the process: another thread would sample the wrong stack). F_SETSIG makes
@@ -260,6 +261,8 @@ int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, co
   timer_ = timer;
   timer_armed_ = true;
   used_timer_ = true;
+  timer_interval_ns_.store(plan.timer_interval_ns);
+  published_timer_.store(timer);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3
 
   const itimerspec spec{timespec_of(plan.timer_interval_ns), timespec_of(plan.timer_interval_ns)};
@@ -278,12 +281,14 @@ void ThreadSampler::close_perf() {
   // reads no ring. No PERF_EVENT_IOC_DISABLE: 5 us a thread for nothing.
   // (Not the fd when the program took its number over with dup2.)
   unmap_ring();
+  published_fd_.store(-1);
   own_fds::close_out_of_reach(fd_);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   fd_ = -1;  // signalled_fd_ stays (rule 4)
 }
 
 void ThreadSampler::delete_timer() {
+  published_timer_.store(nullptr);
   timer_delete(timer_);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   timer_armed_ = false;  // used_timer_ stays (rule 4)
@@ -297,11 +302,22 @@ void ThreadSampler::stop() {
 }
 
 void ThreadSampler::pause() {
-  perf_due_ = false;
   if (fd_ >= 0 && own_fds::owned(fd_)) ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
   if (timer_armed_) {
     const itimerspec disarm{};
     timer_settime(timer_, 0, &disarm, nullptr);
+  }
+}
+
+void ThreadSampler::resume() const {
+  if (const int fd = published_fd_.load(); fd >= 0) {
+    if (own_fds::owned(fd)) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    return;
+  }
+  if (void* timer = published_timer_.load()) {
+    const timespec interval = timespec_of(timer_interval_ns_.load());
+    const itimerspec spec{interval, interval};
+    timer_settime(static_cast<timer_t>(timer), 0, &spec, nullptr);
   }
 }
 
@@ -311,6 +327,8 @@ void ThreadSampler::reset_after_fork() {
   own_fds::close_out_of_reach(fd_);
   fd_ = -1;
   signalled_fd_ = -1;
+  published_fd_.store(-1);
+  published_timer_.store(nullptr);
   timer_ = nullptr;
   timer_armed_ = false;
   used_timer_ = false;

@@ -166,8 +166,16 @@ class ThreadSampler {
 
   // Async-signal-safe (one system call): no more signals from this sampler
   // (PERF_EVENT_IOC_DISABLE, or the timer disarmed); what it holds stays
-  // until stop(). For the thread's own handler once recording has stopped.
+  // until stop(), and a perf event due at the timer's signal stays due.
+  // For the thread's own handler when recording has stopped or a capture
+  // window has closed.
   void pause();
+  // From any thread (a capture window opening): what pause() stopped runs
+  // again: the perf event (PERF_EVENT_IOC_ENABLE) or the timer (re-armed
+  // with its interval). Reads only what the sampler published (atomics);
+  // an event or timer the thread replaced meanwhile gets an enable it does
+  // not need (the thread's own handler pauses it again if the window closed).
+  void resume() const;
 
   // In a fork child, for the child's copy of the forking thread's sampler:
   // closes the inherited perf fd (only the child's reference: the parent's
@@ -263,6 +271,12 @@ class ThreadSampler {
   uint64_t jitter_period_ = 0;
   uint64_t overflow_count_ = 0, last_overflow_count_ = 0, last_period_ = 0;
   uint64_t delivery_count_ = 0;  // the running mean of the delivery's count
+
+  // What resume() may act on from another thread: fd_ and timer_ while
+  // they are live, and the timer's interval.
+  std::atomic<int> published_fd_{-1};
+  std::atomic<void*> published_timer_{nullptr};
+  std::atomic<uint64_t> timer_interval_ns_{0};
 
   int fd_ = -1;             // the open perf event, -1 when none
   int signalled_fd_ = -1;   // si_fd of our perf signals; kept after stop() (rule 4)

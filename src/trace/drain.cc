@@ -53,6 +53,9 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
                                                       options.python.unicode_type);
   start_ns_ = begin.monotonic_ns;
   recording_ = true;
+  window_open_ = !options.start_closed;
+  open_at_ns_ = options.open_at_ns;
+  close_at_ns_ = options.close_at_ns;
   ring_pool_.set_bytes(ThreadState::storage_bytes(options.ring_bytes));
   writer_.set_size_limit(options.max_bytes);
   if (!writer_.open(options.raw_path)) {
@@ -71,6 +74,9 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
                                   static_cast<uint32_t>(otf2::Paradigm::kMeasurement), raw::kUnknownModule, 0, {}});
     for (const auto& r : modules_.all_as_records()) writer_.append(r);
     define_new_event_sets_locked();
+    writer_.append(options.start_closed
+                       ? raw::Mark{begin.monotonic_ns, raw::MarkKind::kWindowClose, raw::kNoLocation, options.closed_cause}
+                       : raw::Mark{begin.monotonic_ns, raw::MarkKind::kWindowOpen, raw::kNoLocation, "run start"});
     flush_locked();
   }
   if (options.create_thread(&thread_, nullptr, &Drain::thread_main, this) != 0) {
@@ -90,11 +96,32 @@ void* Drain::thread_main(void* self) {
   return nullptr;
 }
 
+int Drain::next_wake_ms(uint64_t now_ns) const {
+  uint64_t wait_ns = uint64_t(options_.flush_interval_ms) * 1000000;
+  for (const uint64_t due : {open_at_ns_, close_at_ns_})
+    if (due != 0) wait_ns = std::min(wait_ns, due > now_ns ? due - now_ns : 0);
+  return static_cast<int>((wait_ns + 999999) / 1000000);  // rounded up: never early
+}
+
+// On the drain thread, outside its lock: the runtime's set_window takes it.
+void Drain::run_due_window_changes(uint64_t now_ns) {
+  if (!options_.on_window_due) return;
+  if (open_at_ns_ != 0 && now_ns >= open_at_ns_) {
+    open_at_ns_ = 0;
+    options_.on_window_due(true, "--delay");
+  }
+  if (close_at_ns_ != 0 && now_ns >= close_at_ns_) {
+    close_at_ns_ = 0;
+    options_.on_window_due(false, "--duration");
+  }
+}
+
 void Drain::loop() {
   pollfd pfd{wake_fd_, POLLIN, 0};
   for (;;) {
     pfd.fd = wake_fd_;  // moved if the program dup2()ed onto it (own_fds)
-    poll(&pfd, 1, static_cast<int>(options_.flush_interval_ms));
+    poll(&pfd, 1, next_wake_ms(monotonic_ns()));
+    run_due_window_changes(monotonic_ns());
     uint64_t ignored;
     while (read(wake_fd_, &ignored, sizeof ignored) > 0) {
     }
@@ -728,6 +755,10 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
     }
   }
   write_unwritten_call_locked(t);
+  if (t.drained.open_regions.empty() && t.drained.window_orphans > 0) {
+    --t.drained.window_orphans;  // its region ended with a capture window
+    return;
+  }
   uint32_t node = raw::kRootComplete;
   if (!t.drained.open_regions.empty()) {
     node = t.drained.open_regions.back().node;
@@ -765,6 +796,31 @@ void Drain::write_unwritten_call_locked(ThreadState& t) {
   if (call.encloses) open.frames.swap(call.frames);
   writer_.append(raw::Enter{{t.index, call.enter_ns, call.shape.region, call.shape.node}});
   for (uint32_t i = 0; i < call.shape.event_count; ++i) writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
+}
+
+bool Drain::set_window(bool open, uint64_t now_ns, const std::string& cause, uint32_t location) {
+  if (open) {
+    std::lock_guard lock(mutex_);
+    if (finished_ || window_open_.load()) return false;
+    writer_.append(raw::Mark{now_ns, raw::MarkKind::kWindowOpen, location, cause});
+    window_open_.store(true);
+    return true;
+  }
+  if (!window_open_.exchange(false)) return false;  // producers stop first
+  std::lock_guard lock(mutex_);
+  if (finished_) return false;
+  drain_rings_locked();
+  for (ThreadState* t : threads_) {
+    t->drained.window_orphans += static_cast<uint32_t>(t->drained.open_regions.size() + t->drained.call_unwritten);
+    leave_open_regions_locked(*t, now_ns);
+  }
+  writer_.append(raw::Mark{now_ns, raw::MarkKind::kWindowClose, location, cause});
+  return true;
+}
+
+void Drain::mark(uint64_t now_ns, uint32_t location, const std::string& text) {
+  std::lock_guard lock(mutex_);
+  if (!finished_) writer_.append(raw::Mark{now_ns, raw::MarkKind::kMark, location, text});
 }
 
 void Drain::leave_open_regions_locked(ThreadState& t, uint64_t end_ns) {

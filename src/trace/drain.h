@@ -60,6 +60,14 @@ class Drain {
     // or a write failed (a full disk). `why` is one line, also in the
     // stream as a notice (when that can still be written).
     std::function<void(const std::string& why)> on_recording_stopped;
+    // Capture windows: whether the run starts with none open (and why:
+    // "--paused", "--delay"), and the window changes due at these
+    // monotonic times (0: none), which the drain thread hands, outside its
+    // lock, to on_window_due (the runtime then calls set_window).
+    bool start_closed = false;
+    std::string closed_cause;
+    uint64_t open_at_ns = 0, close_at_ns = 0;
+    std::function<void(bool open, const char* cause)> on_window_due;
   };
   // Code of the runtime that stands for a traced region (an MPI wrapper):
   // a frame there becomes the region's node, so samples taken inside the
@@ -159,6 +167,19 @@ class Drain {
   // Options::on_recording_stopped): rings are then emptied unread, and only
   // notices and the process's end are written.
   bool recording() const { return recording_.load(std::memory_order_relaxed); }
+  // Async-signal-safe: whether a capture window is open (recording needs
+  // one: producers check it with recording()).
+  bool window_open() const { return window_open_.load(std::memory_order_relaxed); }
+  // Opens or closes the capture window at `now_ns`; `cause` says what did
+  // ("hybridprof_start()", "--duration"), `location` the thread that asked
+  // (raw::kNoLocation: none). Closing stops producers first, then drains
+  // every ring (what they hold is the window's) and ends the regions still
+  // open on each thread at `now_ns`; a leave that comes for one later is
+  // dropped. Either way a raw::Mark says so. False when nothing changed.
+  bool set_window(bool open, uint64_t now_ns, const std::string& cause, uint32_t location = raw::kNoLocation);
+  // A named point of the process's time (hybridprof_mark), as a raw::Mark.
+  void mark(uint64_t now_ns, uint32_t location, const std::string& text);
+
   // Async-signal-safe: the stream is complete and closed.
   bool ended() const { return finished_.load(std::memory_order_acquire); }
   // Async-signal-safe: how many passes over the rings have been written
@@ -327,6 +348,12 @@ class Drain {
   std::atomic<uint64_t> passes_written_{0};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> recording_{true};
+  std::atomic<bool> window_open_{true};
+  // The drain thread's: the next scheduled window changes (0: none).
+  uint64_t open_at_ns_ = 0, close_at_ns_ = 0;
+  // The poll timeout that wakes the drain thread for the first of them.
+  int next_wake_ms(uint64_t now_ns) const;
+  void run_due_window_changes(uint64_t now_ns);
   // Rings (with their scratch and state: ThreadState::storage_bytes) of
   // ended threads, for the next ones; of the default size only.
   MappingPool<16> ring_pool_;

@@ -31,6 +31,9 @@ struct DrainedThread {
     std::vector<uint64_t> frames;
   };
   std::vector<OpenRegion> open_regions;
+  // Regions a capture window's close ended (Drain::set_window) whose leave
+  // has not come yet: a leave with none open is one of them, dropped.
+  uint32_t window_orphans = 0;
   // A traced call whose enter was read and not yet written. If its leave is
   // the next record but for its events, the drain writes the whole call as
   // one raw::Call; anything else writes the enter first.

@@ -41,6 +41,11 @@ class EventSource {
   // The process ends (exit, exec, a terminating signal): the last records
   // before the final drain.
   virtual void process_ending(raw::EndReason) {}
+  // A capture window opened or closed (Drain::set_window has recorded it),
+  // on the thread that changed it: a source with work of its own outside
+  // the producers' recording() check (the samplers' signals) starts or
+  // stops it.
+  virtual void window_changed(bool /*open*/) {}
 };
 
 // At most this many sources; registration beyond it is refused.

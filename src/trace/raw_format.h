@@ -30,7 +30,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'H'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'I'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -60,6 +60,7 @@ enum class Tag : uint32_t {
   kCall = 18,
   kCallRepeat = 19,  // a recent Call again (trace/recent_calls.h: counting events advanced)
   kEventSetDef = 20,
+  kMark = 21,
 };
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under
@@ -200,6 +201,20 @@ struct ProcessEnd {
 };
 struct Notice { std::string text; };
 
+// A point of the process's time the user or the run named: a capture
+// window opening or closing (what did it: "run start", "--delay",
+// "hybridprof_stop()"...), or a mark (hybridprof_mark's text). `location`:
+// the thread that made it, kNoLocation when none (the drain's schedule).
+enum class MarkKind : uint32_t { kWindowOpen = 0, kWindowClose = 1, kMark = 2 };
+inline constexpr uint32_t kLastMarkKind = 2;
+inline constexpr uint32_t kNoLocation = 0xffffffffu;
+struct Mark {
+  uint64_t timestamp_ns = 0;
+  MarkKind kind = MarkKind::kMark;
+  uint32_t location = kNoLocation;
+  std::string text;
+};
+
 // An adapter's set of event kinds (trace/event_sets.h): events of kind
 // base .. base + kinds - 1 are the set's, and go to the finalizer's writer
 // registered for `name` with the kind's index in the set.
@@ -260,6 +275,6 @@ struct PythonCode {
 
 using Record = std::variant<ProcessBegin, ModuleLoad, ModuleUnload, LocationBegin, LocationEnd,
                             CctNode, Sample, RegionDef, Enter, Leave, ProcessEnd, Notice,
-                            Event, EventSetDef, Definition, JobRank, ClockOffset, PythonCode>;
+                            Event, EventSetDef, Definition, JobRank, ClockOffset, PythonCode, Mark>;
 
 }  // namespace hybridprof::raw

@@ -217,6 +217,17 @@ class Decoder {
       case Tag::kNotice:
         out = Notice{string()};
         break;
+      case Tag::kMark: {
+        Mark r;
+        r.timestamp_ns = varint();
+        const uint64_t kind = varint();
+        if (kind > kLastMarkKind) return fail() != 0;
+        r.kind = MarkKind(kind);
+        r.location = u32();
+        r.text = string();
+        out = std::move(r);
+        break;
+      }
       case Tag::kEvent: {
         Event r;
         r.location = u32(); r.timestamp_ns = timestamp(r.location);
@@ -433,6 +444,10 @@ void StreamWriter::put(const T& r) {
       put_signed(r.status); put_varint(r.samples_without_thread);
     } else if constexpr (std::is_same_v<T, Notice>) {
       tag(Tag::kNotice);
+      put_string(r.text);
+    } else if constexpr (std::is_same_v<T, Mark>) {
+      tag(Tag::kMark);
+      put_varint(r.timestamp_ns); put_varint(uint32_t(r.kind)); put_varint(r.location);
       put_string(r.text);
     } else if constexpr (std::is_same_v<T, Event>) {
       tag(Tag::kEvent);

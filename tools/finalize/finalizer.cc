@@ -296,6 +296,8 @@ class Finalizer {
       w.set_process_property(group, otf2::property::kSamplesWithoutThread, std::to_string(p.samples_without_thread));
       w.set_process_property(group, "COMMAND", p.command);
       if (!p.python.empty()) w.set_process_property(group, otf2::property::kPython, p.python);
+      w.set_process_property(group, otf2::property::kCaptureWindows, p.capture_windows);
+      if (!p.marks.empty()) w.set_process_property(group, otf2::property::kMarks, p.marks);
     });
   }
 

@@ -44,6 +44,53 @@ std::vector<raw::ClockOffset> offsets_for_readers(const RawProcess& p) {
   return offsets;
 }
 
+// A process's time `ns` as readers see its events: OTF2 readers add the
+// offset interpolated between the two measurements around it (the nearest
+// one's outside them).
+uint64_t job_time(const std::vector<raw::ClockOffset>& offsets, uint64_t ns) {
+  if (offsets.empty()) return ns;
+  auto after = std::upper_bound(offsets.begin(), offsets.end(), ns,
+                                [](uint64_t t, const raw::ClockOffset& o) { return t < o.timestamp_ns; });
+  int64_t offset = 0;
+  if (after == offsets.begin()) {
+    offset = after->offset_ns;
+  } else if (after == offsets.end()) {
+    offset = offsets.back().offset_ns;
+  } else {
+    const raw::ClockOffset& before = *(after - 1);
+    const double f = double(ns - before.timestamp_ns) / double(after->timestamp_ns - before.timestamp_ns);
+    offset = before.offset_ns + int64_t(f * double(after->offset_ns - before.offset_ns));
+  }
+  return uint64_t(int64_t(ns) + offset);
+}
+
+// The windows the stream's marks opened and closed (one open at the
+// process's end closes there), and its marks, as the archive's properties.
+void describe_capture_windows(const RawProcess& p, const std::vector<raw::ClockOffset>& offsets,
+                              ProcessDefinitions* d) {
+  bool open = false;
+  uint64_t opened_at = 0;
+  std::string opened_by;
+  const auto window = [&](uint64_t to, const std::string& closed_by) {
+    d->capture_windows += std::to_string(job_time(offsets, opened_at)) + " " + std::to_string(job_time(offsets, to)) +
+                          "\t" + opened_by + "\t" + closed_by + "\n";
+  };
+  for (const raw::Mark& m : p.marks) {
+    if (m.kind == raw::MarkKind::kMark) {
+      d->marks += std::to_string(job_time(offsets, m.timestamp_ns)) + "\t" + m.text + "\n";
+    } else if (m.kind == raw::MarkKind::kWindowOpen && !open) {
+      open = true;
+      opened_at = m.timestamp_ns;
+      opened_by = m.text;
+    } else if (m.kind == raw::MarkKind::kWindowClose && open) {
+      open = false;
+      window(m.timestamp_ns, m.text);
+    }
+  }
+  if (open) window(std::max(p.last_ns, opened_at), "process end");
+  if (d->capture_windows.empty() && !p.marks.empty()) d->notices.push_back("no capture window was recorded");
+}
+
 // A Python frame: its function is a region of paradigm Python named by
 // qualname, in its file; the line of the sampled instruction is the
 // context's source location.
@@ -227,6 +274,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
                            "avoids it)");
   }
   d.clock_offsets = offsets_for_readers(p);
+  describe_capture_windows(p, d.clock_offsets, &d);
   d.contexts = describe_contexts(p, symbolizer, jit_code_of(p, &d.warnings));
   d.role = process_role(b.args, d.contexts);
   d.job_rank = p.job_rank;
@@ -360,7 +408,7 @@ template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r) {
 }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
   fields(io, p.pid, p.ppid, p.launcher_rank, p.name, p.role, p.hostname, p.command, p.python, p.exit_status,
-         p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.period, p.frequency, p.begin_monotonic_ns,
+         p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.capture_windows, p.marks, p.period, p.frequency, p.begin_monotonic_ns,
          p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.job_rank, p.definitions, p.notices,
          p.warnings);
 }

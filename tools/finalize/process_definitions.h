@@ -69,6 +69,9 @@ struct ProcessDefinitions {
   std::optional<raw::JobRank> job_rank;
   std::vector<raw::Definition> definitions;      // the adapters', by set and id
   std::vector<std::string> notices;              // the program's, from the stream
+  // Capture windows, "FROM TO\tOPENED BY\tCLOSED BY" a line, and marks,
+  // "AT\tTEXT" a line; times in the archive's (the job's) clock.
+  std::string capture_windows, marks;
   std::vector<std::string> warnings;             // what reading the stream found missing or damaged
 };
 

@@ -68,6 +68,8 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
             p->clock_offsets.push_back(r);
           } else if constexpr (std::is_same_v<T, raw::Notice>) {
             p->notices.push_back(r.text);
+          } else if constexpr (std::is_same_v<T, raw::Mark>) {
+            p->marks.push_back(r);
           } else if constexpr (std::is_same_v<T, raw::PythonCode>) {
             p->python_codes[r.id] = r;
           }

@@ -35,6 +35,7 @@ struct RawProcess {
   std::map<uint32_t, raw::RegionDef> regions;
   std::map<uint32_t, RawThread> threads;
   std::vector<std::string> notices;
+  std::vector<raw::Mark> marks;  // capture windows' edges and marks, in order
   // Its rank in a parallel job, and its clock offsets against rank 0.
   std::optional<raw::JobRank> job_rank;
   std::vector<raw::ClockOffset> clock_offsets;

@@ -25,6 +25,14 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
                        one and a half of it (same mean rate), so that a
                        program with a loop in step with the sampler is not
                        sampled at the same points of it every round
+      --delay SECONDS  record nothing for the first SECONDS of each process
+                       (under mpirun, each rank's own start), then open
+                       the capture window
+      --duration SECONDS  close the window SECONDS after it opened (after
+                       the start, or after --delay); outside the window
+                       the samplers are stopped and no call is traced
+      --paused         start with the window closed: the program opens it
+                       (hybridprof_start() of <hybridprof/control.h>)
   -o, --output DIR     output directory (default: a new hybridprof-<program>-<time>)
       --max-depth N    deepest stack recorded (default 256, at most 512)
       --signal SIG     signal used for samples (default SIGRTMIN+4)
@@ -147,6 +155,15 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
       o->timer = true;
     } else if (arg == "--fixed-period" && !has_inline) {
       o->fixed_period = true;
+    } else if (arg == "--paused" && !has_inline) {
+      o->paused = true;
+    } else if (arg == "--delay" || arg == "--duration") {
+      if (!take(&v)) return false;
+      uint64_t* field = arg == "--delay" ? &o->delay_ns : &o->duration_ns;
+      if (!parse_seconds(v, field) || (arg == "--duration" && *field == 0)) {
+        *error = arg + " needs a number of seconds" + (arg == "--duration" ? " above 0" : "") + ", not '" + v + "'";
+        return false;
+      }
     } else if (arg == "--no-jit-map" && !has_inline) {
       o->jit_map = false;
     } else if (arg == "--list-events" && !has_inline) {

@@ -24,6 +24,9 @@ struct LauncherOptions {
   bool jit_map = true;                // false: --no-jit-map (do not ask JIT compilers for perf maps)
   bool timer = false;                 // --timer: POSIX CPU-time timers instead of perf_event
   bool fixed_period = false;          // --fixed-period: no randomized periods
+  // Capture windows (ns; 0: none): --delay, --duration, --paused.
+  uint64_t delay_ns = 0, duration_ns = 0;
+  bool paused = false;
   bool list_events = false, help = false, version = false;
   std::vector<std::string> command;   // program and its arguments
 };

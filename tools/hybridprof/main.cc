@@ -133,6 +133,15 @@ int run(int argc, char** argv) {
   if (o.timer) set_env(env::kForceTimer, "1");  // the runtime's choice too
   request.fixed_period = o.fixed_period || env::flag(env::kFixedPeriod);
   if (o.fixed_period) set_env(env::kFixedPeriod, "1");
+  // Capture windows: each process's runtime keeps its own.
+  const auto seconds_text = [](uint64_t ns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9f", double(ns) / 1e9);
+    return std::string(text);
+  };
+  if (o.delay_ns) set_env(env::kDelay, seconds_text(o.delay_ns));
+  if (o.duration_ns) set_env(env::kDuration, seconds_text(o.duration_ns));
+  if (o.paused) set_env(env::kPaused, "1");
   const sampling::SamplingPlan plan = sampling::plan_sampling(request);
   // A rank of an MPI job: the ranks write the job's archive together at
   // their exit (tools/finalize/job_archive.h); the last launcher reports it.

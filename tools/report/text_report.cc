@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "capture_windows.h"
 #include "ml_text.h"
 #include "ml_view.h"
 #include "otf2/property_names.h"
@@ -328,6 +329,7 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
 void print_report(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts,
                   const Options& options) {
   print_summary(out, archive, counts);
+  print_capture_windows(out, archive, capture_windows(archive));
   if (counts.total == 0) {
     out << '\n';
     if (counts.region_events > 0 && (!counts.mpi || counts.mpi->empty()) && (!counts.openmp || counts.openmp->empty()) &&
