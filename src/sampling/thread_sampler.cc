@@ -263,6 +263,7 @@ int ThreadSampler::arm_timer(const SamplingPlan& plan, int signal, pid_t tid, co
   used_timer_ = true;
   timer_interval_ns_.store(plan.timer_interval_ns);
   published_timer_.store(timer);
+  timer_published_.store(true);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // rule 3
 
   const itimerspec spec{timespec_of(plan.timer_interval_ns), timespec_of(plan.timer_interval_ns)};
@@ -288,7 +289,7 @@ void ThreadSampler::close_perf() {
 }
 
 void ThreadSampler::delete_timer() {
-  published_timer_.store(nullptr);
+  timer_published_.store(false);
   timer_delete(timer_);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   timer_armed_ = false;  // used_timer_ stays (rule 4)
@@ -314,7 +315,8 @@ void ThreadSampler::resume() const {
     if (own_fds::owned(fd)) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
     return;
   }
-  if (void* timer = published_timer_.load()) {
+  if (timer_published_.load()) {
+    void* timer = published_timer_.load();
     const timespec interval = timespec_of(timer_interval_ns_.load());
     const itimerspec spec{interval, interval};
     timer_settime(static_cast<timer_t>(timer), 0, &spec, nullptr);
@@ -328,7 +330,7 @@ void ThreadSampler::reset_after_fork() {
   fd_ = -1;
   signalled_fd_ = -1;
   published_fd_.store(-1);
-  published_timer_.store(nullptr);
+  timer_published_.store(false);
   timer_ = nullptr;
   timer_armed_ = false;
   used_timer_ = false;

@@ -275,7 +275,8 @@ class ThreadSampler {
   // What resume() may act on from another thread: fd_ and timer_ while
   // they are live, and the timer's interval.
   std::atomic<int> published_fd_{-1};
-  std::atomic<void*> published_timer_{nullptr};
+  std::atomic<void*> published_timer_{nullptr};  // glibc's timer_t: the kernel's id, 0 the first
+  std::atomic<bool> timer_published_{false};
   std::atomic<uint64_t> timer_interval_ns_{0};
 
   int fd_ = -1;             // the open perf event, -1 when none

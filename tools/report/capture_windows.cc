@@ -29,7 +29,9 @@ std::string seconds_text(double s) {
 CaptureWindows capture_windows(const otf2::Archive& archive) {
   CaptureWindows c;
   for (const auto& [ref, process] : archive.processes) {
-    std::istringstream windows(property(process, otf2::property::kCaptureWindows));
+    const std::string text = property(process, otf2::property::kCaptureWindows);
+    c.partial |= text.empty() && process.properties.count(otf2::property::kCaptureWindows);  // none opened
+    std::istringstream windows(text);
     for (std::string line; std::getline(windows, line);) {
       std::istringstream in(line);
       uint64_t from = 0, to = 0;
@@ -70,7 +72,7 @@ void print_capture_windows(std::ostream& out, const otf2::Archive& archive, cons
                      seconds_text(w.to_s - w.from_s), w.opened_by, w.closed_by});
     recorded += w.to_s - w.from_s;
   }
-  windows.print(out);
+  if (!windows.empty()) windows.print(out);
   if (!c.windows.empty())
     out << "  " << c.windows.size() << " window" << (c.windows.size() == 1 ? "" : "s") << ", " << seconds_text(recorded)
         << " recorded in all: samples and traced calls come from these only\n";

@@ -1,0 +1,128 @@
+// Capture windows (preload/capture_window.cc): --delay and --duration record
+// only their window, the control API (include/hybridprof/control.h) only
+// what its calls open, with the marks it names; a window that never opens
+// is said, and the program's exit status stays its own. The archive's
+// CAPTURE_WINDOWS property says what was recorded and the report shows it.
+#include <sstream>
+
+#include "integration_support.h"
+#include "otf2/property_names.h"
+#include "otf2/selection.h"
+
+namespace hybridprof::integration {
+namespace {
+
+struct Window {
+  double from_s = 0, to_s = 0;
+  std::string opened_by, closed_by;
+};
+std::vector<Window> windows_of(const Profile& p) {
+  std::vector<Window> windows;
+  for (const auto& [ref, process] : p.archive().processes) {
+    const auto it = process.properties.find(otf2::property::kCaptureWindows);
+    std::istringstream in(it == process.properties.end() ? "" : it->second);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      uint64_t from = 0, to = 0;
+      Window w;
+      fields >> from >> to;
+      fields.ignore(1);
+      std::getline(fields, w.opened_by, '\t');
+      std::getline(fields, w.closed_by);
+      w.from_s = otf2::seconds_of(p.archive(), from);
+      w.to_s = otf2::seconds_of(p.archive(), to);
+      windows.push_back(w);
+    }
+  }
+  return windows;
+}
+
+class CaptureWindows : public IntegrationTest {};
+
+// Two threads working steadily for 2 s: a window from 1 s to 1.5 s holds
+// every sample, about 2 threads x 0.5 s x 1 kHz of them. (Run alone: the
+// count needs both cores for the threads.)
+TEST_F(CaptureWindows, DelayAndDurationRecordOnlyTheirWindow) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-F", "1000", "--delay", "1", "--duration", "0.5", "-o", d},
+                              {fixture("split_workload"), "2", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Profile p(d);
+  const std::vector<Window> windows = windows_of(p);
+  ASSERT_EQ(windows.size(), 1u);
+  const Window& w = windows.front();
+  EXPECT_EQ(w.opened_by, "--delay");
+  EXPECT_EQ(w.closed_by, "--duration");
+  EXPECT_NEAR(w.to_s - w.from_s, 0.5, 0.05);
+  EXPECT_GE(w.from_s, 0.99);
+  uint64_t outside = 0;
+  for (const otf2::SampleEvent& s : p.samples()) {
+    const double at = otf2::seconds_of(p.archive(), s.timestamp);
+    outside += at < w.from_s || at > w.to_s;
+  }
+  EXPECT_EQ(outside, 0u) << "samples outside the window";
+  EXPECT_NEAR(double(p.samples().size()), 2 * 0.5 * 1000, 0.25 * 1000) << "2 threads x 0.5 s x 1 kHz";
+  const RunResult report = run({report_tool(), d});
+  EXPECT_NE(report.out.find("Capture windows"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("--duration"), std::string::npos) << report.out;
+}
+
+// The control API around phases b and d of five, with --paused; a second
+// stop changes nothing and is counted. Without the profiler the same
+// program runs, its calls no-ops.
+TEST_F(CaptureWindows, TheControlApiRecordsWhatItOpensAndItsMarks) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"--paused", "-o", d}, {fixture("control_phases"), "0.2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("b recording 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("c recording 0"), std::string::npos) << r.out;
+  Profile p(d);
+  for (const char* recorded : {"phase_b", "phase_d"}) EXPECT_GT(p.inclusive_samples(recorded), 50u) << recorded;
+  for (const char* left_out : {"phase_a", "phase_c", "phase_e"}) EXPECT_EQ(p.inclusive_samples(left_out), 0u) << left_out;
+  const std::vector<Window> windows = windows_of(p);
+  ASSERT_EQ(windows.size(), 2u);
+  for (const Window& w : windows) {
+    EXPECT_EQ(w.opened_by, "hybridprof_start()");
+    EXPECT_EQ(w.closed_by, "hybridprof_stop()");
+  }
+  const auto& process = p.archive().processes.begin()->second;
+  const std::string marks = process.properties.count(otf2::property::kMarks) ? process.properties.at(otf2::property::kMarks) : "";
+  EXPECT_NE(marks.find("\tphase b\n"), std::string::npos) << marks;
+  EXPECT_NE(marks.find("\tphase d\n"), std::string::npos) << marks;
+  EXPECT_NE(p.notices().find("already closed at 1 hybridprof_stop() call"), std::string::npos) << p.notices();
+  const RunResult report = run({report_tool(), d});
+  EXPECT_NE(report.out.find("phase d"), std::string::npos) << report.out;
+
+  const RunResult plain = run({fixture("control_phases"), "0.01"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_EQ(plain.out.find("recording 1"), std::string::npos) << plain.out;
+}
+
+// No window ever opens: --paused with no start, --delay past the end. The
+// archive and the launcher say so; the exit status is the program's.
+TEST_F(CaptureWindows, AWindowThatNeverOpensIsSaid) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--paused"}, {"--delay", "30"}}) {
+    const std::string d = scratch / ("D" + args.front());
+    std::vector<std::string> profiler = args;
+    profiler.insert(profiler.end(), {"-o", d});
+    const RunResult r = profile(profiler, {fixture("split_workload"), "1", "0.1"});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_NE(r.err.find("no capture window was opened"), std::string::npos) << r.err;
+    Profile p(d);
+    EXPECT_EQ(p.samples().size(), 0u);
+    EXPECT_TRUE(windows_of(p).empty());
+  }
+  // Bad values: one line, exit 2, nothing run.
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--delay", "soon"}, {"--duration", "0"},
+                                              {"--duration", "-1"}}) {
+    std::vector<std::string> argv{launcher()};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    argv.insert(argv.end(), {"-o", scratch / "bad", "--", fixture("split_workload"), "1", "0.1"});
+    const RunResult r = run(argv);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_EQ(split_lines(r.err).size(), 1u) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace hybridprof::integration
