@@ -2,6 +2,8 @@
 # Overhead of hybridprof on a CPU-bound 2-thread program with ~30-frame
 # stacks, measured in one run: plain vs `hybridprof -F 1000` vs `-F 10000`
 # vs `hybridprof -F 1000 --fixed-period` (what randomized periods cost)
+# vs `hybridprof -F 1000 --paused` with no window ever opened (what the
+# runtime costs outside capture windows)
 # vs `perf record -F 1000 -g`, interleaved (ABCD ABCD ...) so machine noise
 # hits every variant alike; medians and their ratios are printed. Two more
 # rows split the 1 kHz cost: the program alone under the preloaded runtime
@@ -38,6 +40,7 @@ for i in $(seq "$runs"); do
   run hp1k "$bin/hybridprof" -F 1000 -o "$work/hp1k.$i" -- "$bin/overhead_workload" "$rounds"
   run hp10k "$bin/hybridprof" -F 10000 -o "$work/hp10k.$i" -- "$bin/overhead_workload" "$rounds"
   run hp1k_fixed "$bin/hybridprof" -F 1000 --fixed-period -o "$work/hp1kf.$i" -- "$bin/overhead_workload" "$rounds"
+  run hp1k_paused "$bin/hybridprof" -F 1000 --paused -o "$work/hp1kp.$i" -- "$bin/overhead_workload" "$rounds"
   run preload env HYBRIDPROF_QUIET=1 HYBRIDPROF_OUTPUT_DIR="$work/pre.$i" LD_PRELOAD="$build/lib/libhybridprof.so" \
     "$bin/overhead_workload" "$rounds"
   run floor_plain "$bin/signal_floor" none "$rounds"
@@ -52,6 +55,9 @@ echo "overhead on $(nproc) cores, $runs interleaved runs, median wall time"
 printf "  plain                      %8.3f s\n" "$(ratio "$plain" 1e9)"
 printf "  hybridprof -F 1000         %8.3f s  ratio %s (target <= 1.02)\n" "$(ratio "$hp1k" 1e9)" "$(ratio "$hp1k" "$plain")"
 printf "  hybridprof -F 10000        %8.3f s  ratio %s\n" "$(ratio "$hp10k" 1e9)" "$(ratio "$hp10k" "$plain")"
+paused=$(median "$work/hp1k_paused")
+printf "  hybridprof -F 1000 --paused %8.3f s  ratio %s (outside any window; target <= 1.005)\n" \
+  "$(ratio "$paused" 1e9)" "$(ratio "$paused" "$plain")"
 fixed=$(median "$work/hp1k_fixed")
 printf "  hybridprof -F 1000 --fixed-period %8.3f s  ratio %s; randomized / fixed %s (target <= 1.005)\n" \
   "$(ratio "$fixed" 1e9)" "$(ratio "$fixed" "$plain")" "$(ratio "$hp1k" "$fixed")"
