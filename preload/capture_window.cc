@@ -48,10 +48,10 @@ std::string capture_window_notice() {
   const uint64_t starts = g_changed_nothing[1].load(), stops = g_changed_nothing[0].load();
   if (starts + stops == 0) return {};
   std::string line = "the capture window was ";
-  if (starts) line += "already open at " + std::to_string(starts) + " hybridprof_start() call" + (starts == 1 ? "" : "s");
+  if (starts) line += "already open at " + std::to_string(starts) + " call" + (starts == 1 ? "" : "s") + " to open it";
   if (starts && stops) line += ", and ";
-  if (stops) line += "already closed at " + std::to_string(stops) + " hybridprof_stop() call" + (stops == 1 ? "" : "s");
-  return line + ": they changed nothing";
+  if (stops) line += "already closed at " + std::to_string(stops) + " call" + (stops == 1 ? "" : "s") + " to close it";
+  return line + " (hybridprof_start/stop(), cudaProfilerStart/Stop()): they changed nothing";
 }
 
 }  // namespace hybridprof::preload

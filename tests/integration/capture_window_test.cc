@@ -89,13 +89,30 @@ TEST_F(CaptureWindows, TheControlApiRecordsWhatItOpensAndItsMarks) {
   const std::string marks = process.properties.count(otf2::property::kMarks) ? process.properties.at(otf2::property::kMarks) : "";
   EXPECT_NE(marks.find("\tphase b\n"), std::string::npos) << marks;
   EXPECT_NE(marks.find("\tphase d\n"), std::string::npos) << marks;
-  EXPECT_NE(p.notices().find("already closed at 1 hybridprof_stop() call"), std::string::npos) << p.notices();
+  EXPECT_NE(p.notices().find("already closed at 1 call to close it"), std::string::npos) << p.notices();
   const RunResult report = run({report_tool(), d});
   EXPECT_NE(report.out.find("phase d"), std::string::npos) << report.out;
 
   const RunResult plain = run({fixture("control_phases"), "0.01"});
   EXPECT_EQ(plain.exit_code, 0) << plain.describe();
   EXPECT_EQ(plain.out.find("recording 1"), std::string::npos) << plain.out;
+}
+
+// cudaProfilerStart/Stop open and close the window too (the CUDA runtime's
+// own calls fail without a GPU, and the program sees that as before).
+TEST_F(CaptureWindows, TheCudaProfilerApiOpensAndClosesTheWindow) {
+  if (!file_exists(fixture("cuda_profiler_phases"))) GTEST_SKIP() << "built without the CUDA runtime";
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"--paused", "-o", d}, {fixture("cuda_profiler_phases"), "0.2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("cudaProfilerStart: "), std::string::npos) << r.out;
+  Profile p(d);
+  EXPECT_GT(p.inclusive_samples("in_range"), 50u);
+  EXPECT_EQ(p.inclusive_samples("before_range") + p.inclusive_samples("after_range"), 0u);
+  const std::vector<Window> windows = windows_of(p);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_EQ(windows.front().opened_by, "cudaProfilerStart()");
+  EXPECT_EQ(windows.front().closed_by, "cudaProfilerStop()");
 }
 
 // No window ever opens: --paused with no start, --delay past the end. The
