@@ -3,6 +3,7 @@
 // what its calls open, with the marks it names; a window that never opens
 // is said, and the program's exit status stays its own. The archive's
 // CAPTURE_WINDOWS property says what was recorded and the report shows it.
+#include <filesystem>
 #include <sstream>
 
 #include "integration_support.h"
@@ -113,6 +114,38 @@ TEST_F(CaptureWindows, TheCudaProfilerApiOpensAndClosesTheWindow) {
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_EQ(windows.front().opened_by, "cudaProfilerStart()");
   EXPECT_EQ(windows.front().closed_by, "cudaProfilerStop()");
+}
+
+// Python's module (python/hybridprof, installed with pip from the source
+// tree where pip is there): a `with hybridprof.window(...)` around one of
+// three phases records that phase only, marked; without the profiler the
+// module's calls do nothing.
+TEST_F(CaptureWindows, PythonsWindowRecordsItsBody) {
+  const std::string python = "/usr/bin/python3";
+  if (!file_exists(python)) GTEST_SKIP() << "no " << python;
+  std::string module_dir = std::string(HP_SOURCE_DIR) + "/python";
+  // pip builds in the tree it is given: a copy of it.
+  const std::string source = scratch / "source", site = scratch / "site";
+  std::filesystem::copy(module_dir, source, std::filesystem::copy_options::recursive);
+  const RunResult pip = run({python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                             "--no-cache-dir", "--target", site, source});
+  if (pip.exit_code == 0) module_dir = site;  // else (no pip) from the source tree
+  RunOptions options;
+  options.env["PYTHONPATH"] = module_dir;
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"--paused", "-o", d}, {python, fixture("python_window.py"), "0.2"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("second recording True"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first recording False"), std::string::npos) << r.out;
+  Profile p(d);
+  EXPECT_GT(p.inclusive_samples("second"), 50u);
+  EXPECT_EQ(p.inclusive_samples("first") + p.inclusive_samples("third"), 0u);
+  const auto& process = p.archive().processes.begin()->second;
+  EXPECT_NE(process.properties.at(otf2::property::kMarks).find("\tsecond phase\n"), std::string::npos);
+
+  const RunResult plain = run({python, fixture("python_window.py"), "0.01"}, options);
+  EXPECT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_EQ(plain.out.find("True"), std::string::npos) << plain.out;
 }
 
 // No window ever opens: --paused with no start, --delay past the end. The

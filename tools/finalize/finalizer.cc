@@ -440,6 +440,12 @@ class Finalizer {
 
   void write_archive_properties(const std::vector<ArchiveEntry>& entries) {
     const ProcessDefinitions& first = *entries.front().definitions;
+    // Said once for the job: helper processes of a program that opens its
+    // windows in one process only never open one themselves.
+    if (std::none_of(entries.begin(), entries.end(),
+                     [](const ArchiveEntry& e) { return !e.definitions->capture_windows.empty(); }))
+      result_->warnings.push_back("no capture window was opened: nothing was recorded (--paused without "
+                                  "hybridprof_start(), or --delay longer than the run)");
     std::vector<std::string> notices;
     for (const auto& e : entries) {
       for (const auto& n : e.definitions->notices)

@@ -88,9 +88,6 @@ void describe_capture_windows(const RawProcess& p, const std::vector<raw::ClockO
     }
   }
   if (open) window(std::max(p.last_ns, opened_at), "process end");
-  if (d->capture_windows.empty() && !p.marks.empty())
-    d->warnings.push_back("no capture window was opened: nothing was recorded (--paused without "
-                          "hybridprof_start(), or --delay longer than the run)");
 }
 
 // A Python frame: its function is a region of paradigm Python named by
