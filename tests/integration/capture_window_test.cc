@@ -4,6 +4,7 @@
 // is said, and the program's exit status stays its own. The archive's
 // CAPTURE_WINDOWS property says what was recorded and the report shows it.
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "integration_support.h"
@@ -146,6 +147,25 @@ TEST_F(CaptureWindows, PythonsWindowRecordsItsBody) {
   const RunResult plain = run({python, fixture("python_window.py"), "0.01"}, options);
   EXPECT_EQ(plain.exit_code, 0) << plain.describe();
   EXPECT_EQ(plain.out.find("True"), std::string::npos) << plain.out;
+}
+
+// Fortran, through the interface module (include/hybridprof/hybridprof_control.f90).
+TEST_F(CaptureWindows, FortransCallsOpenAndCloseTheWindow) {
+  if (!file_exists(fixture("control_phases_f"))) GTEST_SKIP() << "built without a Fortran compiler";
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"--paused", "-o", d}, {fixture("control_phases_f")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("second recording T"), std::string::npos) << r.out;
+  Profile p(d);
+  std::map<std::string, uint64_t> in;  // samples under each phase (Fortran names carry their module)
+  for (const otf2::SampleEvent& s : p.samples())
+    for (const std::string& name : p.path_names(s.context))
+      for (const char* phase : {"fortran_first", "fortran_second", "fortran_third"})
+        if (name.find(phase) != std::string::npos) ++in[phase];
+  EXPECT_GT(in["fortran_second"], 50u);
+  EXPECT_EQ(in["fortran_first"] + in["fortran_third"], 0u);
+  const auto& process = p.archive().processes.begin()->second;
+  EXPECT_NE(process.properties.at(otf2::property::kMarks).find("\tfortran phase\n"), std::string::npos);
 }
 
 // No window ever opens: --paused with no start, --delay past the end. The
