@@ -173,6 +173,9 @@ class RuntimeHost final : public TracingHost {
   const RuntimeConfig& config() const override { return rt_.config; }
   std::string raw_dir() const override { return rt_.raw_dir; }
   void say(const std::string& line) override { preload::say(line); }
+  bool set_capture_window(bool open, const std::string& cause) override {
+    return preload::set_capture_window(open, cause.c_str());
+  }
   uint32_t read_python_frames(ThreadState& t, uint32_t* flags) override {
     if (!rt_.python.enabled()) return 0;
     if (t.sampled.python_thread_state == 0) {

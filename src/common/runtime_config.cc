@@ -148,6 +148,10 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
   c->force_timer = env::flag(env::kForceTimer);
   c->fixed_period = env::flag(env::kFixedPeriod);
   c->paused = env::flag(env::kPaused);
+  if (const char* v = get(env::kCaptureRange)) c->capture_range = v;
+  if (get(env::kCaptureRangeCount) &&
+      !number_from_env(env::kCaptureRangeCount, 1, UINT64_MAX >> 1, &c->capture_range_count, error))
+    return false;
   for (const auto& [name, field] : {std::pair{env::kDelay, &c->delay_ns}, std::pair{env::kDuration, &c->duration_ns}}) {
     const char* v = get(name);
     if (v && !parse_seconds(v, field)) {

@@ -24,6 +24,11 @@ inline constexpr const char* kFixedPeriod = "HYBRIDPROF_FIXED_PERIOD";  // no ra
 inline constexpr const char* kDelay = "HYBRIDPROF_DELAY";
 inline constexpr const char* kDuration = "HYBRIDPROF_DURATION";
 inline constexpr const char* kPaused = "HYBRIDPROF_PAUSED";
+// A capture range, "nvtx:NAME" or "nvtx:NAME@DOMAIN": ranges of that
+// message open the window and their end closes it (the first COUNT only,
+// when HYBRIDPROF_CAPTURE_RANGE_COUNT is set).
+inline constexpr const char* kCaptureRange = "HYBRIDPROF_CAPTURE_RANGE";
+inline constexpr const char* kCaptureRangeCount = "HYBRIDPROF_CAPTURE_RANGE_COUNT";
 inline constexpr const char* kMaxSize = "HYBRIDPROF_MAX_SIZE";  // bytes, or with K, M, G (parse_size)
 // Set by a rank's launcher: the job's directory, where the ranks write the
 // job's archive together at exit; and whether to add the enter/leave one.
@@ -64,6 +69,8 @@ struct RuntimeConfig {
   uint64_t delay_ns = 0;         // HYBRIDPROF_DELAY (--delay): 0 none
   uint64_t duration_ns = 0;      // HYBRIDPROF_DURATION (--duration): 0 none
   bool paused = false;           // HYBRIDPROF_PAUSED (--paused)
+  std::string capture_range;     // HYBRIDPROF_CAPTURE_RANGE (--capture-range): "" none
+  uint64_t capture_range_count = 0;  // HYBRIDPROF_CAPTURE_RANGE_COUNT: 0 every range
   uint64_t max_size_bytes = 0;   // the raw data one process may write; 0: no limit
   bool quiet = false;
   std::string trace_clock;       // "", "tsc" or "monotonic" (common/trace_clock.h)

@@ -97,12 +97,54 @@ __attribute__((always_inline)) inline uint32_t region_id(TracingHost& host, Doma
   return define_region_id(host, domain, label, key, stream, c);
 }
 
+// --capture-range nvtx:NAME[@DOMAIN]: a range of message NAME (in domain
+// DOMAIN; the default domain without one) opens the capture window, and
+// its end closes it; with a count, the first that many only.
+struct CaptureRange {
+  bool on = false;
+  std::string name, domain;
+  uint64_t count = 0;  // 0: every one
+  std::atomic<uint64_t> opened{0};
+};
+CaptureRange& capture_range() {
+  static CaptureRange* range = [] {
+    auto* r = new CaptureRange();  // used until the process ends
+    const TracingHost* host = tracing_host();
+    if (host == nullptr || host->config().capture_range.rfind("nvtx:", 0) != 0) return r;
+    std::string spec = host->config().capture_range.substr(5);
+    if (const size_t at = spec.rfind('@'); at != std::string::npos) {
+      r->domain = spec.substr(at + 1);
+      spec.resize(at);
+    }
+    r->name = spec;
+    r->count = host->config().capture_range_count;
+    r->on = !r->name.empty();
+    return r;
+  }();
+  return *range;
+}
+
+// Whether a range with `label` in `domain` starts a capture (and counts it).
+bool starts_capture(const Domain& domain, const Label& label) {
+  CaptureRange& c = capture_range();
+  if (!c.on || domain.name != c.domain) return false;
+  const char* text = label.registered ? label.registered->c_str() : label.text;
+  if (text == nullptr || c.name != text) return false;
+  return c.count == 0 || c.opened.fetch_add(1, std::memory_order_relaxed) < c.count;
+}
+
+void set_window(bool open) {
+  if (TracingHost* host = tracing_host())
+    host->set_capture_window(open, (open ? "nvtx range '" : "end of nvtx range '") + capture_range().name + "'");
+}
+
 // The ranges open on this thread, innermost last.
 struct OpenRange {
   const Domain* domain;
   uint64_t id;  // a start/end range's; 0 for a push
   uint32_t region;
   EnteredRegion entered;
+  bool captures;  // it opened the capture window (--capture-range), and its end closes it
 };
 struct OpenRanges {
   static constexpr uint32_t kMax = 128;
@@ -139,12 +181,14 @@ __attribute__((always_inline)) inline void leave(const EnteredRegion& r) {
 // Closes the range at `index`: the ones opened after it are left first
 // and entered again after it, so the thread's regions still nest.
 __attribute__((always_inline)) inline void close_at(OpenRanges& t, uint32_t index) {
+  const bool captures = t.open[index].captures;
   for (uint32_t j = t.depth; j-- > index;) leave(t.open[j].entered);
   for (uint32_t j = index + 1; j < t.depth; ++j) {
     t.open[j - 1] = t.open[j];
     t.open[j - 1].entered = t.open[j - 1].region ? enter(t.open[j - 1].region) : EnteredRegion{};
   }
   --t.depth;
+  if (captures) set_window(false);
 }
 
 // Open entry of start/end range `id` on this thread, or depth if none.
@@ -180,10 +224,12 @@ void end_foreign_ranges(OpenRanges& t) {
 __attribute__((always_inline)) inline bool open(NvtxThread& me, Domain* domain, const Label& label, uint64_t id) {
   OpenRanges& t = me.ranges;
   end_foreign_ranges(t);
+  if (t.depth == OpenRanges::kMax) return false;
+  const bool captures = starts_capture(*domain, label);
+  if (captures) set_window(true);  // first: the range itself is in the window
   TracingHost* host = traced_host();
   const uint32_t region = host ? region_id(*host, *domain, label, me.labels) : 0;
-  if (t.depth == OpenRanges::kMax) return false;
-  t.open[t.depth++] = OpenRange{domain, id, region, host ? enter_region(*host, region) : EnteredRegion{}};
+  t.open[t.depth++] = OpenRange{domain, id, region, host ? enter_region(*host, region) : EnteredRegion{}, captures};
   return true;
 }
 

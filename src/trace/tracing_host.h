@@ -33,6 +33,10 @@ class TracingHost {
   virtual std::string raw_dir() const = 0;
   // One line on stderr, "hybridprof: " first.
   virtual void say(const std::string& line) = 0;
+  // Opens or closes the process's capture window (an adapter's capture
+  // range: --capture-range nvtx:NAME); `cause` says what did. False when
+  // it was already so. Not the signal path.
+  virtual bool set_capture_window(bool /*open*/, const std::string& /*cause*/) { return false; }
   // The process ends now: every source's last records, the stream closed
   // (once; later calls do nothing).
   virtual void finish_process(raw::EndReason reason, int64_t status) = 0;

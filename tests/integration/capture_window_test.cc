@@ -4,6 +4,7 @@
 // is said, and the program's exit status stays its own. The archive's
 // CAPTURE_WINDOWS property says what was recorded and the report shows it.
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -166,6 +167,43 @@ TEST_F(CaptureWindows, FortransCallsOpenAndCloseTheWindow) {
   EXPECT_EQ(in["fortran_first"] + in["fortran_third"], 0u);
   const auto& process = p.archive().processes.begin()->second;
   EXPECT_NE(process.properties.at(otf2::property::kMarks).find("\tfortran phase\n"), std::string::npos);
+}
+
+// --capture-range nvtx:step --capture-range-count 2 on five "step" ranges:
+// the first two are recorded (each its own window), nothing between them.
+TEST_F(CaptureWindows, AnNvtxCaptureRangeRecordsItsFirstRanges) {
+  if (!file_exists(fixture("nvtx_steps"))) GTEST_SKIP() << "built without NVTX 3";
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"--capture-range", "nvtx:step", "--capture-range-count", "2", "-o", d},
+                              {fixture("nvtx_steps"), "5", "0.05"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("step 1 recording 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 2 recording 0"), std::string::npos) << r.out;
+  Profile p(d);
+  const std::vector<Window> windows = windows_of(p);
+  ASSERT_EQ(windows.size(), 2u);
+  for (const Window& w : windows) {
+    EXPECT_EQ(w.opened_by, "nvtx range 'step'");
+    EXPECT_EQ(w.closed_by, "end of nvtx range 'step'");
+  }
+  EXPECT_GT(p.inclusive_samples("step_work"), 20u);
+  EXPECT_EQ(p.inclusive_samples("between_steps"), 0u);
+  const RunResult report = run({report_tool(), d});
+  bool two_steps = false;  // the NVTX table's row: "... ms      2  ... ms ... step"
+  for (const std::string& line : split_lines(report.out)) {
+    std::istringstream fields(line);
+    std::vector<std::string> words{std::istream_iterator<std::string>(fields), {}};
+    two_steps |= words.size() == 10 && words.back() == "step" && words[3] == "2";
+  }
+  EXPECT_TRUE(two_steps) << "two step ranges:\n" << report.out;
+  // A range in another domain does not match; a bad range is refused.
+  const RunResult other = profile({"--capture-range", "nvtx:step@io", "-o", scratch / "E"}, {fixture("nvtx_steps"), "2", "0.01"});
+  EXPECT_EQ(other.exit_code, 0) << other.describe();
+  EXPECT_EQ(other.out.find("recording 1"), std::string::npos) << other.out;
+  for (const char* bad : {"step", "nvtx:", "nvtx:@io"}) {
+    const RunResult refused = run({launcher(), "--capture-range", bad, "-o", scratch / "F", "--", fixture("nvtx_steps")});
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.describe();
+  }
 }
 
 // No window ever opens: --paused with no start, --delay past the end. The

@@ -32,7 +32,12 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
                        the start, or after --delay); outside the window
                        the samplers are stopped and no call is traced
       --paused         start with the window closed: the program opens it
-                       (hybridprof_start() of <hybridprof/control.h>)
+                       (hybridprof_start() of <hybridprof/control.h>, or
+                       cudaProfilerStart())
+      --capture-range nvtx:NAME[@DOMAIN]
+                       record only inside NVTX ranges of message NAME (in
+                       DOMAIN): each opens the window, its end closes it
+      --capture-range-count N  only the first N such ranges
   -o, --output DIR     output directory (default: a new hybridprof-<program>-<time>)
       --max-depth N    deepest stack recorded (default 256, at most 512)
       --signal SIG     signal used for samples (default SIGRTMIN+4)
@@ -157,6 +162,19 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
       o->fixed_period = true;
     } else if (arg == "--paused" && !has_inline) {
       o->paused = true;
+    } else if (arg == "--capture-range") {
+      if (!take(&o->capture_range)) return false;
+      const size_t name_end = o->capture_range.rfind('@');
+      if (o->capture_range.rfind("nvtx:", 0) != 0 || o->capture_range.size() == 5 || name_end == 5) {
+        *error = "--capture-range needs nvtx:NAME or nvtx:NAME@DOMAIN, not '" + o->capture_range + "'";
+        return false;
+      }
+    } else if (arg == "--capture-range-count") {
+      if (!take(&v) || !number(arg, v, UINT64_MAX >> 1, &o->capture_range_count, error)) return false;
+      if (o->capture_range_count == 0) {
+        *error = "--capture-range-count must be at least 1";
+        return false;
+      }
     } else if (arg == "--delay" || arg == "--duration") {
       if (!take(&v)) return false;
       uint64_t* field = arg == "--delay" ? &o->delay_ns : &o->duration_ns;
@@ -182,6 +200,14 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
   o->command.assign(args.begin() + static_cast<long>(std::min(i, args.size())), args.end());
   if (o->frequency && o->period) {
     *error = "-F/--freq and -c/--period exclude each other";
+    return false;
+  }
+  if (o->capture_range_count && o->capture_range.empty()) {
+    *error = "--capture-range-count needs --capture-range";
+    return false;
+  }
+  if (!o->capture_range.empty() && !mask_traces(o->traced, "nvtx")) {
+    *error = "--capture-range nvtx:... needs NVTX traced (see --trace)";
     return false;
   }
   if (o->command.empty() && !o->help && !o->version && !o->list_events) {

@@ -27,6 +27,8 @@ struct LauncherOptions {
   // Capture windows (ns; 0: none): --delay, --duration, --paused.
   uint64_t delay_ns = 0, duration_ns = 0;
   bool paused = false;
+  std::string capture_range;          // --capture-range nvtx:NAME[@DOMAIN] ("" none)
+  uint64_t capture_range_count = 0;   // --capture-range-count N (0: every range)
   bool list_events = false, help = false, version = false;
   std::vector<std::string> command;   // program and its arguments
 };

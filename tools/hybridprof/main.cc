@@ -141,7 +141,9 @@ int run(int argc, char** argv) {
   };
   if (o.delay_ns) set_env(env::kDelay, seconds_text(o.delay_ns));
   if (o.duration_ns) set_env(env::kDuration, seconds_text(o.duration_ns));
-  if (o.paused) set_env(env::kPaused, "1");
+  if (o.paused || !o.capture_range.empty()) set_env(env::kPaused, "1");  // a range opens it
+  if (!o.capture_range.empty()) set_env(env::kCaptureRange, o.capture_range);
+  if (o.capture_range_count) set_env(env::kCaptureRangeCount, std::to_string(o.capture_range_count));
   const sampling::SamplingPlan plan = sampling::plan_sampling(request);
   // A rank of an MPI job: the ranks write the job's archive together at
   // their exit (tools/finalize/job_archive.h); the last launcher reports it.
