@@ -193,7 +193,7 @@ TEST_F(CaptureWindows, AnNvtxCaptureRangeRecordsItsFirstRanges) {
   for (const std::string& line : split_lines(report.out)) {
     std::istringstream fields(line);
     std::vector<std::string> words{std::istream_iterator<std::string>(fields), {}};
-    two_steps |= words.size() == 10 && words.back() == "step" && words[3] == "2";
+    two_steps |= words.size() == 11 && words.back() == "step" && words[3] == "2";
   }
   EXPECT_TRUE(two_steps) << "two step ranges:\n" << report.out;
   // A range in another domain does not match; a bad range is refused.
