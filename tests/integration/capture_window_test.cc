@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <cstdio>
 #include <sstream>
 
 #include "integration_support.h"
@@ -17,6 +18,7 @@ namespace {
 
 struct Window {
   double from_s = 0, to_s = 0;
+  uint64_t raw_from = 0, raw_to = 0;  // as stored: the archive's ticks (ns)
   std::string opened_by, closed_by;
 };
 std::vector<Window> windows_of(const Profile& p) {
@@ -34,6 +36,8 @@ std::vector<Window> windows_of(const Profile& p) {
       std::getline(fields, w.closed_by);
       w.from_s = otf2::seconds_of(p.archive(), from);
       w.to_s = otf2::seconds_of(p.archive(), to);
+      w.raw_from = from;
+      w.raw_to = to;
       windows.push_back(w);
     }
   }
@@ -43,12 +47,13 @@ std::vector<Window> windows_of(const Profile& p) {
 class CaptureWindows : public IntegrationTest {};
 
 // Two threads working steadily for 2 s: a window from 1 s to 1.5 s holds
-// every sample, about 2 threads x 0.5 s x 1 kHz of them. (Run alone: the
-// count needs both cores for the threads.)
+// every sample, and as many as the threads' CPU time in it at 1 kHz
+// (within 25%; the program notes its threads' CPU clocks every 2 ms, so
+// the count holds however busy the machine is).
 TEST_F(CaptureWindows, DelayAndDurationRecordOnlyTheirWindow) {
   const std::string d = scratch / "D";
-  const RunResult r = profile({"-F", "1000", "--delay", "1", "--duration", "0.5", "-o", d},
-                              {fixture("split_workload"), "2", "2"});
+  const RunResult r = profile({"-F", "1000", "-e", "cpu-clock", "--delay", "1", "--duration", "0.5", "-o", d},
+                              {fixture("steady_threads"), "2", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   Profile p(d);
   const std::vector<Window> windows = windows_of(p);
@@ -64,7 +69,29 @@ TEST_F(CaptureWindows, DelayAndDurationRecordOnlyTheirWindow) {
     outside += at < w.from_s || at > w.to_s;
   }
   EXPECT_EQ(outside, 0u) << "samples outside the window";
-  EXPECT_NEAR(double(p.samples().size()), 2 * 0.5 * 1000, 0.25 * 1000) << "2 threads x 0.5 s x 1 kHz";
+  // The threads' CPU time inside the window, from their notes (monotonic
+  // ns, as the archive's clock; one process, so no offsets).
+  const uint64_t from_ns = w.raw_from, to_ns = w.raw_to;
+  std::map<long, std::vector<std::pair<uint64_t, uint64_t>>> notes;
+  for (const std::string& line : split_lines(r.out)) {
+    long tid = 0;
+    unsigned long long at = 0, cpu = 0;
+    if (std::sscanf(line.c_str(), "cpu %ld %llu %llu", &tid, &at, &cpu) == 3) notes[tid].emplace_back(at, cpu);
+  }
+  ASSERT_EQ(notes.size(), 2u) << r.out.substr(0, 200);
+  double cpu_in_window = 0;
+  for (const auto& [tid, thread] : notes) {
+    const auto cpu_at = [&](uint64_t t) {  // the CPU clock at the last note before t
+      uint64_t cpu = thread.front().second;
+      for (const auto& [at, c] : thread)
+        if (at <= t) cpu = c;
+      return cpu;
+    };
+    cpu_in_window += double(cpu_at(to_ns) - cpu_at(from_ns)) / 1e9;
+  }
+  EXPECT_GT(cpu_in_window, 0.1);
+  EXPECT_NEAR(double(p.samples().size()), cpu_in_window * 1000, cpu_in_window * 1000 * 0.25)
+      << cpu_in_window << " s of CPU in the window";
   const RunResult report = run({report_tool(), d});
   EXPECT_NE(report.out.find("Capture windows"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("--duration"), std::string::npos) << report.out;
