@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "integration_support.h"
+#include "otf2/capture_windows.h"
 #include "otf2/property_names.h"
 #include "otf2/selection.h"
 
@@ -23,24 +24,10 @@ struct Window {
 };
 std::vector<Window> windows_of(const Profile& p) {
   std::vector<Window> windows;
-  for (const auto& [ref, process] : p.archive().processes) {
-    const auto it = process.properties.find(otf2::property::kCaptureWindows);
-    std::istringstream in(it == process.properties.end() ? "" : it->second);
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream fields(line);
-      uint64_t from = 0, to = 0;
-      Window w;
-      fields >> from >> to;
-      fields.ignore(1);
-      std::getline(fields, w.opened_by, '\t');
-      std::getline(fields, w.closed_by);
-      w.from_s = otf2::seconds_of(p.archive(), from);
-      w.to_s = otf2::seconds_of(p.archive(), to);
-      w.raw_from = from;
-      w.raw_to = to;
-      windows.push_back(w);
-    }
-  }
+  for (const auto& [ref, process] : p.archive().processes)
+    for (const otf2::CaptureWindow& w : otf2::capture_windows_of(process))
+      windows.push_back({otf2::seconds_of(p.archive(), w.from), otf2::seconds_of(p.archive(), w.to), w.from, w.to,
+                         w.opened_by, w.closed_by});
   return windows;
 }
 
@@ -122,6 +109,15 @@ TEST_F(CaptureWindows, TheControlApiRecordsWhatItOpensAndItsMarks) {
   EXPECT_NE(p.notices().find("already closed at 1 call to close it"), std::string::npos) << p.notices();
   const RunResult report = run({report_tool(), d});
   EXPECT_NE(report.out.find("phase d"), std::string::npos) << report.out;
+  // The Chrome trace has them as process-wide instant events.
+  const std::string json = scratch / "trace.json";
+  const RunResult converted = run({std::string(HP_BUILD_DIR) + "/bin/hybridprof-convert", "--to", "chrome", d, "-o", json});
+  ASSERT_EQ(converted.exit_code, 0) << converted.describe();
+  const std::string text = read_text(json);
+  EXPECT_NE(text.find("\"name\":\"phase d\",\"cat\":\"mark\""), std::string::npos);
+  EXPECT_NE(text.find("capture window closed (hybridprof_stop())"), std::string::npos);
+  for (const std::string& line : check_with("chrome_trace_check.py", json))
+    EXPECT_NE(line.rfind("problem", 0), 0u) << line;
 
   const RunResult plain = run({fixture("control_phases"), "0.01"});
   EXPECT_EQ(plain.exit_code, 0) << plain.describe();

@@ -13,6 +13,7 @@
 
 #include "cuda/cuda_otf2_events.h"
 #include "otf2/archive_reader.h"
+#include "otf2/capture_windows.h"
 #include "otf2/paradigm.h"
 #include "otf2/property_names.h"
 #include "otf2/selection.h"
@@ -68,6 +69,7 @@ class Converter {
                        [&](const otf2::ParameterEvent& e) { on_parameter(e); });
     finish_location();
     write_device_busy();
+    write_marks();
     out_.raw("\n],\n\"stackFrames\":{");
     write_stack_frames();
     out_.raw("},\n\"samples\":[\n");
@@ -364,6 +366,44 @@ class Converter {
         previous = bucket;
       }
       if (previous != INT64_MIN) point(previous + 1, 0);
+    }
+  }
+
+  // --- Capture windows and marks -------------------------------------------
+
+  // Process-wide instant events, in time order: each mark (hybridprof_mark),
+  // and each capture window's opening and closing, from the processes'
+  // properties.
+  void write_marks() {
+    struct Instant {
+      uint64_t at;
+      std::string name;
+      const char* category;
+    };
+    for (uint32_t ref : processes_) {
+      const otf2::ProcessInfo& p = a_.processes.at(ref);
+      std::vector<Instant> instants;
+      for (const otf2::CaptureWindow& w : otf2::capture_windows_of(p)) {
+        instants.push_back({w.from, "capture window opened (" + w.opened_by + ")", "capture window"});
+        instants.push_back({w.to, "capture window closed (" + w.closed_by + ")", "capture window"});
+      }
+      for (const otf2::Mark& m : otf2::marks_of(p)) instants.push_back({m.at, m.text, "mark"});
+      std::stable_sort(instants.begin(), instants.end(), [](const Instant& x, const Instant& y) { return x.at < y.at; });
+      for (const Instant& i : instants) {
+        const double t = us(i.at);
+        if (!in_window(t)) continue;
+        separator();
+        out_.raw("{\"ph\":\"i\",\"s\":\"p\",\"pid\":");
+        out_.number(ref + 1);
+        out_.raw(",\"ts\":");
+        out_.fixed3(t);
+        out_.raw(",\"name\":");
+        out_.string(i.name);
+        out_.raw(",\"cat\":\"");
+        out_.raw(i.category);
+        out_.raw("\"}");
+        ++counts_.marks;
+      }
     }
   }
 

@@ -28,6 +28,7 @@ namespace hybridprof::convert {
 
 struct ChromeTraceCounts {
   uint64_t slices = 0, samples = 0, flow_starts = 0, flow_ends = 0, counters = 0;
+  uint64_t marks = 0;  // instant events: marks and capture windows' edges
 };
 
 // Writes the JSON of the part of the archive at `archive` (a directory or

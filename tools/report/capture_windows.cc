@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 
-#include "otf2/property_names.h"
+#include "otf2/capture_windows.h"
 #include "otf2/selection.h"
 #include "table.h"
 
@@ -12,11 +11,6 @@ namespace hybridprof::report {
 namespace {
 
 using Align = Table::Align;
-
-std::string property(const otf2::ProcessInfo& p, const char* name) {
-  const auto it = p.properties.find(name);
-  return it == p.properties.end() ? "" : it->second;
-}
 
 std::string seconds_text(double s) {
   char text[32];
@@ -29,29 +23,13 @@ std::string seconds_text(double s) {
 CaptureWindows capture_windows(const otf2::Archive& archive) {
   CaptureWindows c;
   for (const auto& [ref, process] : archive.processes) {
-    const std::string text = property(process, otf2::property::kCaptureWindows);
-    c.partial |= text.empty() && process.properties.count(otf2::property::kCaptureWindows);  // none opened
-    std::istringstream windows(text);
-    for (std::string line; std::getline(windows, line);) {
-      std::istringstream in(line);
-      uint64_t from = 0, to = 0;
-      CaptureWindow w;
-      if (!(in >> from >> to)) continue;
-      in.ignore(1);
-      std::getline(in, w.opened_by, '\t');
-      std::getline(in, w.closed_by);
-      w.process = ref;
-      w.from_s = otf2::seconds_of(archive, from);
-      w.to_s = otf2::seconds_of(archive, to);
+    const std::vector<otf2::CaptureWindow> windows = otf2::capture_windows_of(process);
+    c.partial |= windows.empty() && otf2::has_capture_windows(process);  // none opened
+    for (const otf2::CaptureWindow& w : windows) {
       c.partial |= w.opened_by != "run start" || w.closed_by != "process end";
-      c.windows.push_back(w);
+      c.windows.push_back({ref, otf2::seconds_of(archive, w.from), otf2::seconds_of(archive, w.to), w.opened_by, w.closed_by});
     }
-    std::istringstream marks(property(process, otf2::property::kMarks));
-    for (std::string line; std::getline(marks, line);) {
-      const size_t tab = line.find('\t');
-      if (tab == std::string::npos) continue;
-      c.marks.push_back({ref, otf2::seconds_of(archive, std::stoull(line.substr(0, tab))), line.substr(tab + 1)});
-    }
+    for (const otf2::Mark& m : otf2::marks_of(process)) c.marks.push_back({ref, otf2::seconds_of(archive, m.at), m.text});
   }
   return c;
 }
