@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "otf2/capture_windows.h"
 #include "table.h"
 
 namespace hybridprof::report {
@@ -28,7 +29,9 @@ MpiStats::MpiStats(const otf2::Archive& archive) : archive_(archive) {
   if (world == archive.comm_locations.end()) return;
   for (size_t rank = 0; rank < world->second.size(); ++rank) {
     auto it = archive.threads.find(world->second[rank]);
-    if (it != archive.threads.end()) rank_of_process_[it->second.process] = int(rank);
+    if (it == archive.threads.end()) continue;
+    rank_of_process_[it->second.process] = int(rank);
+    process_of_rank_[int(rank)] = it->second.process;
   }
 }
 
@@ -37,6 +40,21 @@ int MpiStats::rank_of(uint64_t location) const {
   if (t == archive_.threads.end()) return -1;
   auto r = rank_of_process_.find(t->second.process);
   return r == rank_of_process_.end() ? -1 : r->second;
+}
+
+uint64_t MpiStats::traced_ns(int rank) const {
+  const auto r = ranks_.find(rank);
+  if (r == ranks_.end() || r->second.last_ns <= r->second.first_ns) return 0;
+  const uint64_t first = r->second.first_ns, last = r->second.last_ns;
+  const auto process = process_of_rank_.find(rank);
+  if (process == process_of_rank_.end() || !otf2::has_capture_windows(archive_.processes.at(process->second)))
+    return last - first;
+  uint64_t inside = 0;
+  for (const otf2::CaptureWindow& w : otf2::capture_windows_of(archive_.processes.at(process->second))) {
+    const uint64_t from = std::max(w.from, first), to = std::min(w.to, last);
+    if (to > from) inside += to - from;
+  }
+  return inside;
 }
 
 void MpiStats::extend_time(uint64_t location, uint64_t timestamp) {
@@ -123,8 +141,8 @@ void print_mpi_summary(std::ostream& out, const MpiStats& stats, size_t top) {
   Table ranks({{"Rank", A::kRight}, {"In MPI", A::kRight}, {"Share", A::kRight}, {"Traced", A::kRight}});
   uint64_t max_ns = 0, sum_ns = 0;
   for (const auto& [rank, r] : stats.ranks()) {
-    const uint64_t span = r.last_ns > r.first_ns ? r.last_ns - r.first_ns : 0;
-    ranks.add_row({std::to_string(rank), time_text(r.mpi_ns), percent(r.mpi_ns, span), time_text(span)});
+    const uint64_t traced = stats.traced_ns(rank);
+    ranks.add_row({std::to_string(rank), time_text(r.mpi_ns), percent(r.mpi_ns, traced), time_text(traced)});
     max_ns = std::max(max_ns, r.mpi_ns);
     sum_ns += r.mpi_ns;
   }

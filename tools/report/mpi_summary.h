@@ -33,6 +33,9 @@ class MpiStats {
   };
   const std::map<std::string, Function>& functions() const { return functions_; }
   const std::map<int, Rank>& ranks() const { return ranks_; }
+  // The rank's traced time: from its first event to its last, less what
+  // fell outside its capture windows (nothing was recorded there).
+  uint64_t traced_ns(int rank) const;
   // (sender world rank, receiver world rank) -> bytes sent point-to-point.
   const std::map<std::pair<int, int>, uint64_t>& matrix() const { return matrix_; }
   bool empty() const { return functions_.empty(); }
@@ -42,6 +45,7 @@ class MpiStats {
   void extend_time(uint64_t location, uint64_t timestamp);
   const otf2::Archive& archive_;
   std::map<uint32_t, int> rank_of_process_;
+  std::map<int, uint32_t> process_of_rank_;
   struct Open { std::string name; uint64_t enter_ns; };
   std::map<uint64_t, std::vector<Open>> open_;  // per location: MPI calls in progress
   std::map<std::string, Function> functions_;
