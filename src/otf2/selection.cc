@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "otf2/capture_windows.h"
 #include "otf2/property_names.h"
 
 namespace hybridprof::otf2 {
@@ -37,10 +38,38 @@ int64_t rank_of(const std::string& process_name) {
 
 void parse_window(const std::string& text, const std::string& option, Selection* selection) {
   const size_t colon = text.find(':');
-  if (colon == std::string::npos) throw std::invalid_argument(option + ": FROM:TO in seconds, e.g. 2.5:10");
+  if (text.empty()) throw std::invalid_argument(option + ": FROM:TO in seconds (e.g. 2.5:10), or a window's name");
+  if (colon == std::string::npos) {
+    selection->window_name = text;
+    return;
+  }
   if (colon > 0) selection->from_s = seconds(text.substr(0, colon), option);
   if (colon + 1 < text.size()) selection->to_s = seconds(text.substr(colon + 1), option);
   if (selection->to_s <= selection->from_s) throw std::invalid_argument(option + ": an empty window '" + text + "'");
+}
+
+Selection with_window_name(const Archive& archive, const Selection& selection) {
+  if (selection.window_name.empty()) return selection;
+  Selection s = selection;
+  bool found = false;
+  for (const auto& [ref, process] : archive.processes) {
+    const std::vector<CaptureWindow> windows = capture_windows_of(process);
+    for (const Mark& m : marks_of(process)) {
+      if (m.text != selection.window_name) continue;
+      for (const CaptureWindow& w : windows) {
+        if (m.at < w.from || m.at > w.to) continue;
+        const double from = seconds_of(archive, w.from), to = seconds_of(archive, w.to);
+        s.from_s = found ? std::min(s.from_s, from) : from;
+        s.to_s = found ? std::max(s.to_s, to) : to;
+        found = true;
+      }
+    }
+  }
+  if (!found)
+    throw std::runtime_error("--time: no capture window is marked '" + selection.window_name +
+                             "' (hybridprof_mark, Python's hybridprof.window)");
+  s.window_name.clear();
+  return s;
 }
 
 std::set<uint64_t> parse_list(const std::string& text, const std::string& option) {

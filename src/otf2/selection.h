@@ -17,14 +17,28 @@ struct Selection {
   double from_s = 0, to_s = std::numeric_limits<double>::infinity();  // seconds from the job's start
   std::set<uint64_t> ranks;  // MPI ranks (processes in archive order in a run without ranks); empty: all
   std::set<uint64_t> tids;   // threads by TID; empty: all
-  bool all() const { return from_s == 0 && to_s == std::numeric_limits<double>::infinity() && ranks.empty() && tids.empty(); }
+  // --time NAME: the capture window a mark NAME opened (hybridprof_mark,
+  // Python's hybridprof.window(NAME)); with_window_name() turns it into
+  // from_s and to_s.
+  std::string window_name;
+  bool all() const {
+    return from_s == 0 && to_s == std::numeric_limits<double>::infinity() && ranks.empty() && tids.empty() &&
+           window_name.empty();
+  }
 };
 
-// "FROM:TO" in seconds, either side may be left out ("2.5:", ":10").
+// "FROM:TO" in seconds, either side may be left out ("2.5:", ":10"), or
+// the name of a capture window (text without a colon: window_name).
 // Throws std::invalid_argument naming `option` for bad text or an empty window.
 void parse_window(const std::string& text, const std::string& option, Selection* selection);
 // "0,2-3" -> {0, 2, 3}. Throws std::invalid_argument naming `option`.
 std::set<uint64_t> parse_list(const std::string& text, const std::string& option);
+
+// `selection` with its window_name made a time window: from the opening of
+// the first window that a mark of that name lies in to the closing of the
+// last (across processes: each rank's own). Throws std::runtime_error when
+// no window is so marked.
+Selection with_window_name(const Archive& archive, const Selection& selection);
 
 // The locations (threads, and device streams when no TID is asked for)
 // that `selection` keeps. Throws std::runtime_error when it keeps none.

@@ -109,6 +109,14 @@ TEST_F(CaptureWindows, TheControlApiRecordsWhatItOpensAndItsMarks) {
   EXPECT_NE(p.notices().find("already closed at 1 call to close it"), std::string::npos) << p.notices();
   const RunResult report = run({report_tool(), d});
   EXPECT_NE(report.out.find("phase d"), std::string::npos) << report.out;
+  // --time NAME: the window that mark opened, in every section.
+  const RunResult phase_d = run({report_tool(), "--time", "phase d", d});
+  EXPECT_EQ(phase_d.exit_code, 0) << phase_d.describe();
+  EXPECT_NE(phase_d.out.find("phase_d"), std::string::npos) << phase_d.out;
+  EXPECT_EQ(phase_d.out.find("phase_b"), std::string::npos) << phase_d.out;
+  const RunResult unknown = run({report_tool(), "--time", "phase z", d});
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.describe();
+  EXPECT_NE(unknown.err.find("no capture window is marked 'phase z'"), std::string::npos) << unknown.err;
   // The Chrome trace has them as process-wide instant events.
   const std::string json = scratch / "trace.json";
   const RunResult converted = run({std::string(HP_BUILD_DIR) + "/bin/hybridprof-convert", "--to", "chrome", d, "-o", json});

@@ -3,6 +3,7 @@
 // (tests/fixtures/mpi/*.c headers), sends matched with receives,
 // communicators with the right members.
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -935,6 +936,46 @@ TEST_F(Mpi, ProgramsWithoutMpiDoNotLoadTheMpiLibrary) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.out.find("libhybridprof.so"), std::string::npos);
   EXPECT_EQ(r.out.find("libmpi"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hybridprof::integration
+
+namespace hybridprof::integration {
+namespace {
+
+// hybridprof-report --ranks and --time cut every section: rank 1 alone has
+// its 5 sends and its row only; an early enough window has no MPI call.
+TEST_F(Mpi, TheReportCutsToRanksAndTime) {
+  const RunResult r = mpirun(2, {fixture("mpi_ring"), "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto row = [](const std::string& report, const std::string& last_word) {
+    for (const std::string& line : split_lines(report)) {
+      std::istringstream in(line);
+      std::vector<std::string> words{std::istream_iterator<std::string>(in), {}};
+      if (!words.empty() && words.back() == last_word) return words;
+    }
+    return std::vector<std::string>{};
+  };
+  const RunResult all = run({report_tool(), dir});
+  ASSERT_EQ(all.exit_code, 0) << all.describe();
+  EXPECT_EQ(row(all.out, "MPI_Send").at(3), "10") << all.out;
+  const RunResult one = run({report_tool(), "--ranks", "1", dir});
+  ASSERT_EQ(one.exit_code, 0) << one.describe();
+  EXPECT_EQ(row(one.out, "MPI_Send").at(3), "5") << one.out;
+  const size_t per_rank = one.out.find("Time in MPI per rank");
+  ASSERT_NE(per_rank, std::string::npos) << one.out;
+  std::istringstream table(one.out.substr(per_rank));
+  std::vector<std::string> ranks;
+  for (std::string line; std::getline(table, line) && line.rfind("  imbalance", 0) != 0;) {
+    std::istringstream in(line);
+    std::string first;
+    if (in >> first && std::isdigit(static_cast<unsigned char>(first[0]))) ranks.push_back(first);
+  }
+  EXPECT_EQ(ranks, std::vector<std::string>{"1"}) << one.out;
+  const RunResult early = run({report_tool(), "--time", "0:0.000001", dir});
+  ASSERT_EQ(early.exit_code, 0) << early.describe();
+  EXPECT_TRUE(row(early.out, "MPI_Send").empty()) << early.out;
 }
 
 }  // namespace

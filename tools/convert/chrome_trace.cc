@@ -45,8 +45,9 @@ uint64_t fnv(std::initializer_list<uint64_t> values) {
 
 class Converter {
  public:
-  Converter(const otf2::ArchiveReader& reader, const otf2::Selection& selection, JsonFile& out)
+  Converter(const otf2::ArchiveReader& reader, const otf2::Selection& asked, JsonFile& out)
       : a_(reader.archive()), out_(out), period_us_(sample_period_us(a_)) {
+    const otf2::Selection selection = otf2::with_window_name(a_, asked);
     from_us_ = selection.from_s * 1e6;
     to_us_ = std::isinf(selection.to_s) ? selection.to_s : selection.to_s * 1e6;
     locations_ = otf2::selected_locations(a_, selection);

@@ -74,8 +74,9 @@ std::vector<uint32_t> view_path(const otf2::Archive& archive, uint32_t context, 
   return path;
 }
 
-SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& selection) {
+SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& asked) {
   SampleCounts counts;
+  const otf2::Selection selection = otf2::with_window_name(reader.archive(), asked);
   // Only what the selection keeps: its locations, in its window.
   const bool everything = selection.all();
   const std::set<uint64_t> locations =
