@@ -44,6 +44,12 @@ const char* const kUsage =
     "  --step FUNC    the ML view covers only samples with the Python function FUNC on\n"
     "                 their path (its qualified name, or its last dotted component:\n"
     "                 train_step matches Trainer.train_step); implies --ml\n"
+    "  --diff BASE NEW\n"
+    "                 compare two runs: the functions (self and inclusive), call paths and\n"
+    "                 traced regions (MPI, OpenMP, CUDA, NVTX) whose time changed most,\n"
+    "                 as shares of each run (its samples; a region's time against the\n"
+    "                 sampled time), like perf diff; functions match by name and module\n"
+    "  --absolute     with --diff: compare time (samples x period), not shares\n"
     "  -h, --help     this help\n"
     "\n"
     "sections, each printed where the archive has what it needs:\n"
@@ -129,6 +135,10 @@ Options parse_options(const std::vector<std::string>& args) {
       options.flamegraph = value_of(arg);
     } else if (arg == "--icicle") {
       options.icicle = true;
+    } else if (arg == "--diff") {
+      options.diff_base = value_of(arg);
+    } else if (arg == "--absolute") {
+      options.absolute = true;
     } else if (arg == "--time") {
       otf2::parse_window(value_of(arg), arg, &options.selection);
     } else if (arg == "--ranks") {
@@ -142,6 +152,9 @@ Options parse_options(const std::vector<std::string>& args) {
   if (!options.help && options.archive.empty()) throw std::invalid_argument("no archive given (try --help)");
   if (options.icicle && options.flamegraph.empty()) throw std::invalid_argument("--icicle is a form of --flamegraph FILE.svg");
   if (!options.flamegraph.empty() && options.folded) throw std::invalid_argument("--folded or --flamegraph, not both");
+  if (options.absolute && options.diff_base.empty()) throw std::invalid_argument("--absolute is a form of --diff BASE NEW");
+  if (!options.diff_base.empty() && (options.folded || !options.flamegraph.empty()))
+    throw std::invalid_argument("--diff prints its own report: not with --folded or --flamegraph");
   return options;
 }
 

@@ -23,6 +23,8 @@ struct Options {
   std::string flamegraph;         // write a flame graph SVG here instead of the report ("" = none)
   bool icicle = false;            // the flame graph upside down: roots at the top
   otf2::Selection selection;      // --time, --ranks, --threads: the samples and events counted
+  std::string diff_base;          // --diff BASE NEW: compare BASE (this) with `archive` (NEW)
+  bool absolute = false;          // --absolute: a diff in time, not in shares of each run
   bool help = false;
 };
 

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "capture_windows.h"
+#include "diff.h"
 #include "ml_text.h"
 #include "ml_view.h"
 #include "otf2/property_names.h"
@@ -397,6 +398,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out, std::ost
       out << kUsage;
       return 0;
     }
+    if (!options.diff_base.empty()) return run_diff(options, out, err) == 0 ? 0 : fail("cannot write the report");
     otf2::ArchiveReader reader(options.archive);
     const SampleCounts counts = count_samples(reader, options.selection);
     if (!options.flamegraph.empty()) {
