@@ -33,8 +33,15 @@ std::string program_of(const otf2::Archive& a) {
   return p == a.properties.end() ? "" : p->second.substr(0, p->second.find(' '));
 }
 
-// Rows for the keys of either side, `value` making a side's count its share
-// or time; sorted by the size of the change, then name.
+// Largest change first (either way), then by name.
+void sort_by_change(std::vector<DiffRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& x, const DiffRow& y) {
+    return std::fabs(x.change()) != std::fabs(y.change()) ? std::fabs(x.change()) > std::fabs(y.change()) : x.name < y.name;
+  });
+}
+
+// Rows for the keys of either side, a side's count times its scale making
+// its share or time; sorted by the size of the change.
 std::vector<DiffRow> rows_of(const std::map<std::string, uint64_t>& base, const std::map<std::string, uint64_t>& fresh,
                              double base_scale, double new_scale) {
   std::set<std::string> keys;
@@ -50,9 +57,7 @@ std::vector<DiffRow> rows_of(const std::map<std::string, uint64_t>& base, const 
     r.fresh = double(r.new_count) * new_scale;
     rows.push_back(r);
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& x, const DiffRow& y) {
-    return std::fabs(x.change()) != std::fabs(y.change()) ? std::fabs(x.change()) > std::fabs(y.change()) : x.name < y.name;
-  });
+  sort_by_change(rows);
   return rows;
 }
 
@@ -189,9 +194,7 @@ RunDiff diff_runs(const otf2::Archive& base, const SampleCounts& base_counts, co
     r.fresh = absolute ? new_seconds : new_sampled > 0 ? 100 * new_seconds / new_sampled : 0;
     d.regions.push_back(r);
   }
-  std::stable_sort(d.regions.begin(), d.regions.end(), [](const DiffRow& x, const DiffRow& y) {
-    return std::fabs(x.change()) != std::fabs(y.change()) ? std::fabs(x.change()) > std::fabs(y.change()) : x.name < y.name;
-  });
+  sort_by_change(d.regions);
   return d;
 }
 
