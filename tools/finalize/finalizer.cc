@@ -296,7 +296,7 @@ class Finalizer {
       w.set_process_property(group, otf2::property::kSamplesWithoutThread, std::to_string(p.samples_without_thread));
       w.set_process_property(group, "COMMAND", p.command);
       if (!p.python.empty()) w.set_process_property(group, otf2::property::kPython, p.python);
-      w.set_process_property(group, otf2::property::kCaptureWindows, p.capture_windows);
+      if (p.has_window_marks) w.set_process_property(group, otf2::property::kCaptureWindows, p.capture_windows);
       if (!p.marks.empty()) w.set_process_property(group, otf2::property::kMarks, p.marks);
     });
   }
@@ -442,7 +442,9 @@ class Finalizer {
     const ProcessDefinitions& first = *entries.front().definitions;
     // Said once for the job: helper processes of a program that opens its
     // windows in one process only never open one themselves.
-    if (std::none_of(entries.begin(), entries.end(),
+    const auto window_marks = [](const ArchiveEntry& e) { return e.definitions->has_window_marks; };
+    if (std::any_of(entries.begin(), entries.end(), window_marks) &&
+        std::none_of(entries.begin(), entries.end(),
                      [](const ArchiveEntry& e) { return !e.definitions->capture_windows.empty(); }))
       result_->warnings.push_back("no capture window was opened: nothing was recorded (--paused without "
                                   "hybridprof_start(), or --delay longer than the run)");

@@ -76,6 +76,7 @@ void describe_capture_windows(const RawProcess& p, const std::vector<raw::ClockO
                           "\t" + opened_by + "\t" + closed_by + "\n";
   };
   for (const raw::Mark& m : p.marks) {
+    d->has_window_marks |= m.kind != raw::MarkKind::kMark;
     if (m.kind == raw::MarkKind::kMark) {
       d->marks += std::to_string(job_time(offsets, m.timestamp_ns)) + "\t" + m.text + "\n";
     } else if (m.kind == raw::MarkKind::kWindowOpen && !open) {
@@ -407,7 +408,8 @@ template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r) {
 }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
   fields(io, p.pid, p.ppid, p.launcher_rank, p.name, p.role, p.hostname, p.command, p.python, p.exit_status,
-         p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.capture_windows, p.marks, p.period, p.frequency, p.begin_monotonic_ns,
+         p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.capture_windows, p.marks,
+         p.has_window_marks, p.period, p.frequency, p.begin_monotonic_ns,
          p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.job_rank, p.definitions, p.notices,
          p.warnings);
 }

@@ -72,6 +72,7 @@ struct ProcessDefinitions {
   // Capture windows, "FROM TO\tOPENED BY\tCLOSED BY" a line, and marks,
   // "AT\tTEXT" a line; times in the archive's (the job's) clock.
   std::string capture_windows, marks;
+  bool has_window_marks = false;  // the stream says when windows opened (streams made by hand may not)
   std::vector<std::string> warnings;             // what reading the stream found missing or damaged
 };
 
