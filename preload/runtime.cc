@@ -46,10 +46,16 @@ static_assert(std::is_trivially_destructible_v<ThreadContext>, "a TLS object wit
 
 // sampling_enabled(), inlined where traced calls ask (RuntimeHost): no
 // call level under them (see enter_region in trace/traced_region.h).
-__attribute__((always_inline)) inline bool recording_now() {
-  if (!g_enabled.load(std::memory_order_relaxed)) return false;
+// The runtime of a profile that records: null before it starts, after it
+// ends, and once recording stopped for good (a full disk, --max-size).
+__attribute__((always_inline)) inline const Runtime* recording_runtime() {
+  if (!g_enabled.load(std::memory_order_relaxed)) return nullptr;
   const Runtime* rt = g_runtime.load(std::memory_order_acquire);
-  return rt && rt->drain.recording() && rt->drain.window_open();
+  return rt && rt->drain.recording() ? rt : nullptr;
+}
+__attribute__((always_inline)) inline bool recording_now() {
+  const Runtime* rt = recording_runtime();
+  return rt && rt->drain.window_open();
 }
 
 std::string read_file(const char* path) {
@@ -381,10 +387,7 @@ void run_exit_hook(int status) {
   if (auto* hook = g_exit_hook.exchange(nullptr)) hook(status);
 }
 bool sampling_enabled() { return recording_now(); }
-bool profile_recording() {
-  const Runtime* rt = g_runtime.load(std::memory_order_acquire);
-  return g_enabled.load(std::memory_order_relaxed) && rt && rt->drain.recording();
-}
+bool profile_recording() { return recording_runtime() != nullptr; }
 bool profile_open() { return g_enabled.load(std::memory_order_relaxed); }
 ThreadContext* this_thread() { return tls_thread; }
 

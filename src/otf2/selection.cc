@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "otf2/capture_windows.h"
@@ -46,6 +47,20 @@ void parse_window(const std::string& text, const std::string& option, Selection*
   if (colon > 0) selection->from_s = seconds(text.substr(0, colon), option);
   if (colon + 1 < text.size()) selection->to_s = seconds(text.substr(colon + 1), option);
   if (selection->to_s <= selection->from_s) throw std::invalid_argument(option + ": an empty window '" + text + "'");
+}
+
+double sample_period_seconds(const Archive& archive) {
+  const auto p = archive.properties.find(property::kPeriod);
+  if (p == archive.properties.end()) return 0;
+  const double value = std::atof(p->second.c_str());
+  if (value <= 0) return 0;
+  const auto ends_with = [&](const char* unit) {
+    const size_t n = std::strlen(unit);
+    return p->second.size() >= n && p->second.compare(p->second.size() - n, n, unit) == 0;
+  };
+  if (ends_with(" Hz")) return 1 / value;
+  if (ends_with(" ns")) return value * 1e-9;
+  return 0;
 }
 
 Selection with_window_name(const Archive& archive, const Selection& selection) {

@@ -44,6 +44,10 @@ Selection with_window_name(const Archive& archive, const Selection& selection);
 // that `selection` keeps. Throws std::runtime_error when it keeps none.
 std::set<uint64_t> selected_locations(const Archive& archive, const Selection& selection);
 
+// The time one sample stands for, from the archive's HYBRIDPROF::PERIOD
+// ("1000 Hz", "250000 ns"); 0 when the period counts events or is unknown.
+double sample_period_seconds(const Archive& archive);
+
 // A timestamp in seconds from the job's start (the archive's first tick).
 inline double seconds_of(const Archive& archive, uint64_t timestamp) {
   const uint64_t from = archive.clock.global_offset;

@@ -76,7 +76,7 @@ TEST_F(CaptureWindows, DelayAndDurationRecordOnlyTheirWindow) {
     };
     cpu_in_window += double(cpu_at(to_ns) - cpu_at(from_ns)) / 1e9;
   }
-  EXPECT_GT(cpu_in_window, 0.1);
+  EXPECT_GT(cpu_in_window, 0.01) << "the threads ran in the window (how much depends on the machine's load)";
   EXPECT_NEAR(double(p.samples().size()), cpu_in_window * 1000, cpu_in_window * 1000 * 0.25)
       << cpu_in_window << " s of CPU in the window";
   const RunResult report = run({report_tool(), d});

@@ -26,14 +26,10 @@ using otf2::MpiEventKind;
 constexpr double kCounterBucketUs = 10'000;  // samples per 10 ms
 constexpr uint64_t kFlowIdMask = (uint64_t{1} << 53) - 1;  // exact in a JavaScript number
 
-// A sample's period in microseconds, from the archive's "1000 Hz".
+// A sample's period in microseconds (1 ms when the archive counts events).
 double sample_period_us(const otf2::Archive& a) {
-  const auto p = a.properties.find(otf2::property::kPeriod);
-  if (p != a.properties.end() && p->second.size() > 3 && p->second.compare(p->second.size() - 3, 3, " Hz") == 0) {
-    const double hz = std::atof(p->second.c_str());
-    if (hz > 0) return 1e6 / hz;
-  }
-  return 1000;
+  const double seconds = otf2::sample_period_seconds(a);
+  return seconds > 0 ? seconds * 1e6 : 1000;
 }
 
 uint64_t fnv(std::initializer_list<uint64_t> values) {

@@ -3,30 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "otf2/paradigm.h"
 #include "otf2/property_names.h"
+#include "otf2/selection.h"
 #include "table.h"
 
 namespace hybridprof::report {
 namespace {
 
 using Align = Table::Align;
-
-// Seconds a sample stands for, from the archive's "1000 Hz" or "N ns";
-// 0 when the period counts events (then --absolute compares samples).
-double sample_seconds(const otf2::Archive& a) {
-  const auto p = a.properties.find(otf2::property::kPeriod);
-  if (p == a.properties.end()) return 0;
-  const double value = std::atof(p->second.c_str());
-  if (value <= 0) return 0;
-  if (p->second.find(" Hz") != std::string::npos) return 1 / value;
-  if (p->second.find(" ns") != std::string::npos) return value * 1e-9;
-  return 0;
-}
 
 std::string program_of(const otf2::Archive& a) {
   const auto p = a.properties.find(otf2::property::kProgram);
@@ -151,7 +139,7 @@ RunDiff diff_runs(const otf2::Archive& base, const SampleCounts& base_counts, co
                   bool absolute) {
   RunDiff d;
   d.absolute = absolute;
-  const double base_sample = sample_seconds(base), new_sample = sample_seconds(fresh);
+  const double base_sample = otf2::sample_period_seconds(base), new_sample = otf2::sample_period_seconds(fresh);
   // A sample's worth: a share of its run's samples, or its time (a sample when the period is events).
   const auto sample_scale = [&](uint64_t total, double seconds) {
     return absolute ? (seconds > 0 ? seconds : 1.0) : (total ? 100.0 / double(total) : 0.0);
