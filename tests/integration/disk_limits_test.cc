@@ -6,9 +6,10 @@
 //
 // The program (fault_cases more-work:S) spends 0.2 s of CPU in
 // first_work, 0.3 s in last_work, then S s in more_work, sampled at
-// 20 kHz: several times the data any of the limits below lets through.
-// Recording stopped when more_work has a smaller share of the samples than
-// its share of the CPU.
+// 20 kHz: several times the data any of the limits below lets through
+// (a sample of this program takes about 8 bytes of raw stream, so 120 KiB
+// hold about a second of it). Recording stopped when more_work has a
+// smaller share of the samples than its share of the CPU.
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -79,7 +80,7 @@ TEST_F(DiskLimits, MaxSizeRejectsWhatIsNoSize) {
 TEST_F(DiskLimits, AFileSizeLimitStopsRecordingAndWhatWasWrittenIsKept) {
   const std::string d = scratch / "D";
   const RunResult r = run({"bash", "-c", "ulimit -f 96 && exec \"$0\" \"$@\"", launcher(), "-F", "20000", "-o", d,
-                           "--", fixture("fault_cases"), "more-work:1"});
+                           "--", fixture("fault_cases"), "more-work:2"});
   if (!fs::exists(d + "/traces.otf2")) {
     // The archive's own files passed the limit too: the launcher said how
     // to write it, and that works without the limit.
@@ -89,7 +90,7 @@ TEST_F(DiskLimits, AFileSizeLimitStopsRecordingAndWhatWasWrittenIsKept) {
     const RunResult merged = run({merge_tool(), d});
     ASSERT_EQ(merged.exit_code, 0) << merged.describe();
   }
-  expect_stopped_recording(r, d, "File too large", 1);
+  expect_stopped_recording(r, d, "File too large", 2);
   EXPECT_LE(raw_bytes(d), 96u * 1024);
 }
 
@@ -101,7 +102,7 @@ TEST_F(DiskLimits, AFullDiskStopsRecordingAndWhatWasWrittenIsRecoverable) {
   const std::string script =
       "mount -t tmpfs -o size=1m tmpfs \"$1\" || exit 77\n"
       "dd if=/dev/zero of=\"$1/filler\" bs=1k count=900 2>/dev/null\n"
-      "\"$2\" -F 20000 -o \"$1/run\" -- \"$3\" more-work:1\n"
+      "\"$2\" -F 20000 -o \"$1/run\" -- \"$3\" more-work:3\n"
       "rc=$?\n"
       "rm \"$1/filler\"\n"
       "[ -e \"$1/run/traces.otf2\" ] || \"$4\" \"$1/run\" >&2 || exit 78\n"
@@ -111,7 +112,7 @@ TEST_F(DiskLimits, AFullDiskStopsRecordingAndWhatWasWrittenIsRecoverable) {
   if (r.exit_code == 77 || (r.exit_code != 0 && r.err.find("unshare") != std::string::npos))
     GTEST_SKIP() << "no tmpfs mount allowed here: " << r.describe();
   ASSERT_NE(r.exit_code, 78) << "hybridprof-merge failed once there was room\n" << r.describe();
-  expect_stopped_recording(r, kept, "No space left on device", 1);
+  expect_stopped_recording(r, kept, "No space left on device", 3);
 }
 
 }  // namespace
