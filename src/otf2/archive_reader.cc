@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "otf2/crash_probe.h"
 #include "otf2/otf2_error.h"
 #include "otf2/paradigm.h"
 
@@ -433,6 +434,85 @@ std::vector<uint32_t> Archive::context_path(uint32_t context) const {
   return {path.rbegin(), path.rend()};
 }
 
+namespace {
+
+// Opens the archive at archive.anchor and reads its properties and global
+// definitions into `archive`.
+void read_definitions(ArchiveReader::Handle& handle, Archive& archive) {
+  detail::take_last_otf2_message();
+  handle.reader = OTF2_Reader_Open(archive.anchor.c_str());
+  if (handle.reader == nullptr) {
+    std::string detail = detail::take_last_otf2_message();
+    throw std::runtime_error("corrupt archive: cannot open " + archive.anchor + (detail.empty() ? "" : ": " + detail));
+  }
+  OTF2_Reader* reader = handle.reader;
+  check_read(OTF2_Reader_SetSerialCollectiveCallbacks(reader), "OTF2_Reader_SetSerialCollectiveCallbacks");
+
+  uint32_t property_count = 0;
+  char** names = nullptr;
+  check_read(OTF2_Reader_GetPropertyNames(reader, &property_count, &names), "reading archive properties");
+  for (uint32_t i = 0; i < property_count; ++i) {
+    char* value = nullptr;
+    if (OTF2_Reader_GetProperty(reader, names[i], &value) == OTF2_SUCCESS && value) {
+      archive.properties[names[i]] = value;
+    }
+    std::free(value);
+  }
+  std::free(names);  // one allocation holds the array and the strings
+
+  OTF2_GlobalDefReader* defs = OTF2_Reader_GetGlobalDefReader(reader);
+  if (defs == nullptr) {
+    throw std::runtime_error("corrupt archive: cannot read the global definitions of " + archive.anchor + ": " +
+                             detail::take_last_otf2_message());
+  }
+  OTF2_GlobalDefReaderCallbacks* callbacks = OTF2_GlobalDefReaderCallbacks_New();
+  OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(callbacks, on_clock);
+  OTF2_GlobalDefReaderCallbacks_SetStringCallback(callbacks, on_string);
+  OTF2_GlobalDefReaderCallbacks_SetSystemTreeNodeCallback(callbacks, on_system_tree_node);
+  OTF2_GlobalDefReaderCallbacks_SetLocationGroupCallback(callbacks, on_location_group);
+  OTF2_GlobalDefReaderCallbacks_SetLocationCallback(callbacks, on_location);
+  OTF2_GlobalDefReaderCallbacks_SetRegionCallback(callbacks, on_region);
+  OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(callbacks, on_source_location);
+  OTF2_GlobalDefReaderCallbacks_SetCallingContextCallback(callbacks, on_calling_context);
+  OTF2_GlobalDefReaderCallbacks_SetInterruptGeneratorCallback(callbacks, on_interrupt_generator);
+  OTF2_GlobalDefReaderCallbacks_SetLocationGroupPropertyCallback(callbacks, on_process_property);
+  OTF2_GlobalDefReaderCallbacks_SetLocationPropertyCallback(callbacks, on_thread_property);
+  OTF2_GlobalDefReaderCallbacks_SetGroupCallback(callbacks, on_group);
+  OTF2_GlobalDefReaderCallbacks_SetCommCallback(callbacks, on_comm);
+  OTF2_GlobalDefReaderCallbacks_SetParameterCallback(callbacks, on_parameter);
+  RawDefinitions raw_definitions;
+  OTF2_ErrorCode status = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, callbacks, &raw_definitions);
+  OTF2_GlobalDefReaderCallbacks_Delete(callbacks);
+  check_read(status, "registering definition callbacks");
+  uint64_t read = 0;
+  check_read(OTF2_Reader_ReadAllGlobalDefinitions(reader, defs, &read), "reading the global definitions of " + archive.anchor);
+  OTF2_Reader_CloseGlobalDefReader(reader, defs);
+  resolve(raw_definitions, archive);
+}
+
+// OTF2's readers trust the contents of a record: a corrupt definition file
+// can make them read far outside their buffers (seen under fuzzing: a
+// SIGSEGV in OTF2_Buffer_ReadUint64 on a def file whose chunk header and a
+// string were mutated). The definitions are small, so they are read once
+// in a child process first: a child killed by a signal means a file OTF2
+// cannot read safely, and the tool says "corrupt archive" instead of
+// crashing. A child that exits otherwise leaves the reading to the parent
+// (which then reports what went wrong as usual; a sanitizer finding in the
+// profiler's own callbacks is reported there, not hidden).
+void check_definitions_in_a_child(const std::string& anchor) {
+  const int sig = signal_that_kills([&] {
+    ArchiveReader::Handle handle;
+    Archive archive;
+    archive.anchor = anchor;
+    read_definitions(handle, archive);
+  });
+  if (sig != 0)
+    throw std::runtime_error("corrupt archive: reading the global definitions of " + anchor +
+                             " crashed OTF2's reader (" + strsignal(sig) + ")");
+}
+
+}  // namespace
+
 ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique<Handle>()) {
   detail::install_error_capture();
   archive_.anchor = find_anchor(path);
@@ -461,55 +541,8 @@ ArchiveReader::ArchiveReader(const std::string& path) : handle_(std::make_unique
   if (!anchor_properties_fit(archive_.anchor)) {
     throw std::runtime_error("corrupt archive: " + archive_.anchor + " says it has more properties than it holds");
   }
-  detail::take_last_otf2_message();
-  handle_->reader = OTF2_Reader_Open(archive_.anchor.c_str());
-  if (handle_->reader == nullptr) {
-    std::string detail = detail::take_last_otf2_message();
-    throw std::runtime_error("corrupt archive: cannot open " + archive_.anchor + (detail.empty() ? "" : ": " + detail));
-  }
-  OTF2_Reader* reader = handle_->reader;
-  check_read(OTF2_Reader_SetSerialCollectiveCallbacks(reader), "OTF2_Reader_SetSerialCollectiveCallbacks");
-
-  uint32_t property_count = 0;
-  char** names = nullptr;
-  check_read(OTF2_Reader_GetPropertyNames(reader, &property_count, &names), "reading archive properties");
-  for (uint32_t i = 0; i < property_count; ++i) {
-    char* value = nullptr;
-    if (OTF2_Reader_GetProperty(reader, names[i], &value) == OTF2_SUCCESS && value) {
-      archive_.properties[names[i]] = value;
-    }
-    std::free(value);
-  }
-  std::free(names);  // one allocation holds the array and the strings
-
-  OTF2_GlobalDefReader* defs = OTF2_Reader_GetGlobalDefReader(reader);
-  if (defs == nullptr) {
-    throw std::runtime_error("corrupt archive: cannot read the global definitions of " + archive_.anchor + ": " +
-                             detail::take_last_otf2_message());
-  }
-  OTF2_GlobalDefReaderCallbacks* callbacks = OTF2_GlobalDefReaderCallbacks_New();
-  OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(callbacks, on_clock);
-  OTF2_GlobalDefReaderCallbacks_SetStringCallback(callbacks, on_string);
-  OTF2_GlobalDefReaderCallbacks_SetSystemTreeNodeCallback(callbacks, on_system_tree_node);
-  OTF2_GlobalDefReaderCallbacks_SetLocationGroupCallback(callbacks, on_location_group);
-  OTF2_GlobalDefReaderCallbacks_SetLocationCallback(callbacks, on_location);
-  OTF2_GlobalDefReaderCallbacks_SetRegionCallback(callbacks, on_region);
-  OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(callbacks, on_source_location);
-  OTF2_GlobalDefReaderCallbacks_SetCallingContextCallback(callbacks, on_calling_context);
-  OTF2_GlobalDefReaderCallbacks_SetInterruptGeneratorCallback(callbacks, on_interrupt_generator);
-  OTF2_GlobalDefReaderCallbacks_SetLocationGroupPropertyCallback(callbacks, on_process_property);
-  OTF2_GlobalDefReaderCallbacks_SetLocationPropertyCallback(callbacks, on_thread_property);
-  OTF2_GlobalDefReaderCallbacks_SetGroupCallback(callbacks, on_group);
-  OTF2_GlobalDefReaderCallbacks_SetCommCallback(callbacks, on_comm);
-  OTF2_GlobalDefReaderCallbacks_SetParameterCallback(callbacks, on_parameter);
-  RawDefinitions raw_definitions;
-  OTF2_ErrorCode status = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, callbacks, &raw_definitions);
-  OTF2_GlobalDefReaderCallbacks_Delete(callbacks);
-  check_read(status, "registering definition callbacks");
-  uint64_t read = 0;
-  check_read(OTF2_Reader_ReadAllGlobalDefinitions(reader, defs, &read), "reading the global definitions of " + archive_.anchor);
-  OTF2_Reader_CloseGlobalDefReader(reader, defs);
-  resolve(raw_definitions, archive_);
+  check_definitions_in_a_child(archive_.anchor);
+  read_definitions(*handle_, archive_);
 }
 
 ArchiveReader::~ArchiveReader() = default;

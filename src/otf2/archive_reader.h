@@ -158,8 +158,9 @@ class ArchiveReader {
                    const std::function<void(const ForkJoinEvent&)>& on_fork_join = {},
                    const std::function<void(const ParameterEvent&)>& on_parameter = {});
 
+  struct Handle;  // the open OTF2 reader (archive_reader.cc)
+
  private:
-  struct Handle;
   std::unique_ptr<Handle> handle_;
   Archive archive_;
 };
