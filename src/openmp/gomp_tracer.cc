@@ -158,19 +158,16 @@ void create_task(const RealGompFunction& real, const void* site, void (*fn)(void
 void before_fork(const ForkPacket& packet, unsigned num_threads) {
   if (!packet.traced) return;
   const ProfilerWork work;
-  TracingHost* host = traced_host();
-  if (host == nullptr) return;
+  if (traced_host() == nullptr) return;
   if (num_threads == 0) {
     static const RealGompFunction max_threads("omp_get_max_threads");
     num_threads = static_cast<unsigned>(reinterpret_cast<int (*)()>(max_threads.function)());
   }
-  fork(*host, num_threads);
+  fork(num_threads);
 }
 
 void after_fork(const ForkPacket& packet) {
-  if (!packet.traced) return;
-  const ProfilerWork work;
-  if (TracingHost* host = traced_host()) join(*host);
+  if (packet.traced) join();
 }
 
 void traced_body(void* p) {

@@ -58,13 +58,13 @@ void on_parallel_begin(ompt_data_t* encountering, const ompt_frame_t*, ompt_data
   if (parallel) parallel->value = code;
   if (encountering && !(encountering->value & 1)) encountering->value = code << 1;
   if (flags & ompt_parallel_team)
-    if (TracingHost* host = traced_host()) fork(*host, requested);
+    if (traced_host() != nullptr) fork(requested);
 }
 
 void on_parallel_end(ompt_data_t*, ompt_data_t*, int flags, const void*) {
   const ProfilerWork work;
   if (flags & ompt_parallel_team)
-    if (TracingHost* host = traced_host()) join(*host);
+    if (traced_host() != nullptr) join();
 }
 
 // The code of the parallel region a worker's implicit task begins. The

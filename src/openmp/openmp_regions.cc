@@ -86,6 +86,7 @@ uint32_t region_id(TracingHost& host, uint32_t kind, uint64_t code, RegionCache&
 struct OpenRegion {
   uint32_t kind;
   EnteredRegion region;
+  uint32_t leave_flags;  // what its leave carries: its team's join
 };
 struct OpenRegions {
   static constexpr uint32_t kMax = 64;
@@ -97,6 +98,9 @@ struct OpenRegions {
 struct OpenMpThread {
   OpenRegions open;
   RegionCache cache;
+  // A team this thread forked whose parallel region it has not entered yet.
+  bool fork_pending = false;
+  uint32_t fork_requested_threads = 0;
 };
 // What the thread has open; none when it never opened a region.
 OpenRegions* open_regions() {
@@ -111,14 +115,21 @@ uint32_t event_kind(EventKind k) {
   return base == kNoEventSet ? kNoEventSet : base + static_cast<uint32_t>(k);
 }
 
-void write_event(TracingHost& host, EventKind k, const EventPayload& payload) {
-  const uint32_t kind = event_kind(k);
-  if (kind != kNoEventSet) write_traced_event(host, kind, payload);
+// A team's fork and join ride on its master's enter and leave of the
+// parallel region, outside it (kRegionEventsOutside): one record each way
+// for what would be four; a loop of regions repeats them whole.
+uint32_t fork_flags() {
+  const uint32_t kind = event_kind(EventKind::kFork);
+  return kind == kNoEventSet ? 0 : kRegionCarriesEvent | kRegionEventsOutside | kind << kCarriedEventKindShift;
+}
+uint32_t join_flags() {
+  const uint32_t kind = event_kind(EventKind::kJoin);
+  return kind == kNoEventSet ? 0 : kRegionCarriesEmptyEvent | kRegionEventsOutside | kind << kEmptyEventKindShift;
 }
 
 void close_innermost(OpenRegions& open) {
   const OpenRegion& r = open.open[--open.depth];
-  if (TracingHost* host = tracing_host()) leave_region(*host, r.region);
+  if (TracingHost* host = tracing_host()) leave_region(*host, r.region, r.leave_flags);
 }
 
 }  // namespace
@@ -127,14 +138,22 @@ void open(TracingHost& host, Construct c, bool waiting, uint64_t code) {
   OpenMpThread* me = PerThread<OpenMpThread>::get();
   if (me == nullptr) return;
   const uint32_t kind = kind_of(c, waiting);
-  const EnteredRegion r = enter_region(host, region_id(host, kind, code, me->cache));
+  uint32_t flags = 0, leave_flags = 0;
+  EventPayload event{};
+  if (c == Construct::kParallel && !waiting && me->fork_pending) {  // the master enters its team's region
+    me->fork_pending = false;
+    flags = fork_flags();
+    leave_flags = join_flags();
+    event = fork_payload(me->fork_requested_threads);
+  }
+  const EnteredRegion r = enter_region(host, region_id(host, kind, code, me->cache), flags, event);
   if (r.thread == nullptr) return;
   OpenRegions& open = me->open;
   if (open.depth == OpenRegions::kMax) {  // deeper than any program nests: not kept open
-    leave_region(host, r);
+    leave_region(host, r, leave_flags);
     return;
   }
-  open.open[open.depth++] = {kind, r};
+  open.open[open.depth++] = {kind, r, leave_flags};
 }
 
 bool close(Construct c, bool waiting) {
@@ -156,11 +175,17 @@ bool close_through(Construct c, bool waiting) {
   return false;
 }
 
-void fork(TracingHost& host, uint32_t requested_threads) {
-  write_event(host, EventKind::kFork, fork_payload(requested_threads));
+void fork(uint32_t requested_threads) {
+  OpenMpThread* me = PerThread<OpenMpThread>::get();
+  if (me == nullptr) return;
+  me->fork_pending = true;
+  me->fork_requested_threads = requested_threads;
 }
 
-void join(TracingHost& host) { write_event(host, EventKind::kJoin, {}); }
+void join() {
+  // The team's region carried its join; a fork it never entered is dropped.
+  if (OpenMpThread* me = PerThread<OpenMpThread>::peek()) me->fork_pending = false;
+}
 
 // One idle region per process, at no code of the program's.
 void worker_idle(TracingHost& host) { open(host, Construct::kIdle, false, 0); }

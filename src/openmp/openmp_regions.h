@@ -43,9 +43,12 @@ bool close(Construct c, bool waiting);
 bool close_through(Construct c, bool waiting);
 // The team of a parallel region met on this thread forks (asking for
 // `requested_threads`) and joins: OTF2's ThreadFork and ThreadJoin, on
-// the thread that meets the region, around its parallel regions.
-void fork(TracingHost& host, uint32_t requested_threads);
-void join(TracingHost& host);
+// the thread that meets the region, around its parallel region there. The
+// fork and the join are recorded with this thread's next enter of a
+// parallel region (the master's part of the team) and its leave; join()
+// ends a fork whose region this thread never entered (nothing recorded).
+void fork(uint32_t requested_threads);
+void join();
 // A team's worker thread has finished its part of a parallel region and
 // waits in the runtime for the next one (spinning or asleep): it is in the
 // region kIdleRegionName, which encloses the runtime's code, until

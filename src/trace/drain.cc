@@ -701,19 +701,20 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
 }
 
 void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
+  const bool outside = (r.flags & kRegionEventsOutside) != 0;
   if (r.flags & kRegionCarriesEmptyEvent)
-    convert_event_locked(t, (r.flags >> kEmptyEventKindShift) & 0xffu, timestamp_ns, EventPayload{});
+    convert_event_locked(t, (r.flags >> kEmptyEventKindShift) & 0xffu, timestamp_ns, EventPayload{}, false, outside);
   if (r.flags & kRegionCarriesEvent)
     convert_event_locked(t, r.flags >> kCarriedEventKindShift, timestamp_ns, *carried_event(r),
-                         (r.flags & kRegionEventCounts) != 0);
+                         (r.flags & kRegionEventCounts) != 0, outside);
 }
 
 void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload,
-                                 bool counts) {
+                                 bool counts, bool outside) {
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   if (t.drained.call_unwritten && shape_of(t).event_count < raw::Call::kMaxEvents && timestamp_ns >= call.enter_ns) {
     uint32_t& n = call.shape.event_count;
-    call.shape.events[n] = raw::CallShape::Event{kind, 0, counts, payload};
+    call.shape.events[n] = raw::CallShape::Event{kind, 0, counts, outside, 0, payload};
     call.event_ns[n++] = timestamp_ns;
     return;
   }
@@ -733,15 +734,22 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
     site->leave = body_of(r);
     site->written = {};
   }
-  convert_carried_events_locked(t, r, ns);
+  // Events after the leave (kRegionEventsOutside) join the call only
+  // where they fit it, else they follow the Leave written below.
+  const bool after = (r.flags & kRegionEventsOutside) != 0;
+  if (!after) convert_carried_events_locked(t, r, ns);
   if (t.drained.call_unwritten && shape_of(t).region == r.region && ns >= call.enter_ns) {
-    // A Call stamps each event with the enter's or the leave's time.
+    // A Call stamps each event with the enter's or the leave's time (an
+    // event after the leave needs the leave's to differ from the enter's).
     bool stamped_at_ends = true;
-    for (uint32_t i = 0; i < call.shape.event_count; ++i) {
-      call.shape.events[i].at_leave = call.event_ns[i] != call.enter_ns;
+    for (uint32_t i = 0; i < call.shape.event_count; ++i)
       stamped_at_ends &= call.event_ns[i] == call.enter_ns || call.event_ns[i] == ns;
-    }
-    if (stamped_at_ends) {
+    const bool fits_after = ns > call.enter_ns &&
+                            call.shape.event_count + carried_event_count(r.flags) <= raw::Call::kMaxEvents;
+    if (stamped_at_ends && (!after || fits_after)) {
+      if (after) convert_carried_events_locked(t, r, ns);
+      for (uint32_t i = 0; i < call.shape.event_count; ++i)
+        call.shape.events[i].at_leave = call.event_ns[i] != call.enter_ns;
       t.drained.call_unwritten = false;
       const raw::RecentCalls::Handle kept = writer_.append_call(t.index, call.enter_ns, ns, call.shape);
       // A call of the site's enter (any other was written out when that
@@ -765,6 +773,7 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
     t.drained.open_regions.pop_back();
   }
   writer_.append(raw::Leave{{t.index, ns, r.region, node}});
+  if (after) convert_carried_events_locked(t, r, ns);
 }
 
 void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
@@ -794,8 +803,15 @@ void Drain::write_unwritten_call_locked(ThreadState& t) {
   open.region = call.shape.region;
   open.encloses = call.encloses;
   if (call.encloses) open.frames.swap(call.frames);
+  // Its events are the enter's and those after it (a leave's would have
+  // made it a Call): an event outside it comes before the Enter.
+  for (uint32_t i = 0; i < call.shape.event_count; ++i)
+    if (call.shape.events[i].outside && call.event_ns[i] == call.enter_ns)
+      writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
   writer_.append(raw::Enter{{t.index, call.enter_ns, call.shape.region, call.shape.node}});
-  for (uint32_t i = 0; i < call.shape.event_count; ++i) writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
+  for (uint32_t i = 0; i < call.shape.event_count; ++i)
+    if (!call.shape.events[i].outside || call.event_ns[i] != call.enter_ns)
+      writer_.append(call.shape.event(i, t.index, call.event_ns[i]));
 }
 
 bool Drain::set_window(bool open, uint64_t now_ns, const std::string& cause, uint32_t location) {

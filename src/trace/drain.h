@@ -254,9 +254,9 @@ class Drain {
   // The events an enter or leave record carries, at its time.
   void convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns);
   // A traced event at its own time: into the thread's unwritten call when
-  // it fits, as a raw::Event otherwise.
+  // it fits, as a raw::Event otherwise. `outside`: kRegionEventsOutside.
   void convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload,
-                            bool counts = false);
+                            bool counts = false, bool outside = false);
   // Event sets registered since the stream last defined them (event_sets.h).
   void define_new_event_sets_locked();
   // Interning a stack (intern_stack_locked): *innermost_region is the

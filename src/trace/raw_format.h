@@ -30,7 +30,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'I'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'J'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -242,6 +242,10 @@ struct Call {
   // Bit i: events[i] counts (event_payload.h): a repeat of this call stands
   // for it with that event's serial number advanced.
   uint32_t counting = 0;
+  // Bit i: events[i] is outside the call (RegionFlags' kRegionEventsOutside):
+  // read before the Enter when stamped at the enter, after the Leave when
+  // stamped at the leave.
+  uint32_t outside = 0;
 };
 // A definition an adapter's events name by `id` (an MPI communicator, an
 // OpenMP thread team): what `values` say is the business of the adapter

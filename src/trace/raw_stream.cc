@@ -256,7 +256,8 @@ class Decoder {
           const uint64_t kind_and_bits = varint();
           e.timestamp_ns = (kind_and_bits & 1) ? c.leave_ns : c.enter_ns;
           c.counting |= uint32_t((kind_and_bits >> 1) & 1) << i;
-          e.kind = static_cast<uint32_t>(kind_and_bits >> 2);
+          c.outside |= uint32_t((kind_and_bits >> 2) & 1) << i;
+          e.kind = static_cast<uint32_t>(kind_and_bits >> 3);
           payload(e.payload);
         }
         if (!ok_) return false;
@@ -319,12 +320,23 @@ class Decoder {
     queued_next_ = 0;
     return 0;
   }
-  // A Call comes out as its Enter, then (queued) its events and Leave.
+  // A Call comes out as its Enter, then (queued) its events and Leave;
+  // events outside it before the Enter or after the Leave.
   void expand(const Call& c, Record& out) {
     last_ts_[local(c.location)] = c.leave_ns;  // the thread's next delta counts from the leave
-    for (uint32_t i = 0; i < c.event_count; ++i) queued_.push_back(c.events[i]);
+    const auto outside = [&](uint32_t i, bool at_leave) {
+      return ((c.outside >> i) & 1u) != 0 && (c.events[i].timestamp_ns != c.enter_ns) == at_leave;
+    };
+    for (uint32_t i = 0; i < c.event_count; ++i)
+      if (outside(i, false)) queued_.push_back(c.events[i]);
+    queued_.push_back(Enter{{c.location, c.enter_ns, c.region, c.node}});
+    for (uint32_t i = 0; i < c.event_count; ++i)
+      if (!outside(i, false) && !outside(i, true)) queued_.push_back(c.events[i]);
     queued_.push_back(Leave{{c.location, c.leave_ns, c.region, c.node}});
-    out = Enter{{c.location, c.enter_ns, c.region, c.node}};
+    for (uint32_t i = 0; i < c.event_count; ++i)
+      if (outside(i, true)) queued_.push_back(c.events[i]);
+    out = std::move(queued_[queued_next_]);
+    ++queued_next_;
   }
   void payload(EventPayload& p) {
     for (uint32_t& w : p.word) w = u32();
@@ -497,14 +509,16 @@ RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns
   } else {
     slot = recent_calls_.remember(thread, shape);
     // Events carry one bit for their time instead of a timestamp: the
-    // enter's (0) or the leave's (1); and one saying whether they count.
+    // enter's (0) or the leave's (1); one saying whether they count; one
+    // whether they are outside the call.
     put_varint(static_cast<uint32_t>(Tag::kCall));
     put_varint(thread); put_varint(delta(thread, enter_ns));
     put_varint(leave_ns - enter_ns);
     put_varint(shape.region); put_varint(shape.node); put_varint(shape.event_count);
     for (uint32_t i = 0; i < shape.event_count; ++i) {
       const CallShape::Event& e = shape.events[i];
-      put_varint(uint64_t{e.kind} << 2 | uint64_t{e.counts != 0} << 1 | (e.at_leave != 0));
+      put_varint(uint64_t{e.kind} << 3 | uint64_t{e.outside != 0} << 2 | uint64_t{e.counts != 0} << 1 |
+                 (e.at_leave != 0));
       put_payload(e.payload);
     }
     last_ts_[thread] = leave_ns;  // the thread's next delta counts from the leave

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "trace/raw_format.h"
@@ -23,8 +24,10 @@ namespace hybridprof::raw {
 struct CallShape {
   struct Event {
     uint32_t kind = 0;
-    uint16_t at_leave = 0;  // stamped with the leave's time, not the enter's
-    uint16_t counts = 0;    // a counting event (event_payload.h): a repeat advances it
+    uint8_t at_leave = 0;  // stamped with the leave's time, not the enter's
+    uint8_t counts = 0;    // a counting event (event_payload.h): a repeat advances it
+    uint8_t outside = 0;   // before the enter / after the leave (Call::outside)
+    uint8_t unused = 0;
     EventPayload payload;
   };
   uint32_t region = 0, node = 0;
@@ -38,7 +41,8 @@ struct CallShape {
     s.event_count = c.event_count;
     for (uint32_t i = 0; i < c.event_count; ++i) {
       const raw::Event& e = c.events[i];
-      s.events[i] = Event{e.kind, e.timestamp_ns != c.enter_ns, uint16_t((c.counting >> i) & 1u), e.payload};
+      s.events[i] = Event{e.kind, e.timestamp_ns != c.enter_ns, uint8_t((c.counting >> i) & 1u),
+                          uint8_t((c.outside >> i) & 1u), 0, e.payload};
     }
     return s;
   }
@@ -57,6 +61,7 @@ struct CallShape {
     for (uint32_t i = 0; i < event_count; ++i) {
       c.events[i] = event(i, thread, events[i].at_leave ? leave_ns : enter_ns);
       c.counting |= uint32_t{events[i].counts != 0} << i;
+      c.outside |= uint32_t{events[i].outside != 0} << i;
     }
     return c;
   }
@@ -85,9 +90,15 @@ struct CallShape {
 };
 static_assert(sizeof(CallShape) == 16 + Call::kMaxEvents * 48, "no hidden padding");
 
+// Set-associative by the call's region and context, so a loop over many
+// call sites keeps each site's recent shapes (a table replaced in turn
+// forgets them all once there are more sites than slots: the cliff of
+// issue 32); a site whose calls differ (an MPI call to each neighbour in
+// turn) shares its set's ways.
 class RecentCalls {
  public:
-  static constexpr uint32_t kSlots = 4;
+  static constexpr uint32_t kWays = 8, kSets = 16;
+  static constexpr uint32_t kSlots = kWays * kSets;
   static constexpr uint32_t kNone = kSlots;
   // Where a shape is kept, for as long as that slot keeps it (until it is
   // replaced, or forgotten at a chunk start).
@@ -99,21 +110,19 @@ class RecentCalls {
   void forget_all() { threads_.clear(); }
 
   // The slot of `thread` whose shape, repeated (CallShape::repeated), is
-  // `shape`, which it then holds; or kNone. Looks first where a loop's next
-  // call would be: the slot after the last one found.
+  // `shape`, which it then holds; or kNone.
   uint32_t find_repeat(uint32_t thread, const CallShape& shape) {
-    if (thread >= threads_.size()) return kNone;
-    PerThread& t = threads_[thread];
+    const uint32_t set_index = set_of(shape);
+    Set* set = find_set(thread, set_index);
+    if (set == nullptr) return kNone;
     const bool counting = shape.counting();
     CallShape back;
     if (counting) back = shape.repeat_of();
     const CallShape& unmoved = counting ? back : shape;
-    uint32_t i = t.last_found;
-    for (uint32_t k = 0; k < t.used; ++k) {
-      if (++i >= t.used) i = 0;  // not %: a division costs more than the compare
-      if (t.slots[i] == unmoved) {
-        if (counting) t.slots[i] = shape;
-        return t.last_found = i;
+    for (uint32_t way = 0; way < set->used; ++way) {
+      if (set->shapes[way] == unmoved) {
+        if (counting) set->shapes[way] = shape;
+        return set_index * kWays + way;
       }
     }
     return kNone;
@@ -121,34 +130,56 @@ class RecentCalls {
   // A repeat of the call in `slot`: the shape it stands for, which the slot
   // then holds; nullptr when that slot holds none.
   const CallShape* repeat_at(uint32_t thread, uint64_t slot) {
-    if (thread >= threads_.size() || slot >= threads_[thread].used) return nullptr;
-    CallShape& s = threads_[thread].slots[slot];
+    if (slot >= kSlots) return nullptr;
+    Set* set = find_set(thread, static_cast<uint32_t>(slot / kWays));
+    if (set == nullptr || slot % kWays >= set->used) return nullptr;
+    CallShape& s = set->shapes[slot % kWays];
     if (s.counting()) s = s.repeated();
     return &s;
   }
-  // Remembers `shape` in `thread`'s next slot (oldest first once all are
-  // used); returns the slot.
+  // Remembers `shape` in the next way of its set for `thread` (oldest
+  // first once all are used); returns the slot.
   uint32_t remember(uint32_t thread, const CallShape& shape) {
     if (thread >= threads_.size()) threads_.resize(size_t(thread) + 1);
-    PerThread& t = threads_[thread];
-    const uint32_t slot = t.next;
-    t.slots[slot] = shape;
-    t.versions[slot] = ++stored_;
-    t.next = (t.next + 1) % kSlots;
-    if (t.used < kSlots) ++t.used;
-    return slot;
+    const uint32_t set_index = set_of(shape);
+    std::unique_ptr<Set>& set = threads_[thread].sets[set_index];
+    if (!set) set = std::make_unique<Set>();
+    const uint32_t way = set->next;
+    set->shapes[way] = shape;
+    set->versions[way] = ++stored_;
+    set->next = static_cast<uint8_t>((way + 1) % kWays);
+    if (set->used < kWays) ++set->used;
+    return set_index * kWays + way;
   }
-  Handle handle(uint32_t thread, uint32_t slot) const { return {slot, threads_[thread].versions[slot]}; }
+  Handle handle(uint32_t thread, uint32_t slot) const {
+    return {slot, threads_[thread].sets[slot / kWays]->versions[slot % kWays]};
+  }
   bool keeps(uint32_t thread, Handle h) const {
-    return thread < threads_.size() && h.slot < threads_[thread].used && threads_[thread].versions[h.slot] == h.version;
+    if (thread >= threads_.size() || h.slot >= kSlots) return false;
+    const std::unique_ptr<Set>& set = threads_[thread].sets[h.slot / kWays];
+    return set && set->versions[h.slot % kWays] == h.version;
   }
 
  private:
-  struct PerThread {
-    std::array<CallShape, kSlots> slots;
-    std::array<uint64_t, kSlots> versions{};
-    uint32_t used = 0, next = 0, last_found = 0;
+  // A counting event's number is not in the set's key: its repeats stay in
+  // the set of the call they repeat.
+  static uint32_t set_of(const CallShape& s) {
+    return ((s.region * 0x9e3779b1u) ^ (s.node * 0x85ebca77u)) >> 28;
+  }
+  static_assert(kSets == 16, "set_of keeps the top 4 bits");
+  // Made at a set's first shape: a chunk naming many threads (or a corrupt
+  // one) costs memory by the calls it holds, not by threads x slots.
+  struct Set {
+    std::array<CallShape, kWays> shapes;
+    std::array<uint64_t, kWays> versions{};  // 0: never stored
+    uint8_t used = 0, next = 0;
   };
+  struct PerThread {
+    std::array<std::unique_ptr<Set>, kSets> sets;
+  };
+  Set* find_set(uint32_t thread, uint32_t set) {
+    return thread < threads_.size() ? threads_[thread].sets[set].get() : nullptr;
+  }
   std::vector<PerThread> threads_;
   uint64_t stored_ = 0;  // shapes remembered so far: versions are never reused
 };

@@ -145,6 +145,11 @@ enum RegionFlags : uint32_t {
   // The carried event counts (event_payload.h, counted_on): a repeat of
   // this record stands for it with the serial number advanced by one.
   kRegionEventCounts = 1u << 21,
+  // The record's carried events happen outside its region: an enter's just
+  // before it, a leave's just after it (an OpenMP team's fork before its
+  // master enters the parallel region, its join after the master leaves),
+  // so that one record each way stands for what would be four.
+  kRegionEventsOutside = 1u << 22,
 };
 inline constexpr uint32_t kEmptyEventKindShift = 8;
 inline constexpr uint32_t kCarriedEventKindShift = 24;

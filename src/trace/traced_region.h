@@ -111,8 +111,10 @@ struct EnteredRegion {
 // 32 frames as it returns: ~35 ns a level under 190 frames
 // (benchmarks/return_stack_bench.cc).
 inline EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags = 0, const EventPayload& event = {});
-// Leaves what enter_region entered, on the same thread, now.
-inline void leave_region(TracingHost& host, const EnteredRegion& r);
+// Leaves what enter_region entered, on the same thread, now. `flags`: an
+// empty event the leave carries (kRegionCarriesEmptyEvent, its kind, and
+// where: kRegionEventsOutside).
+inline void leave_region(TracingHost& host, const EnteredRegion& r, uint32_t flags = 0);
 
 // A traced event of `kind` (trace/event_sets.h) at `timestamp` (a trace
 // clock reading) on thread `t`, the calling thread; counted as lost when
@@ -143,14 +145,14 @@ __attribute__((always_inline)) inline EnteredRegion enter_region(TracingHost& ho
   return r;
 }
 
-__attribute__((always_inline)) inline void leave_region(TracingHost& host, const EnteredRegion& r) {
+__attribute__((always_inline)) inline void leave_region(TracingHost& host, const EnteredRegion& r, uint32_t flags) {
   if (r.thread == nullptr || !r.entered) return;
   ThreadState& t = *r.thread;
   Drain& drain = host.drain();
   const uint64_t now = trace_clock_now();
   if (t.traced_call_wants_early_drain(now)) drain.wake();
   BusyScope busy(&t);
-  const RegionBody body{r.region, 0, {}};
+  const RegionBody body{r.region, flags, {}};
   // A lost leave leaves the region open to the thread's end, where the
   // drain closes it; count it.
   if (!drain.write_or_flush(t, [&]() __attribute__((always_inline)) {

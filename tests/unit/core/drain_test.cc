@@ -78,13 +78,14 @@ class DrainTest : public ::testing::Test {
                       message(uint32_t(peer), sent, received)};
   }
 
-  void leave(uint64_t ns, uint32_t region) {
+  void leave(uint64_t ns, uint32_t region, uint32_t flags = 0) {
     auto* r = reinterpret_cast<RegionRecord*>(
         t_->ring.reserve_exclusive(sizeof(RegionRecord), uint16_t(RecordType::kRegionLeave), 0));
     ASSERT_NE(r, nullptr);
     r->timestamp = ns;
     r->region = region;
-    r->flags = r->stack_slot = r->stack_generation = 0;
+    r->flags = flags;
+    r->stack_slot = r->stack_generation = 0;
     t_->ring.commit_exclusive();
   }
   void event(uint64_t ns, Kind kind, uint32_t peer = 1) {
@@ -144,6 +145,32 @@ TEST_F(DrainTest, WholeCallsReadBackAsTheirEnterEventsAndLeave) {
   EXPECT_EQ(nodes_[0], nodes_[1]) << "a leave names its enter's context";
   EXPECT_EQ(nodes_[2], nodes_[3]);
   EXPECT_NE(nodes_[0], nodes_[2]) << "two regions, two contexts";
+}
+
+// A team's fork and join as OpenMP records them: carried by the master's
+// enter and leave of the parallel region, outside it. They read back before
+// the Enter and after the Leave, whether the region is one whole call, a
+// repeat of one, or has records of its own inside.
+TEST_F(DrainTest, EventsOutsideARegionComeBeforeItsEnterAndAfterItsLeave) {
+  constexpr uint32_t kFork = kCollectiveBegin, kJoin = kCollectiveEnd;
+  EventPayload team;
+  team.word[1] = 4;
+  const RegionBody forking{5, kRegionCarriesEvent | kRegionEventsOutside | kFork << kCarriedEventKindShift, team};
+  const RegionBody joining{5, kRegionCarriesEmptyEvent | kRegionEventsOutside | kJoin << kEmptyEventKindShift, {}};
+  for (uint64_t at : {100, 200, 300}) {  // a loop's regions: the second and third are repeats
+    ASSERT_TRUE(t_->traced.calls.enter(t_->ring, at, forking, CallerStackCache::Ref{2, 9, false}, nullptr, 0));
+    ASSERT_TRUE(t_->traced.calls.leave(t_->ring, at + 50, joining, CallerStackCache::Ref{2, 9, false}));
+  }
+  enter(400, 5, kRegionCarriesEmptyEvent | kRegionEventsOutside | kFork << kEmptyEventKindShift);
+  sample(420);
+  enter(430, 6);
+  leave(440, 6);
+  leave(450, 5, joining.flags);
+  EXPECT_EQ(stream(), (Seen{{'M', 100}, {'E', 100}, {'L', 150}, {'M', 150},
+                            {'M', 200}, {'E', 200}, {'L', 250}, {'M', 250},
+                            {'M', 300}, {'E', 300}, {'L', 350}, {'M', 350},
+                            {'M', 400}, {'E', 400}, {'S', 420}, {'E', 430}, {'L', 440}, {'L', 450}, {'M', 450}}));
+  EXPECT_EQ(peers_[0], 4u) << "the fork's payload travels with it";
 }
 
 // An adapter the spine has never heard of: it registers its event set,

@@ -345,6 +345,49 @@ TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
   std::remove(path.c_str());
 }
 
+// A loop over many call sites (LULESH's thirty OpenMP regions, each from
+// its own place) repeats every site's call after the first round: the
+// table of recent calls is not replaced in turn.
+TEST(RawStream, CallsFromManySitesInTurnAllRepeat) {
+  const std::string path = temp_path("sites");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  constexpr uint32_t kSites = 40, kRounds = 100;
+  std::vector<Call> written;
+  for (uint32_t round = 0; round < kRounds; ++round) {
+    for (uint32_t site = 0; site < kSites; ++site) {
+      Call c;
+      c.location = 0;
+      c.enter_ns = (round * kSites + site) * 1000;
+      c.leave_ns = c.enter_ns + 300;
+      c.region = 1 + site % 7;  // sites share regions, each its own context
+      c.node = 100 + site;
+      c.event_count = 1;
+      c.events[0] = Event{0, c.enter_ns, 3, payload(0, 4, 123456, 654321)};
+      written.push_back(c);
+      w.append(c);
+    }
+  }
+  const size_t bytes = w.pending_bytes();
+  w.close();
+  // A full call here takes ~20 bytes, a repeat ~6.
+  EXPECT_LT(bytes, kSites * 40 + (kRounds - 1) * kSites * 8) << "every site's later calls repeat";
+  ReadSummary summary;
+  const std::vector<Record> r = read_all(path, &summary);
+  EXPECT_TRUE(summary.problem.empty()) << summary.problem;
+  ASSERT_EQ(r.size(), 3 * written.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < written.size(); ++i) {
+    const auto* enter = std::get_if<Enter>(&r[3 * i]);
+    const auto* event = std::get_if<Event>(&r[3 * i + 1]);
+    bad += !(enter && event && enter->node == written[i].node && enter->region == written[i].region &&
+             enter->timestamp_ns == written[i].enter_ns && event->payload == written[i].events[0].payload);
+  }
+  EXPECT_EQ(bad, 0u);
+  std::remove(path.c_str());
+}
+
 // A call whose event counts (an MPI request id) repeats when its number
 // is one more than the last: the writer and the reader move the kept shape
 // on together, whether the drain repeats it by handle or by comparing.
