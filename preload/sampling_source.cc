@@ -70,13 +70,14 @@ class SamplingSource final : public EventSource {
                       " sampled by CPU-time timers, not perf events (" + failures_.first_timer_instead() +
                       (n > 1 ? ", and more" : "") +
                       "; the profiler takes no descriptor below 512, the program's: see ulimit -n)");
+    // No thread id or rate in it: the ranks of a job say the same line,
+    // which the archive then says once.
     if (const uint64_t n = failures_.left_perf_count())
       notice(*rt, std::to_string(n) + " thread" + (n == 1 ? "" : "s") +
                       " switched from perf events to CPU-time timers, blocking or yielding more than " +
                       std::to_string(sampling::ThreadSampler::kMaxOwnSwitchesPerCpuSecond) +
-                      " times a second of CPU time (" + failures_.first_left_perf() + (n > 1 ? ", and more" : "") +
-                      "), where a perf event costs every switch; their kernel time counts under the function "
-                      "that entered the kernel (--timer does so for every thread)");
+                      " times a second of CPU time, where a perf event costs every switch; their kernel time "
+                      "counts under the function that entered the kernel (--timer does so for every thread)");
     if (const uint64_t n = failures_.unsampled_count())
       notice(*rt, std::to_string(n) + " thread" + (n == 1 ? " was" : "s were") + " not sampled (" +
                       failures_.first_unsampled() + (n > 1 ? ", and more" : "") + ")");

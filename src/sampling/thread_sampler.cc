@@ -32,11 +32,6 @@ timespec timespec_of(uint64_t ns) { return {time_t(ns / 1000000000ull), long(ns 
 
 }  // namespace
 
-std::string StartFailures::first_left_perf() const {
-  if (switched_.count.load() == 0) return "";
-  return "thread " + std::to_string(switched_.tid.load()) + ", " + std::to_string(switched_.err.load()) + " a second";
-}
-
 std::string StartFailures::Kind::first() const {
   if (count.load() == 0) return "";
   const char* c = call.load();
@@ -169,7 +164,7 @@ void ThreadSampler::leave_perf_if_switching_itself_often() {
     return;
   }
   close_perf();
-  failures_->left_perf_for_timer(tid_, per_cpu_second);
+  failures_->left_perf_for_timer();
 }
 
 // SIGNAL PATH too (after_owned_signal): no strings, no locks.

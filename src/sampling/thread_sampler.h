@@ -52,18 +52,12 @@ class StartFailures {
   void timer_instead(pid_t tid, const char* call, int err) { timer_instead_.add(tid, call, err); }
   void unsampled(pid_t tid, const char* call, int err) { unsampled_.add(tid, call, err); }
 
-  // Async-signal-safe. Thread `tid` left its perf event for a CPU-time
-  // timer: it was switched out `per_cpu_second` times a second of its CPU
-  // time (ThreadSampler::after_owned_signal).
-  void left_perf_for_timer(pid_t tid, uint64_t per_cpu_second) {
-    if (switched_.count.fetch_add(1) != 0) return;
-    switched_.tid.store(tid), switched_.err.store(int(per_cpu_second > INT32_MAX ? INT32_MAX : per_cpu_second));
-  }
+  // Async-signal-safe. A thread left its perf event for a CPU-time timer:
+  // it switched itself out too often (ThreadSampler::after_owned_signal).
+  void left_perf_for_timer() { switched_.count.fetch_add(1); }
 
   uint64_t timer_instead_count() const { return timer_instead_.count.load(); }
   uint64_t left_perf_count() const { return switched_.count.load(); }
-  // "thread 12, 48000 a second"; not for the signal path.
-  std::string first_left_perf() const;
   uint64_t unsampled_count() const { return unsampled_.count.load(); }
   // The first of each, "thread 12: perf_event_open: Too many open files";
   // not for the signal path.

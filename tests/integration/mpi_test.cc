@@ -614,6 +614,18 @@ TEST_F(Mpi, NoticesAreSaidOncePerJobWithTheirRankCount) {
   }
   EXPECT_EQ(nvtx, 1) << r.err;
   EXPECT_LE(fallback, 1) << r.err;
+  // The archive says each of its ranks' notices once, with how many
+  // processes said it (every rank says which clock times its calls).
+  std::string error;
+  auto p = load_profile(dir, &error);
+  ASSERT_TRUE(p) << error;
+  int in_archive = 0;
+  for (const std::string& line : split_lines(p->notices())) {
+    if (line.find("MPI: traced calls timed with") == std::string::npos) continue;
+    ++in_archive;
+    EXPECT_NE(line.find("(4 processes)"), std::string::npos) << line;
+  }
+  EXPECT_EQ(in_archive, 1) << p->notices();
 }
 
 // A program that starts MPI without mpirun (a singleton) makes Open MPI

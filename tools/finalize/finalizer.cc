@@ -448,11 +448,20 @@ class Finalizer {
                      [](const ArchiveEntry& e) { return !e.definitions->capture_windows.empty(); }))
       result_->warnings.push_back("no capture window was opened: nothing was recorded (--paused without "
                                   "hybridprof_start(), or --delay longer than the run)");
-    std::vector<std::string> notices;
+    // Each said once, with how many processes said it where more than one.
+    std::vector<std::pair<std::string, size_t>> said;
     for (const auto& e : entries) {
-      for (const auto& n : e.definitions->notices)
-        if (std::find(notices.begin(), notices.end(), n) == notices.end()) notices.push_back(n);
+      for (const auto& n : e.definitions->notices) {
+        auto it = std::find_if(said.begin(), said.end(), [&](const auto& s) { return s.first == n; });
+        if (it == said.end())
+          said.emplace_back(n, 1);
+        else
+          ++it->second;
+      }
     }
+    std::vector<std::string> notices;
+    for (const auto& [text, processes] : said)
+      notices.push_back(processes > 1 ? text + " (" + std::to_string(processes) + " processes)" : text);
     for (const auto& w : result_->warnings) notices.push_back(w);
     const std::string period = first.frequency ? std::to_string(first.period) + " Hz"
                                : first.mechanism == "perf_event" ? std::to_string(first.period) + " events"
