@@ -34,8 +34,12 @@ Communicators& comms() {
   return *c;
 }
 
+// The job's rank, its communicators and clock offsets are what later
+// events name: written whenever the stream records at all, a capture
+// window open or not (a rank whose window opens after MPI_Init still
+// needs them).
 void append(const raw::Record& record) {
-  if (TracingHost* host = tracing_host(); host && host->tracing()) host->drain().append(record);
+  if (TracingHost* host = tracing_host(); host && host->drain().recording()) host->drain().append(record);
 }
 
 std::vector<uint32_t> world_ranks_of(MPI_Comm comm) {

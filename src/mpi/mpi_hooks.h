@@ -463,8 +463,13 @@ HYBRIDPROF_COLLECTIVE_HOOKS(MPI_Exscan, MPI_Iexscan, CollectiveOp::kExscan,
 // --- communicators ------------------------------------------------------------------
 
 // Calls that make one communicator from `parent` into the last parameter.
+// Run on every call, recorded or not: registering it is collective over the
+// new communicator (its members agree on a key), so a rank whose capture
+// window is closed must take part as the others do, and its events name
+// the communicator once a window opens.
 template <MpiFunction F>
 struct CommCreation {
+  static constexpr bool kRunsUntraced = true;
   template <typename... A>
   static void before(MpiCall&, A&...) {}
   template <typename... A>
@@ -496,6 +501,7 @@ template <> struct Hooks<MpiFunction::MPI_Intercomm_merge> : CommCreation<MpiFun
 
 template <>
 struct Hooks<MpiFunction::MPI_Comm_free> {
+  static constexpr bool kRunsUntraced = true;  // as its creation (above)
   static void before(MpiCall&, MPI_Comm*& comm) { forget_comm(*comm); }
   static void after(MpiCall&, int, MPI_Comm*&) {}
 };

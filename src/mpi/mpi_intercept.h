@@ -28,10 +28,11 @@ struct ReplacesCall : std::false_type {};
 template <typename H>
 struct ReplacesCall<H, std::void_t<decltype(H::kReplacesCall)>> : std::bool_constant<H::kReplacesCall> {};
 
-// Hooks that declare kRunsUntraced (MPI_Init*, MPI_Finalize) run before()
-// and after() on calls that are not recorded too (MPI switched off, a
-// thread not traced): the rank, the clock offsets and the job's archive
-// come from there.
+// Hooks that declare kRunsUntraced (MPI_Init*, MPI_Finalize, communicator
+// creation and freeing) run before() and after() on calls that are not
+// recorded too (MPI switched off, a thread not traced, a capture window
+// closed): the rank, the clock offsets, the communicators and the job's
+// archive come from there.
 template <typename H, typename = void>
 struct RunsUntraced : std::false_type {};
 template <typename H>

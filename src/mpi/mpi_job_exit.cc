@@ -80,7 +80,7 @@ int finalize_or_defer(int (*real_finalize)()) {
   // The ranks agree (all defer, or none), which also gives the program what
   // MPI_Finalize guarantees it: every rank has reached it.
   TracingHost* host = tracing_host();
-  int wanted = job_dir && *job_dir && host && host->tracing(), all_want = 0;
+  int wanted = job_dir && *job_dir && host && host->drain().recording(), all_want = 0;
   const Pmpi& p = pmpi();
   if (p.Allreduce(&wanted, &all_want, 1, p.int32, p.op_min, p.comm_world) != MPI_SUCCESS || !all_want)
     return real_finalize();

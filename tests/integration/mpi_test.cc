@@ -12,7 +12,9 @@
 #include <tuple>
 
 #include "integration_support.h"
+#include "otf2/capture_windows.h"
 #include "otf2/property_names.h"
+#include "otf2/selection.h"
 #include "trace/raw_stream.h"
 
 namespace hybridprof::integration {
@@ -955,6 +957,71 @@ TEST_F(Mpi, ProgramsWithoutMpiDoNotLoadTheMpiLibrary) {
 
 namespace hybridprof::integration {
 namespace {
+
+// --delay and --duration count from each rank's own start (as nsys's do):
+// each rank records one window of its own, every sample of a rank lies in
+// its window, and outside it the rank's calls are not traced.
+TEST_F(Mpi, EachRankRecordsItsOwnDelayedWindow) {
+  constexpr int kRounds = 150;  // ~8 ms of CPU a round per rank: longer than the window's end
+  const RunResult r = mpirun(2, {fixture("mpi_openmp"), std::to_string(kRounds)},
+                             {"-F", "1000", "--delay", "0.6", "--duration", "0.3"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  const otf2::Archive& a = t.reader.archive();
+  ASSERT_EQ(a.processes.size(), 2u);
+  std::map<uint32_t, otf2::CaptureWindow> window_of;
+  for (const auto& [ref, process] : a.processes) {
+    const std::vector<otf2::CaptureWindow> windows = otf2::capture_windows_of(process);
+    ASSERT_EQ(windows.size(), 1u) << process.name;
+    EXPECT_EQ(windows[0].opened_by, "--delay") << process.name;
+    EXPECT_EQ(windows[0].closed_by, "--duration") << process.name;
+    // At least as long as asked; closing later only as the machine's load
+    // delays the runtime's timer thread.
+    const double length = otf2::seconds_of(a, windows[0].to) - otf2::seconds_of(a, windows[0].from);
+    EXPECT_GE(length, 0.29) << process.name;
+    EXPECT_LE(length, 0.8) << process.name;
+    window_of[ref] = windows[0];
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    size_t outside = 0;
+    for (const otf2::SampleEvent& s : t.samples[rank]) {
+      const otf2::CaptureWindow& w = window_of.at(a.threads.at(s.location).process);
+      outside += s.timestamp < w.from || s.timestamp > w.to;
+    }
+    EXPECT_GT(t.samples[rank].size(), 0u) << "rank " << rank << " polls or works through its window";
+    EXPECT_EQ(outside, 0u) << "rank " << rank << ": samples outside its window";
+    EXPECT_LT(t.enters[rank]["MPI_Allreduce"], kRounds) << "rank " << rank << ": calls outside the window traced";
+  }
+  // What MPI_Init and MPI_Finalize do for the job (its ranks, their
+  // communicators, the archive written by the ranks) holds outside windows.
+  const auto property = [&](const char* name) {
+    auto it = a.properties.find(name);
+    return it == a.properties.end() ? std::string() : it->second;
+  };
+  EXPECT_EQ(property(otf2::property::kNotices).find("not written"), std::string::npos)
+      << "events in the window name communicators defined before it:\n" << property(otf2::property::kNotices);
+  EXPECT_NE(property(otf2::property::kWrittenBy).find("MPI_Finalize"), std::string::npos)
+      << property(otf2::property::kWrittenBy);
+}
+
+// A communicator made while only rank 1 records (--paused, rank 1 calls
+// hybridprof_start()): every rank takes part in registering it, so the job
+// ends (it waited for ever before), and rank 1's collective on it names it.
+TEST_F(Mpi, ACommunicatorMadeWhileOnlySomeRanksRecordIsRegisteredByAll) {
+  const RunResult r = mpirun(2, {fixture("mpi_window_comms")}, {"--paused"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  EXPECT_EQ(t.enters[1]["MPI_Allreduce"], 1u);
+  EXPECT_EQ(t.enters[0]["MPI_Allreduce"], 0u) << "rank 0 never recorded";
+  ASSERT_EQ(t.count_op(1, otf2::CollectiveOp::kAllreduce), 1u);
+  const auto allreduce = std::find_if(t.events[1].begin(), t.events[1].end(), [](const MpiEvent& e) {
+    return e.kind == MpiEventKind::kCollectiveEnd && e.op == otf2::CollectiveOp::kAllreduce;
+  });
+  const otf2::Archive& a = t.reader.archive();
+  const auto comm = a.comms.find(allreduce->comm);
+  ASSERT_NE(comm, a.comms.end()) << "the collective names a communicator the archive defines";
+  EXPECT_EQ(comm->second.name, "MPI_Comm_dup");
+}
 
 // hybridprof-report --ranks and --time cut every section: rank 1 alone has
 // its 5 sends and its row only; an early enough window has no MPI call.
