@@ -1,6 +1,7 @@
 #include "otf2/selection.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -128,6 +129,29 @@ std::set<uint64_t> selected_locations(const Archive& archive, const Selection& s
   }
   if (locations.empty()) throw std::runtime_error("no thread of the archive matches --ranks / --threads");
   return locations;
+}
+
+std::string describe(const Selection& selection) {
+  const auto list = [](const std::set<uint64_t>& values) {
+    std::string text;
+    for (uint64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+    return text;
+  };
+  std::string text = selection.ranks.empty()       ? "all ranks"
+                     : selection.ranks.size() == 1 ? "rank " + list(selection.ranks)
+                                                   : "ranks " + list(selection.ranks);
+  if (!selection.tids.empty()) text += std::string(selection.tids.size() == 1 ? "; thread " : "; threads ") + list(selection.tids);
+  if (!selection.window_name.empty()) {
+    text += "; window " + selection.window_name;
+  } else if (selection.from_s > 0 || selection.to_s != std::numeric_limits<double>::infinity()) {
+    char window[96];
+    if (selection.to_s == std::numeric_limits<double>::infinity())
+      std::snprintf(window, sizeof window, "; from %.3f s", selection.from_s);
+    else
+      std::snprintf(window, sizeof window, "; %.3f s to %.3f s", selection.from_s, selection.to_s);
+    text += window;
+  }
+  return text;
 }
 
 }  // namespace hybridprof::otf2

@@ -27,6 +27,11 @@ struct Selection {
   }
 };
 
+// What a heading says the selection covers: "all ranks", "rank 1",
+// "ranks 0, 2", then its threads and time if cut ("ranks 0, 2; threads
+// 4242; 1.000 s to 2.500 s").
+std::string describe(const Selection& selection);
+
 // "FROM:TO" in seconds, either side may be left out ("2.5:", ":10"), or
 // the name of a capture window (text without a colon: window_name).
 // Throws std::invalid_argument naming `option` for bad text or an empty window.

@@ -1044,6 +1044,8 @@ TEST_F(Mpi, TheReportCutsToRanksAndTime) {
   const RunResult one = run({report_tool(), "--ranks", "1", dir});
   ASSERT_EQ(one.exit_code, 0) << one.describe();
   EXPECT_EQ(row(one.out, "MPI_Send").at(3), "5") << one.out;
+  EXPECT_NE(one.out.find("MPI (rank 1;"), std::string::npos) << "the heading says what it counts:\n" << one.out;
+  EXPECT_NE(all.out.find("MPI (all ranks;"), std::string::npos) << all.out;
   const size_t per_rank = one.out.find("Time in MPI per rank");
   ASSERT_NE(per_rank, std::string::npos) << one.out;
   std::istringstream table(one.out.substr(per_rank));

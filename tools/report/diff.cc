@@ -49,14 +49,9 @@ std::vector<DiffRow> rows_of(const std::map<std::string, uint64_t>& base, const 
   return rows;
 }
 
-// A function's name and module, the same in two runs: the vDSO's image is
-// saved per process ("vm.<pid>.vdso.so"), so it reads [vdso].
-std::string function_key(const FunctionRow& f) {
-  std::string module = f.module;
-  if (module.rfind("vm.", 0) == 0 && module.size() > 8 && module.compare(module.size() - 8, 8, ".vdso.so") == 0)
-    module = "[vdso]";
-  return f.name + (module.empty() ? "" : " (" + module + ")");
-}
+// A function's name and module, the same in two runs (the profile names
+// the vDSO [vdso] in every process).
+std::string function_key(const FunctionRow& f) { return f.name + (f.module.empty() ? "" : " (" + f.module + ")"); }
 
 std::string value_text(double v, bool absolute) {
   char text[32];

@@ -114,9 +114,9 @@ void MpiStats::add(const otf2::MpiEvent& e) {
   if (to >= 0) matrix_[{from, to}] += e.bytes;
 }
 
-void print_mpi_summary(std::ostream& out, const MpiStats& stats, size_t top) {
+void print_mpi_summary(std::ostream& out, const MpiStats& stats, size_t top, const std::string& scope) {
   if (stats.empty()) return;
-  out << "\nMPI (all ranks; time inside each call, from its enter to its leave; bytes its calls sent and\n"
+  out << "\nMPI (" << scope << "; time inside each call, from its enter to its leave; bytes its calls sent and\n"
          "received: a receive's in the wait that completes it, a collective's send and receive buffers)\n";
   std::vector<std::pair<std::string, MpiStats::Function>> rows(stats.functions().begin(), stats.functions().end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {

@@ -53,6 +53,7 @@ class MpiStats {
   std::map<std::pair<int, int>, uint64_t> matrix_;
 };
 
-void print_mpi_summary(std::ostream&, const MpiStats&, size_t top);
+// `scope`: what the counted events cover ("all ranks", otf2::describe).
+void print_mpi_summary(std::ostream&, const MpiStats&, size_t top, const std::string& scope);
 
 }  // namespace hybridprof::report

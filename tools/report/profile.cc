@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace hybridprof::report {
 namespace {
@@ -19,6 +20,16 @@ std::string region_source(const otf2::Archive& archive, uint32_t region) {
 }
 
 std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// A module as the report names it: its file's name; the vDSO, whose image
+// each process saved as "<host>.<pid>.vdso.so", as [vdso] (the same name in
+// every process and run, so --diff matches its functions).
+std::string module_name(const std::string& path) {
+  const std::string name = basename_of(path);
+  constexpr std::string_view kVdso = ".vdso.so";
+  if (name.size() > kVdso.size() && name.compare(name.size() - kVdso.size(), kVdso.size(), kVdso) == 0) return "[vdso]";
+  return name;
+}
 
 bool is_python(const otf2::Archive& archive, uint32_t region) {
   auto r = archive.regions.find(region);
@@ -198,7 +209,7 @@ std::vector<FunctionRow> flat_profile(const otf2::Archive& archive, const Sample
     row.region = region;
     row.name = region_name(archive, region);
     row.source = lines.source(archive, region);
-    if (auto it = archive.regions.find(region); it != archive.regions.end()) row.module = basename_of(it->second.module);
+    if (auto it = archive.regions.find(region); it != archive.regions.end()) row.module = module_name(it->second.module);
     sorted.push_back(std::move(row));
   }
   std::sort(sorted.begin(), sorted.end(), [](const FunctionRow& a, const FunctionRow& b) {

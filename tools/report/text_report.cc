@@ -348,7 +348,7 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
     const MlView ml = ml_view(archive, counts, options.step);
     if (show_ml_view(ml, options.ml)) print_ml_view(out, ml, options.top_functions);
   }
-  if (counts.mpi) print_mpi_summary(out, *counts.mpi, options.top_functions);
+  if (counts.mpi) print_mpi_summary(out, *counts.mpi, options.top_functions, otf2::describe(options.selection));
   if (counts.openmp) print_openmp_summary(out, *counts.openmp, options.top_functions);
   if (counts.ranges) print_range_summary(out, *counts.ranges, options.top_functions);
   if (counts.gpu) print_gpu_summary(out, *counts.gpu, options.top_functions);

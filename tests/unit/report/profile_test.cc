@@ -96,6 +96,30 @@ TEST(FlatProfile, SelfAndInclusiveSamples) {
   EXPECT_EQ(percent(rows[1].self, loaded.counts.total), "30.0%");
 }
 
+// Modules read as their file's name; the vDSO, saved per process as
+// "<host>.<pid>.vdso.so", as [vdso] (the same in every run, for --diff).
+TEST(FlatProfile, ModulesAreNamedByTheirFileAndTheVdsoAlike) {
+  TempDir dir;
+  {
+    ArchiveWriter w({.directory = dir.path()});
+    const uint32_t process = w.define_process("p", w.define_system_tree_node("h", "node", kUndefined));
+    const uint64_t t = w.define_thread(process, "main");
+    const uint32_t clock = w.define_calling_context(
+        w.define_region("__vdso_clock_gettime", "", 0, Paradigm::kSampling, "/tmp/run/raw/node7.4242.vdso.so"),
+        kUndefined, kUndefined);
+    const uint32_t copy = w.define_calling_context(
+        w.define_region("strlen", "", 0, Paradigm::kSampling, "/usr/lib/x86_64-linux-gnu/libc.so.6"), kUndefined,
+        kUndefined);
+    w.write_sample(t, 1'000'000, clock, 1, kUndefined);
+    w.write_sample(t, 2'000'000, copy, 1, kUndefined);
+    w.close({});
+  }
+  Loaded loaded(dir.path());
+  const std::vector<FunctionRow> rows = flat_profile(loaded.archive(), loaded.counts);
+  EXPECT_EQ(row_named(rows, "__vdso_clock_gettime").module, "[vdso]");
+  EXPECT_EQ(row_named(rows, "strlen").module, "libc.so.6");
+}
+
 TEST(FlatProfile, RecursionCountsOncePerSample) {
   TempDir dir;
   write_abc_archive(dir.path(), /*with_recursion=*/true);
