@@ -40,6 +40,11 @@ struct EventSpec {
 // Thread-safe (libpfm4 is initialized once and serialized behind a mutex).
 bool encode_event(const std::string& name, EventSpec* out, std::string* error);
 
+// libpfm4's own encoding of `name`, bypassing the generic table that
+// encode_event answers perf's generic names from: what that table must
+// agree with (tests). False when libpfm cannot encode it.
+bool encode_event_with_libpfm(const std::string& name, EventSpec* out);
+
 // The software clock that every fallback samples (PERF_COUNT_SW_CPU_CLOCK).
 // Needs no libpfm, so a fallback can never fail to encode.
 EventSpec cpu_clock_event();

@@ -28,6 +28,26 @@ TEST(EncodeEvent, CyclesIsTheGenericHardwareEvent) {
   EXPECT_EQ(spec.canonical.rfind("perf::PERF_COUNT_HW_CPU_CYCLES", 0), 0u) << spec.canonical;
 }
 
+// perf's generic names are encoded from a table, without starting libpfm
+// (pfm_initialize costs milliseconds at every process start): exactly as
+// libpfm encodes them.
+TEST(EncodeEvent, GenericNamesEncodeAsLibpfmDoes) {
+  for (const char* name : {"cycles", "instructions", "cpu-clock", "task-clock", "branch-misses", "branches",
+                           "cache-misses", "cache-references", "ref-cycles", "page-faults", "context-switches",
+                           "cpu-migrations"}) {
+    const EventSpec table = must_encode(name);
+    EventSpec pfm;
+    ASSERT_TRUE(encode_event_with_libpfm(name, &pfm)) << name;
+    EXPECT_EQ(table.type, pfm.type) << name;
+    EXPECT_EQ(table.config, pfm.config) << name;
+    EXPECT_EQ(table.config1, pfm.config1) << name;
+    EXPECT_EQ(table.config2, pfm.config2) << name;
+    EXPECT_EQ(table.precise_ip, pfm.precise_ip) << name;
+    EXPECT_EQ(table.software_clock, pfm.software_clock) << name;
+    EXPECT_EQ(pfm.canonical.rfind(table.canonical + ":", 0), 0u) << name << ": " << table.canonical << " vs " << pfm.canonical;
+  }
+}
+
 TEST(EncodeEvent, Instructions) {
   EventSpec spec = must_encode("instructions");
   EXPECT_EQ(spec.type, uint32_t(PERF_TYPE_HARDWARE));
