@@ -90,7 +90,7 @@ void ThreadSampler::start_at_first_period(const SamplingPlan& plan, int signal, 
   if (err != 0) failures->unsampled(tid, call, err);
 }
 
-// SIGNAL PATH: one system call.
+// SIGNAL PATH: one system call every kSamplesPerDraw calls, none between.
 void ThreadSampler::draw_next_period(const siginfo_t* info) {
   if (info->si_code == SI_TIMER || jitter_period_ == 0 || fd_ < 0 || !own_fds::owned(fd_)) return;
   // When the period that ended here began at a draw's restart, the count

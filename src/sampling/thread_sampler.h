@@ -54,10 +54,10 @@ class StartFailures {
 
   // Async-signal-safe. A thread left its perf event for a CPU-time timer:
   // it switched itself out too often (ThreadSampler::after_owned_signal).
-  void left_perf_for_timer() { switched_.count.fetch_add(1); }
+  void left_perf_for_timer() { left_perf_.fetch_add(1); }
 
   uint64_t timer_instead_count() const { return timer_instead_.count.load(); }
-  uint64_t left_perf_count() const { return switched_.count.load(); }
+  uint64_t left_perf_count() const { return left_perf_.load(); }
   uint64_t unsampled_count() const { return unsampled_.count.load(); }
   // The first of each, "thread 12: perf_event_open: Too many open files";
   // not for the signal path.
@@ -76,7 +76,8 @@ class StartFailures {
     }
     std::string first() const;
   };
-  Kind timer_instead_, unsampled_, switched_;
+  Kind timer_instead_, unsampled_;
+  std::atomic<uint64_t> left_perf_{0};
 };
 
 class ThreadSampler {
