@@ -1,10 +1,9 @@
 #include "sampling/sampling_plan.h"
 
-#include <algorithm>
-
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -203,6 +202,13 @@ uint64_t SamplingPlan::perf_period() const {
   if (!frequency) return v;
   if (!event.software_clock) return 0;
   return 1000000000ull / v > 0 ? 1000000000ull / v : 1;  // as fill_sampling_attr opens it
+}
+
+uint32_t SamplingPlan::samples_per_draw() const {
+  constexpr uint64_t kMinNsBetweenDraws = 4000000, kMostSamplesPerDraw = 4;
+  const uint64_t period = perf_period();
+  if (!event.software_clock || period == 0) return kMostSamplesPerDraw;
+  return uint32_t(std::clamp<uint64_t>(kMinNsBetweenDraws / period, 1, kMostSamplesPerDraw));
 }
 
 const char* periods_text(const SamplingPlan& plan) {

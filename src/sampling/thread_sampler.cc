@@ -90,7 +90,7 @@ void ThreadSampler::start_at_first_period(const SamplingPlan& plan, int signal, 
   if (err != 0) failures->unsampled(tid, call, err);
 }
 
-// SIGNAL PATH: one system call every kSamplesPerDraw calls, none between.
+// SIGNAL PATH: one system call every samples_per_draw_ calls, none between.
 void ThreadSampler::draw_next_period(const siginfo_t* info) {
   if (info->si_code == SI_TIMER || jitter_period_ == 0 || fd_ < 0 || !own_fds::owned(fd_)) return;
   // When the period that ended here began at a draw's restart, the count
@@ -108,17 +108,17 @@ void ThreadSampler::draw_next_period(const siginfo_t* info) {
   }
   last_overflow_count_ = overflow_count_;
   restarted_ = false;
-  // A new period every kSamplesPerDraw samples: the ioctl reprograms the
-  // event's timer, which costs this VM hypervisor exits (~15 us a draw;
-  // drawn at every sample, randomized runs took 1.6-2.9% more wall time
-  // than fixed ones). The kernel reloads the drawn period at the block's
+  // A new period every samples_per_draw_ samples (SamplingPlan): the ioctl
+  // reprograms the event's timer, which costs this VM hypervisor exits
+  // (~15 us a draw; drawn at every sample at 1 kHz, randomized runs took
+  // 1.6-2.9% more wall time than fixed ones). The kernel reloads the drawn period at the block's
   // other overflows, and where a block starts moves at random, which is
   // what breaks a program's lock-step with the sampling. Only the block's
   // first period holds a delivery: each of its periods is shortened by a
   // share of it.
-  if (++since_draw_ < kSamplesPerDraw) return;
+  if (++since_draw_ < samples_per_draw_) return;
   since_draw_ = 0;
-  const uint64_t next = jitter_.next(jitter_period_) - delivery_count_ / kSamplesPerDraw;
+  const uint64_t next = jitter_.next(jitter_period_) - delivery_count_ / samples_per_draw_;
   last_period_ = next;
   restarted_ = true;
   ioctl(fd_, PERF_EVENT_IOC_PERIOD, &next);
@@ -191,6 +191,7 @@ int ThreadSampler::open_perf(const SamplingPlan& plan, int signal, pid_t tid, co
     attr.sample_type = PERF_SAMPLE_READ;  // the count at each overflow (draw_next_period)
     last_overflow_count_ = overflow_count_ = delivery_count_ = 0;
     since_draw_ = 0;
+    samples_per_draw_ = plan.samples_per_draw();
     restarted_ = false;
   }
   *call = "perf_event_open";

@@ -142,10 +142,10 @@ class ThreadSampler {
   static constexpr uint32_t kSwitchCheckSignals = 8;
   static constexpr uint64_t kMaxOwnSwitchesPerCpuSecond = 5000;
 
-  // Async-signal-safe (one system call every kSamplesPerDraw calls), for an
+  // Async-signal-safe (one system call every samples_per_draw_ calls), for an
   // owned perf signal, after sample_was_in_kernel() and before the sample's
   // work: where the plan is randomized, sets the thread's period for its
-  // next kSamplesPerDraw samples to a fresh draw (PeriodJitter) with
+  // next samples_per_draw_ samples (the plan's) to a fresh draw (PeriodJitter) with
   // PERF_EVENT_IOC_PERIOD, which restarts the count from now. What the
   // event counted between the overflow and that restart (the signal's
   // delivery, 30-60 us of CPU time in this virtual machine) is in no
@@ -153,7 +153,6 @@ class ThreadSampler {
   // and each draw is shortened by a share of its running mean. Without a
   // ring (user-level events) it is not measured.
   void draw_next_period(const siginfo_t* info);
-  static constexpr uint32_t kSamplesPerDraw = 4;
 
   // Async-signal-safe, on the sampler's own thread: it called sched_yield.
   void count_yield() { yields_.store(yields_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
@@ -270,7 +269,7 @@ class ThreadSampler {
   uint64_t delivery_count_ = 0;  // the running mean of the delivery's count
   // Samples since the last draw, and whether the period now running began
   // at a draw's restart (draw_next_period).
-  uint32_t since_draw_ = 0;
+  uint32_t since_draw_ = 0, samples_per_draw_ = 1;
   bool restarted_ = false;
 
   // What resume() may act on from another thread: fd_ and timer_ while

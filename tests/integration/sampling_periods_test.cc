@@ -1,9 +1,11 @@
 // Randomized sampling periods (sampling/period_jitter.h) on a program whose
 // rounds are exactly periodic (tests/fixtures/periodic_rounds): the
 // archive's leaf shares match the program's own CPU-time measurement, run
-// after run, at 1 kHz with 2 ms rounds and at 100 Hz with 10 ms rounds; each
+// after run, at 1 kHz with 2 ms rounds and at 100 Hz with 10 ms rounds, to
+// within what chance allows for the count of samples; each
 // thread's samples times the period come to its CPU time. --fixed-period
 // turns it off and the archive says so.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -38,13 +40,27 @@ OwnTimes own_times(const std::string& out) {
   return t;
 }
 
+// How far a count of samples strays from CPU time / period by chance: the
+// periods are uniform on [P/2, 3P/2] (a coefficient of variation of
+// 1/sqrt(12)), drawn once for every `per_draw` samples, so the time that n
+// samples span has a relative deviation of sqrt(per_draw / (12 n)): 0.8% at
+// 5,000 samples drawn every 4th, 1.5% at 1,500.
+double count_deviation(uint64_t n, uint32_t per_draw) {
+  return std::sqrt(double(per_draw) / (12.0 * double(n)));
+}
+
 class SamplingPeriods : public IntegrationTest {
  protected:
   // Profiles periodic_rounds (2 threads, `cpu_seconds` of CPU each, rounds
-  // of `round_ms`) at `hz`; checks that the archive's share of each leaf is
-  // within 3 points of the program's, and each thread's samples within
-  // `cpu_tolerance` of its CPU time. Returns the largest share difference.
-  double expect_true_shares(int run, uint64_t hz, double cpu_seconds, double round_ms, double cpu_tolerance) {
+  // of `round_ms`) at `hz`, where the plan draws a period every `per_draw`
+  // samples (SamplingPlan::samples_per_draw). Checks that the archive's
+  // share of each leaf is within 4 binomial deviations (at least 3 points)
+  // of the program's; that each thread's samples times the period are its
+  // CPU time, within 1% and 4 count deviations; and that all threads'
+  // together are within `total_tolerance` of theirs. Returns the largest
+  // share difference.
+  double expect_true_shares(int run, uint64_t hz, double cpu_seconds, double round_ms, uint32_t per_draw,
+                            double total_tolerance) {
     const std::string d = scratch / ("run" + std::to_string(run));
     char round[32];
     std::snprintf(round, sizeof round, "%g", round_ms);
@@ -69,18 +85,32 @@ class SamplingPeriods : public IntegrationTest {
     for (const char* leaf : kLeaves) {
       const double own_share = 100 * own.leaves.at(leaf) / own_total;
       const double sampled_share = 100 * double(p->inclusive_samples(leaf)) / sampled_total;
-      EXPECT_NEAR(sampled_share, own_share, 3.0) << leaf << " at " << hz << " Hz, run " << run;
+      // Samples at random phases are draws of a binomial: its standard
+      // deviation at 1,600 samples is 1.25 points for a 50% leaf, so a
+      // fixed 3-point bound fails one run in fifty by chance (it did, in
+      // CI: 3.02). Four deviations, and never under 3 points; a fixed
+      // period reads 59/20/21 for 50/30/20 here, 9 points off.
+      const double p_own = own_share / 100;
+      const double tolerance = std::max(3.0, 400 * std::sqrt(p_own * (1 - p_own) / sampled_total));
+      EXPECT_NEAR(sampled_share, own_share, tolerance) << leaf << " at " << hz << " Hz, run " << run;
       worst = std::max(worst, std::fabs(sampled_share - own_share));
     }
     // Each thread: its samples, a period each, against its own CPU clock.
     const std::map<uint64_t, uint64_t> samples = p->samples_by_location();
+    uint64_t all_samples = 0;
+    double all_cpu = 0;
     for (const auto& [location, n] : samples) {
       const uint64_t tid = p->thread_property(location, otf2::property::kTid);
       const auto cpu = own.cpu.find(tid);
       if (cpu == own.cpu.end()) continue;  // the main thread, which only joins
-      EXPECT_NEAR(double(n) / double(hz), cpu->second, cpu_tolerance * cpu->second)
+      all_samples += n;
+      all_cpu += cpu->second;
+      const double tolerance = 0.01 + 4 * count_deviation(n, per_draw);
+      EXPECT_NEAR(double(n) / double(hz), cpu->second, tolerance * cpu->second)
           << "thread " << tid << ": " << n << " samples at " << hz << " Hz";
     }
+    EXPECT_NEAR(double(all_samples) / double(hz), all_cpu, total_tolerance * all_cpu)
+        << all_samples << " samples at " << hz << " Hz, run " << run;
     return worst;
   }
 };
@@ -89,16 +119,19 @@ class SamplingPeriods : public IntegrationTest {
 // which sampled the same points of it round after round (fixed periods
 // read 46/40/13 for 50/30/20 once).
 TEST_F(SamplingPeriods, APeriodicProgramsSharesAreRightInEveryRunAt1kHz) {
-  for (int run = 0; run < 5; ++run) expect_true_shares(run, 1000, 1.5, 2, 0.03);
+  for (int run = 0; run < 5; ++run) expect_true_shares(run, 1000, 1.5, 2, 4, 0.05);
 }
 
 TEST_F(SamplingPeriods, APeriodicProgramsSharesAreRightAt100Hz) {
-  expect_true_shares(0, 100, 8, 10, 0.05);
+  expect_true_shares(0, 100, 8, 10, 1, 0.05);
 }
 
-// A long run: the samples' count times the mean period is the CPU time.
+// A long run: the samples' count times the mean period is the CPU time,
+// within 2% for the threads together (10,000 samples: 3.5 deviations of
+// chance; the delivery of each signal, uncounted, made periods 3 to 6%
+// longer before draws were shortened by it).
 TEST_F(SamplingPeriods, SamplesTimesThePeriodAreTheThreadsCpuTime) {
-  expect_true_shares(0, 1000, 5, 2, 0.02);
+  expect_true_shares(0, 1000, 5, 2, 4, 0.02);
 }
 
 TEST_F(SamplingPeriods, FixedPeriodIsAskedForAndRecorded) {

@@ -304,5 +304,28 @@ TEST(PlanSampling, PeriodsAreRandomizedWhereAPeriodCanBeSet) {
   EXPECT_EQ(hardware_frequency.perf_period(), 1000000u);
 }
 
+// A draw is a system call: a clock draws at every sample up to 250 Hz and
+// at every 4th at most above (draws stay under 250 a second); an event
+// whose period is a count, not a time, at every 4th.
+TEST(PlanSampling, APeriodIsDrawnAtEverySampleAtLowRatesAndEveryFewAtHighOnes) {
+  SamplingPlan clock;
+  clock.event = encoded("cpu-clock");
+  clock.frequency = true;
+  const std::pair<uint64_t, uint32_t> hz_and_samples_per_draw[] = {
+      {1, 1}, {100, 1}, {250, 1}, {500, 2}, {999, 3}, {1000, 4}, {4000, 4}, {100000, 4}};
+  for (const auto& [hz, per_draw] : hz_and_samples_per_draw) {
+    clock.value = hz;
+    EXPECT_EQ(clock.samples_per_draw(), per_draw) << hz << " Hz";
+  }
+  clock.frequency = false;  // -c 10000000: 10 ms of the clock
+  clock.value = 10000000;
+  EXPECT_EQ(clock.samples_per_draw(), 1u);
+  SamplingPlan cycles;
+  cycles.event = encoded("cycles");
+  cycles.frequency = false;
+  cycles.value = 1000;
+  EXPECT_EQ(cycles.samples_per_draw(), 4u);
+}
+
 }  // namespace
 }  // namespace hybridprof::sampling
