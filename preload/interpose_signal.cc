@@ -6,7 +6,12 @@
 //    is not its own to it;
 //  - sigprocmask()/pthread_sigmask() from the program never block the sample
 //    signal (blocked samples would be lost), everything else is the
-//    program's business; calls from the profiler's own code pass unchanged.
+//    program's business; calls from the profiler's own code pass unchanged;
+//  - the program's handlers of every other signal run through
+//    program_handler_entry, which marks them (sigsafe's kProgramHandler
+//    section) for the OS-runtime adapter, which records nothing there.
+//    A handler left by siglongjmp leaves its thread marked: that thread's
+//    OS-runtime waits are no longer recorded.
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +30,14 @@ namespace {
 struct sigaction g_program_actions[NSIG];
 // Signals whose kernel disposition is the runtime's handler.
 std::atomic<bool> g_runtime_handles[NSIG];
+// Signals whose kernel disposition is program_handler_entry (the program's
+// action is in g_program_actions).
+std::atomic<bool> g_entry_installed[NSIG];
+
+bool has_handler(const struct sigaction& a) {
+  if (a.sa_flags & SA_SIGINFO) return a.sa_sigaction != nullptr;
+  return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+}
 
 bool valid(int signal) { return signal > 0 && signal < NSIG; }
 
@@ -66,13 +79,67 @@ bool masks_change_nothing(const void* caller) {
 
 struct sigaction* program_action(int signal) { return &g_program_actions[signal]; }
 
-bool program_handles(int signal) {
-  const auto& a = g_program_actions[signal];
-  if (a.sa_flags & SA_SIGINFO) return a.sa_sigaction != nullptr;
-  return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+bool program_handles(int signal) { return has_handler(g_program_actions[signal]); }
+
+namespace {
+void program_handler_entry(int signal, siginfo_t* info, void* ucontext);
+}  // namespace
+
+void mark_runtime_handler(int signal, const struct sigaction& previous) {
+  // The program's handler through the entry: its action is kept already.
+  if (!((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction == program_handler_entry))
+    g_program_actions[signal] = previous;
+  g_entry_installed[signal] = false;
+  g_runtime_handles[signal] = true;
 }
 
-void mark_runtime_handler(int signal) { g_runtime_handles[signal] = true; }
+namespace {
+
+// SIGNAL PATH: the program's handler, as the kernel would have run it (the
+// kernel applied its mask and flags: the entry was installed with them).
+void program_handler_entry(int signal, siginfo_t* info, void* ucontext) {
+  const struct sigaction a = g_program_actions[signal];
+  if (a.sa_flags & SA_RESETHAND) {  // the kernel reset the disposition already
+    g_program_actions[signal].sa_handler = SIG_DFL;
+    g_program_actions[signal].sa_flags &= ~SA_SIGINFO;
+    g_entry_installed[signal] = false;
+  }
+  sigsafe::SectionScope in_handler(sigsafe::Section::kProgramHandler);
+  if (a.sa_flags & SA_SIGINFO) {
+    if (a.sa_sigaction) a.sa_sigaction(signal, info, ucontext);
+  } else if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
+    a.sa_handler(signal);
+  }
+}
+
+// sigaction() for a signal the runtime does not handle: a handler is
+// installed as program_handler_entry with the program's mask and flags.
+int set_program_action(int signal, const struct sigaction* action, struct sigaction* old) {
+  const bool entry_before = g_entry_installed[signal];
+  const struct sigaction program_before = g_program_actions[signal];
+  struct sigaction kernel_before {};
+  if (action && has_handler(*action) && signal != SIGKILL && signal != SIGSTOP) {
+    struct sigaction entry = *action;
+    entry.sa_flags |= SA_SIGINFO;
+    entry.sa_sigaction = program_handler_entry;
+    g_program_actions[signal] = *action;  // before the kernel can run the entry
+    if (real().sigaction(signal, &entry, &kernel_before) != 0) {
+      g_program_actions[signal] = program_before;
+      return -1;
+    }
+    g_entry_installed[signal] = true;
+  } else {
+    if (real().sigaction(signal, action, &kernel_before) != 0) return -1;
+    if (action) g_entry_installed[signal] = false;
+  }
+  if (old) {
+    const bool was_entry = (kernel_before.sa_flags & SA_SIGINFO) && kernel_before.sa_sigaction == program_handler_entry;
+    *old = entry_before && was_entry ? program_before : kernel_before;
+  }
+  return 0;
+}
+
+}  // namespace
 
 // SIGNAL PATH: calls the program's handler as the kernel would have: with
 // the mask of the interrupted code plus its sa_mask and the signal itself
@@ -94,10 +161,13 @@ void forward_to_program(int signal, siginfo_t* info, void* ucontext) {
   if (!(a.sa_flags & SA_NODEFER)) sigaddset(&mask, signal);
   sigset_t old;
   real().pthread_sigmask(SIG_SETMASK, &mask, &old);
-  if (a.sa_flags & SA_SIGINFO) {
-    if (a.sa_sigaction) a.sa_sigaction(signal, info, ucontext);
-  } else {
-    a.sa_handler(signal);
+  {
+    sigsafe::SectionScope in_handler(sigsafe::Section::kProgramHandler);
+    if (a.sa_flags & SA_SIGINFO) {
+      if (a.sa_sigaction) a.sa_sigaction(signal, info, ucontext);
+    } else {
+      a.sa_handler(signal);
+    }
   }
   real().pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
@@ -128,7 +198,8 @@ using namespace hybridprof::preload;
 extern "C" {
 
 int sigaction(int signal, const struct sigaction* action, struct sigaction* old) {
-  if (!valid(signal) || !g_runtime_handles[signal]) return real().sigaction(signal, action, old);
+  if (!valid(signal)) return real().sigaction(signal, action, old);
+  if (!g_runtime_handles[signal]) return set_program_action(signal, action, old);
   if (old) *old = g_program_actions[signal];
   if (action) {
     if (is_sample_signal(signal) || is_fault_signal(signal)) {
@@ -137,15 +208,15 @@ int sigaction(int signal, const struct sigaction* action, struct sigaction* old)
       // A terminate signal: the program takes it over; its handler decides
       // how the process ends (usually exit(), which finalizes).
       g_runtime_handles[signal] = false;
-      g_program_actions[signal] = *action;
-      return real().sigaction(signal, action, nullptr);
+      g_entry_installed[signal] = false;
+      return set_program_action(signal, action, nullptr);
     }
   }
   return 0;
 }
 
 sighandler_t signal(int signal, sighandler_t handler) {
-  if (!valid(signal) || !g_runtime_handles[signal]) return real().signal(signal, handler);
+  if (!valid(signal)) return real().signal(signal, handler);
   struct sigaction action {}, old{};
   action.sa_handler = handler;
   action.sa_flags = SA_RESTART;

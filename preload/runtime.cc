@@ -352,8 +352,9 @@ void install_handler(int signal, void (*handler)(int, siginfo_t*, void*), const 
   action.sa_sigaction = handler;
   action.sa_flags = SA_SIGINFO | SA_RESTART | flags;
   action.sa_mask = mask;
-  real().sigaction(signal, &action, program_action(signal));
-  mark_runtime_handler(signal);
+  struct sigaction previous {};
+  real().sigaction(signal, &action, &previous);
+  mark_runtime_handler(signal, previous);
 }
 
 // Notices from the sampling module carry the prefix already.

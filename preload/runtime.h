@@ -177,8 +177,9 @@ bool fault_tolerant_reads_usable_here(const void*);
 // Signal-safe accessors; the interposers keep these tables.
 struct sigaction* program_action(int signal);
 bool program_handles(int signal);
-// The runtime installed its handler for `signal` (program_action holds the previous one).
-void mark_runtime_handler(int signal);  // the program installed a handler (not DFL/IGN)
+// The runtime installed its handler for `signal`; `previous` was the
+// kernel's action before (the program's, kept as program_action).
+void mark_runtime_handler(int signal, const struct sigaction& previous);
 void forward_to_program(int signal, siginfo_t* info, void* ucontext);
 // Restores the default action (the runtime's handler is gone); and that,
 // then raises the signal on this thread.

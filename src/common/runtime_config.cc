@@ -5,6 +5,8 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
+#include <utility>
 
 #include "common/trace_switch.h"
 
@@ -107,6 +109,27 @@ bool parse_seconds(const std::string& text, uint64_t* ns) {
   return true;
 }
 
+bool parse_duration(const std::string& text, uint64_t* ns) {
+  if (text == "0") {
+    *ns = 0;
+    return true;
+  }
+  static const std::pair<const char*, double> kUnits[] = {
+      {"ns", 1}, {"us", 1e3}, {"\u00b5s", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  for (const auto& [unit, scale] : kUnits) {
+    const size_t n = std::strlen(unit);
+    if (text.size() <= n || text.compare(text.size() - n, n, unit) != 0) continue;
+    const std::string number = text.substr(0, text.size() - n);
+    if (number.find_first_not_of("0123456789.") != std::string::npos) return false;
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (end != number.c_str() + number.size() || !(value >= 0) || value * scale > 366.0 * 86400 * 1e9) return false;
+    *ns = static_cast<uint64_t>(value * scale + 0.5);
+    return true;
+  }
+  return false;
+}
+
 bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
   if (const char* v = get(env::kOutputDir)) c->output_dir = v;
   if (const char* v = get(env::kEvent)) c->event = v;
@@ -167,6 +190,9 @@ bool runtime_config_from_env(RuntimeConfig* c, std::string* error) {
       return false;
     }
   }
+  n = c->os_wait_min_ns;
+  if (!number_from_env(env::kOsWaitMin, 0, kMaxOsWaitMinNs, &n, error)) return false;
+  c->os_wait_min_ns = n;
   if (const char* v = get(env::kTrace)) {
     uint32_t mask = 0;
     if (!parse_trace_list(v, &mask, error)) {

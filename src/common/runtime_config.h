@@ -36,6 +36,8 @@ inline constexpr const char* kJobArchive = "HYBRIDPROF_JOB_ARCHIVE";
 inline constexpr const char* kJobEnterLeave = "HYBRIDPROF_JOB_ENTER_LEAVE";
 inline constexpr const char* kQuiet = "HYBRIDPROF_QUIET";  // the launcher already printed notices
 inline constexpr const char* kTraceClock = "HYBRIDPROF_TRACE_CLOCK";  // tsc | monotonic (default: decide)
+// The shortest OS-runtime wait recorded, in ns (--os-wait-min; 0: every call).
+inline constexpr const char* kOsWaitMin = "HYBRIDPROF_OS_WAIT_MIN_NS";
 // A yes/no variable (HYBRIDPROF_FORCE_TIMER, HYBRIDPROF_QUIET): set,
 // non-empty and not "0". The launcher and the runtime read them alike.
 bool flag(const char* name);
@@ -50,6 +52,9 @@ inline constexpr uint32_t kDefaultMaxDepth = 256;
 // holds between two drain passes.
 inline constexpr uint32_t kMpiMainThreadRingKiB = 4096;
 inline constexpr uint64_t kMaxFrequencyHz = 100000;
+// OS-runtime waits shorter than this are not recorded (--os-wait-min).
+inline constexpr uint64_t kDefaultOsWaitMinNs = 20000;
+inline constexpr uint64_t kMaxOsWaitMinNs = 3600ull * 1000000000;
 // --max-size: a process's stream starts with its modules and definitions
 // (10 to 100 KiB); below this little room would be left for samples.
 inline constexpr uint64_t kMinMaxSizeBytes = 64 << 10;
@@ -74,7 +79,12 @@ struct RuntimeConfig {
   uint64_t max_size_bytes = 0;   // the raw data one process may write; 0: no limit
   bool quiet = false;
   std::string trace_clock;       // "", "tsc" or "monotonic" (common/trace_clock.h)
+  uint64_t os_wait_min_ns = kDefaultOsWaitMinNs;  // HYBRIDPROF_OS_WAIT_MIN_NS (--os-wait-min)
 };
+
+// A duration with its unit: "20us" ("µs" too), "1.5ms", "2s", "500ns";
+// "0" alone. False when malformed, unitless (but for 0) or negative.
+bool parse_duration(const std::string& text, uint64_t* ns);
 
 // Reads HYBRIDPROF_* from the environment. Returns false with a one-line
 // reason on a malformed value (the runtime then stays off, loudly).

@@ -17,15 +17,18 @@ inline constexpr const char* kTrace = "HYBRIDPROF_TRACE";  // "mpi,openmp", "all
 }  // namespace env
 
 // The names --trace takes, one per traced adapter (bit i of a mask: the i-th).
-inline constexpr std::array<std::string_view, 4> kTracedAdapters = {"mpi", "openmp", "cuda", "nvtx"};
+inline constexpr std::array<std::string_view, 5> kTracedAdapters = {"mpi", "openmp", "cuda", "nvtx", "os"};
 inline constexpr uint32_t kAllTracedAdapters = (1u << kTracedAdapters.size()) - 1;
 
-// Whether `mask` has `adapter` (one of kTracedAdapters) in it.
-constexpr bool mask_traces(uint32_t mask, std::string_view adapter) {
+// The bit of `adapter` (one of kTracedAdapters); 0 for another name.
+constexpr uint32_t trace_mask_of(std::string_view adapter) {
   for (size_t i = 0; i < kTracedAdapters.size(); ++i)
-    if (kTracedAdapters[i] == adapter) return (mask & (1u << i)) != 0;
-  return false;
+    if (kTracedAdapters[i] == adapter) return 1u << i;
+  return 0;
 }
+
+// Whether `mask` has `adapter` (one of kTracedAdapters) in it.
+constexpr bool mask_traces(uint32_t mask, std::string_view adapter) { return (mask & trace_mask_of(adapter)) != 0; }
 
 // Parses a comma-separated list of adapter names, "all" or "none" into a
 // mask. False with a one-line reason (naming the known adapters) when a

@@ -209,9 +209,10 @@ uint32_t ArchiveWriter::define_region(const std::string& name, const std::string
   auto [it, inserted] =
       region_refs_.try_emplace({name_ref, file_ref, static_cast<uint64_t>(paradigm)}, regions_.size());
   if (inserted) {
-    const std::string description = paradigm == Paradigm::kPython ? std::string(kPythonRegionDescription)
-                                    : module.empty()               ? std::string()
-                                                                   : std::string(kModuleDescriptionPrefix) + module;
+    const std::string_view as_user = user_paradigm_description(paradigm);
+    const std::string description = !as_user.empty()  ? std::string(as_user)
+                                    : module.empty() ? std::string()
+                                                     : std::string(kModuleDescriptionPrefix) + module;
     regions_.push_back({name_ref, file_ref, begin_line, paradigm, define_string(description)});
   }
   return it->second;
@@ -405,11 +406,13 @@ void ArchiveWriter::write_context_leave(uint64_t location, uint64_t timestamp, u
 
 namespace {
 // Records the viewers' archive (enter_leave) leaves out: ViTE, whose archive
-// it is, reads neither and says so once a record ("callback_ThreadFork not
-// implemented": 78,180 lines for an 8-rank LULESH run). The main archive
+// it is, reads none of them and says so once a record ("callback_ThreadFork
+// not implemented": 78,180 lines for an 8-rank LULESH run; parameters, the
+// arguments of CUDA work and OS-runtime waits, likewise). The main archive
 // keeps them.
 bool viewers_read(const char* what) {
-  return std::strcmp(what, "OTF2_EvtWriter_ThreadFork") != 0 && std::strcmp(what, "OTF2_EvtWriter_ThreadJoin") != 0;
+  return std::strcmp(what, "OTF2_EvtWriter_ThreadFork") != 0 && std::strcmp(what, "OTF2_EvtWriter_ThreadJoin") != 0 &&
+         std::strcmp(what, "OTF2_EvtWriter_ParameterUnsignedInt") != 0;
 }
 }  // namespace
 

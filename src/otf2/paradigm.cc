@@ -11,6 +11,7 @@ OTF2_Paradigm to_otf2_paradigm(Paradigm p) {
     case Paradigm::kOpenMp: return OTF2_PARADIGM_OPENMP;
     case Paradigm::kCuda: return OTF2_PARADIGM_CUDA;
     case Paradigm::kPython: return OTF2_PARADIGM_USER;  // see kPythonRegionDescription
+    case Paradigm::kOsRuntime: return OTF2_PARADIGM_USER;  // see kOsRuntimeRegionDescription
     case Paradigm::kMeasurement: return OTF2_PARADIGM_MEASUREMENT_SYSTEM;
     case Paradigm::kUnknown: return OTF2_PARADIGM_UNKNOWN;
   }
@@ -22,7 +23,9 @@ Paradigm from_otf2_paradigm(OTF2_Paradigm p, std::string_view region_description
     case OTF2_PARADIGM_SAMPLING: return Paradigm::kSampling;
     case OTF2_PARADIGM_COMPILER: return Paradigm::kCompiler;
     case OTF2_PARADIGM_USER:
-      return region_description == kPythonRegionDescription ? Paradigm::kPython : Paradigm::kUser;
+      return region_description == kPythonRegionDescription      ? Paradigm::kPython
+             : region_description == kOsRuntimeRegionDescription ? Paradigm::kOsRuntime
+                                                                 : Paradigm::kUser;
     case OTF2_PARADIGM_MPI: return Paradigm::kMpi;
     case OTF2_PARADIGM_OPENMP: return Paradigm::kOpenMp;
     case OTF2_PARADIGM_CUDA: return Paradigm::kCuda;
@@ -42,8 +45,17 @@ const char* paradigm_name(Paradigm p) {
     case Paradigm::kPython: return "python";
     case Paradigm::kMeasurement: return "measurement";
     case Paradigm::kUnknown: return "unknown";
+    case Paradigm::kOsRuntime: return "os runtime";
   }
   return "unknown";
+}
+
+std::string_view user_paradigm_description(Paradigm p) {
+  switch (p) {
+    case Paradigm::kPython: return kPythonRegionDescription;
+    case Paradigm::kOsRuntime: return kOsRuntimeRegionDescription;
+    default: return {};
+  }
 }
 
 }  // namespace hybridprof::otf2

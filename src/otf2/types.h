@@ -14,7 +14,9 @@ inline constexpr uint32_t kUndefined = 0xffffffffu;
 // kUnknown is what the reader reports for paradigms it has no name for.
 // kMeasurement: the profiler's own work that the program waited for (a
 // full ring written out), as Score-P marks its buffer flushes.
-enum class Paradigm { kSampling, kCompiler, kUser, kMpi, kOpenMp, kCuda, kPython, kMeasurement, kUnknown };
+// kOsRuntime: blocking C library calls (waits on locks, I/O, sleeps; the
+// OS-runtime adapter, src/osrt).
+enum class Paradigm { kSampling, kCompiler, kUser, kMpi, kOpenMp, kCuda, kPython, kMeasurement, kUnknown, kOsRuntime };
 
 // MPI collective operations, numbered as OTF2_CollectiveOp (static_asserts
 // in archive_writer.cc). The last six are OTF2's one-sided / handle

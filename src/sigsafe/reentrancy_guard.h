@@ -16,6 +16,8 @@
 //                    runtime section that opens must not start another).
 //   kTracedCall      inside an intercepted call (an MPI call that MPI
 //                    itself makes is not traced again).
+//   kProgramHandler  the program's own signal handler is running (the
+//                    OS-runtime adapter records nothing there).
 #pragma once
 
 #include <atomic>
@@ -23,7 +25,7 @@
 
 namespace hybridprof::sigsafe {
 
-enum class Section : uint32_t { kRuntime, kSampleHandler, kDeferredSamples, kTracedCall, kCount };
+enum class Section : uint32_t { kRuntime, kSampleHandler, kDeferredSamples, kTracedCall, kProgramHandler, kCount };
 
 struct ThreadSections {
   uint32_t depth[static_cast<uint32_t>(Section::kCount)];

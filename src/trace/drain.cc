@@ -380,6 +380,11 @@ void Drain::use_tsc_trace_clock(bool tsc) {
   clock_.reset(tsc);
 }
 
+double Drain::trace_clock_ns_per_tick() const {
+  std::lock_guard lock(mutex_);
+  return clock_.ns_per_tick();
+}
+
 void Drain::add_traced_code(const std::vector<TracedCode>& code) {
   std::lock_guard lock(mutex_);
   traced_code_.insert(traced_code_.end(), code.begin(), code.end());
@@ -559,6 +564,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       const uint32_t node = sample_leaf_locked(flags, s.ips(), h.aux, stack);
       append_new_definitions_locked();
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
+      t.drained.last_sample_ns = s.timestamp_ns;
       break;
     }
     case RecordType::kMixedSample: {
@@ -572,6 +578,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
           sample_leaf_locked(flags, s.ips(), h.aux, intern_stack_locked(root_for(flags), view, &flags, nullptr, &enclosing));
       append_new_definitions_locked();
       writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
+      t.drained.last_sample_ns = s.timestamp_ns;
       break;
     }
     case RecordType::kRegionEnter:
@@ -635,9 +642,14 @@ raw::CallShape& shape_of(ThreadState& t) {
 }
 }  // namespace
 
+uint64_t Drain::enter_ns(const ThreadState& t, uint32_t flags, uint64_t timestamp) const {
+  const uint64_t ns = clock_.to_ns(timestamp);
+  return (flags & kRegionEnterLate) ? std::max(ns, t.drained.last_sample_ns) : ns;
+}
+
 void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   write_unwritten_call_locked(t);  // a call inside a call
-  const uint64_t ns = clock_.to_ns(r.timestamp);
+  const uint64_t ns = enter_ns(t, r.flags, r.timestamp);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint32_t node = enter_context_locked(t, r, ns);
   append_new_definitions_locked();
@@ -684,7 +696,7 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
     site.enter = site.enter.repeated();
     site.enter_shape = site.enter_shape.repeated();
   }
-  const uint64_t ns = clock_.to_ns(timestamp);
+  const uint64_t ns = enter_ns(t, site.enter.flags, timestamp);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   call.enter_ns = ns;
   call.site = slot;

@@ -154,6 +154,9 @@ class Drain {
   // called before the first such record is written.
   void use_tsc_trace_clock(bool tsc);
 
+  // The trace clock's ns per reading (1 unless the TSC times traced
+  // calls), as known now. Thread-safe.
+  double trace_clock_ns_per_tick() const;
   // Adds ranges of traced code (see TracedCode). Thread-safe.
   void add_traced_code(const std::vector<TracedCode>& code);
 
@@ -245,6 +248,9 @@ class Drain {
   // at exit, a call the process exited in) end there, innermost first, so
   // every enter in the stream has its leave.
   void leave_open_regions_locked(ThreadState& t, uint64_t end_ns);
+  // An enter's time in ns: a late one (kRegionEnterLate) no earlier than
+  // the thread's last sample.
+  uint64_t enter_ns(const ThreadState& t, uint32_t flags, uint64_t timestamp) const;
   // The records of one traced call, read one by one (see ThreadState::unwritten_call).
   void convert_enter_locked(ThreadState& t, const RegionRecord& r);
   void convert_leave_locked(ThreadState& t, const RegionRecord& r);
@@ -322,7 +328,7 @@ class Drain {
 
   ModuleTable& modules_;
   Options options_;
-  std::mutex mutex_;  // guards everything below
+  mutable std::mutex mutex_;  // guards everything below
   raw::StreamWriter writer_;
   TraceClockConverter clock_;  // traced-call readings to ns
   CallingContextTree cct_;

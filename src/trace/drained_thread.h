@@ -31,6 +31,9 @@ struct DrainedThread {
     std::vector<uint64_t> frames;
   };
   std::vector<OpenRegion> open_regions;
+  // The time of the thread's last sample: a late enter (kRegionEnterLate)
+  // starts no earlier.
+  uint64_t last_sample_ns = 0;
   // Regions a capture window's close ended (Drain::set_window) whose leave
   // has not come yet: a leave with none open is one of them, dropped.
   uint32_t window_orphans = 0;

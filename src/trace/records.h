@@ -150,6 +150,12 @@ enum RegionFlags : uint32_t {
   // master enters the parallel region, its join after the master leaves),
   // so that one record each way stands for what would be four.
   kRegionEventsOutside = 1u << 22,
+  // The enter was written at the region's end, with the time it began (an
+  // OS-runtime wait, recorded only once it proved long enough): records
+  // the thread wrote meanwhile (samples of the call's own CPU time) are
+  // before it in the ring, so the drain starts the region no earlier than
+  // the last of them, and those samples' time stays the CPU time it was.
+  kRegionEnterLate = 1u << 23,
 };
 inline constexpr uint32_t kEmptyEventKindShift = 8;
 inline constexpr uint32_t kCarriedEventKindShift = 24;

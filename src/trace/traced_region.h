@@ -115,6 +115,11 @@ inline EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t f
 // empty event the leave carries (kRegionCarriesEmptyEvent, its kind, and
 // where: kRegionEventsOutside).
 inline void leave_region(TracingHost& host, const EnteredRegion& r, uint32_t flags = 0);
+// The same at given times (trace clock readings), for a region recorded
+// after it ended (kRegionEnterLate): `begin` is its enter's time.
+inline EnteredRegion enter_region_at(TracingHost& host, uint32_t region, uint64_t begin, uint32_t flags,
+                                     const EventPayload& event);
+inline void leave_region_at(TracingHost& host, const EnteredRegion& r, uint64_t end);
 
 // A traced event of `kind` (trace/event_sets.h) at `timestamp` (a trace
 // clock reading) on thread `t`, the calling thread; counted as lost when
@@ -124,8 +129,12 @@ bool write_traced_event(Drain& drain, ThreadState& t, uint32_t kind, uint64_t ti
 // nothing on an untraced thread.
 void write_traced_event(TracingHost& host, uint32_t kind, const EventPayload& payload);
 
-__attribute__((always_inline)) inline EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags,
-                                                                const EventPayload& event) {
+namespace detail {
+// enter_region's body; `now` gives the enter's time once the stack is read.
+template <typename Now>
+__attribute__((always_inline)) inline EnteredRegion enter_region_timed(TracingHost& host, uint32_t region,
+                                                                      uint32_t flags, const EventPayload& event,
+                                                                      Now now_fn) {
   EnteredRegion r;
   ThreadState* t = host.current_thread();
   if (t == nullptr) return r;
@@ -135,8 +144,8 @@ __attribute__((always_inline)) inline EnteredRegion enter_region(TracingHost& ho
   BusyScope busy(t);
   const CallerStack stack = capture_caller_stack(host, *t);
   r.stack = stack.ref;
-  const uint64_t now = trace_clock_now();
-  const RegionBody body{region, stack.flags | flags | kRegionEnclosesCode, event};
+  const uint64_t now = now_fn();
+  const RegionBody body{region, stack.flags | flags, event};
   r.entered = drain.write_or_flush(*t, [&]() __attribute__((always_inline)) {
     return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, stack.depth,
                                  t->sampled.python_scratch, stack.python_depth);
@@ -145,11 +154,11 @@ __attribute__((always_inline)) inline EnteredRegion enter_region(TracingHost& ho
   return r;
 }
 
-__attribute__((always_inline)) inline void leave_region(TracingHost& host, const EnteredRegion& r, uint32_t flags) {
+__attribute__((always_inline)) inline void leave_region_timed(TracingHost& host, const EnteredRegion& r,
+                                                             uint32_t flags, uint64_t now) {
   if (r.thread == nullptr || !r.entered) return;
   ThreadState& t = *r.thread;
   Drain& drain = host.drain();
-  const uint64_t now = trace_clock_now();
   if (t.traced_call_wants_early_drain(now)) drain.wake();
   BusyScope busy(&t);
   const RegionBody body{r.region, flags, {}};
@@ -159,6 +168,28 @@ __attribute__((always_inline)) inline void leave_region(TracingHost& host, const
         return t.traced.calls.leave(t.ring, now, body, r.stack);
       }))
     t.traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace detail
+
+__attribute__((always_inline)) inline EnteredRegion enter_region(TracingHost& host, uint32_t region, uint32_t flags,
+                                                                const EventPayload& event) {
+  return detail::enter_region_timed(host, region, flags | kRegionEnclosesCode, event,
+                                    []() __attribute__((always_inline)) { return trace_clock_now(); });
+}
+
+__attribute__((always_inline)) inline void leave_region(TracingHost& host, const EnteredRegion& r, uint32_t flags) {
+  detail::leave_region_timed(host, r, flags, trace_clock_now());
+}
+
+__attribute__((always_inline)) inline EnteredRegion enter_region_at(TracingHost& host, uint32_t region,
+                                                                   uint64_t begin, uint32_t flags,
+                                                                   const EventPayload& event) {
+  return detail::enter_region_timed(host, region, flags | kRegionEnterLate, event,
+                                    [begin]() __attribute__((always_inline)) { return begin; });
+}
+
+__attribute__((always_inline)) inline void leave_region_at(TracingHost& host, const EnteredRegion& r, uint64_t end) {
+  detail::leave_region_timed(host, r, 0, end);
 }
 
 }  // namespace hybridprof

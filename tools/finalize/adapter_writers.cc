@@ -5,6 +5,7 @@
 #include "cuda/cuda_otf2_events.h"
 #include "mpi/mpi_otf2_events.h"
 #include "openmp/openmp_otf2_events.h"
+#include "osrt/os_wait_otf2_events.h"
 
 namespace hybridprof::finalize {
 namespace {
@@ -20,6 +21,7 @@ const std::vector<AdapterWriters>& adapters() {
       {&mpi::otf2_event_writer(), &mpi::comm_definition_writer()},
       {&openmp::otf2_event_writer(), nullptr},
       {&cuda::otf2_event_writer(), nullptr},
+      {&osrt::otf2_event_writer(), nullptr},
   };
   return all;
 }

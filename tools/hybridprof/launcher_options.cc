@@ -47,9 +47,15 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
       --enter-leave    also write DIR/enter-leave/traces.otf2 with samples as
                        Enter/Leave regions, for viewers such as ViTE
       --trace LIST     trace only these adapters, comma-separated: mpi, openmp,
-                       cuda, nvtx (default: all; sampling is not an adapter)
+                       cuda, nvtx, os (default: all; sampling is not an adapter)
       --no-trace       trace no adapter: samples only. A switched-off
                        adapter's calls go straight to the real function
+      --os-wait-min DURATION
+                       record a blocking C library call (lock, condition,
+                       read, poll, sleep, waitpid...: the os adapter) only
+                       when it lasted this long: 20us (default), 1ms, 0
+                       (every call)
+      --no-os-waits    record no blocking C library call (--trace without os)
       --no-jit-map     do not ask oneDNN for a perf map of its JIT code (by
                        default ONEDNN_JIT_PROFILE=2 unless set; JIT code is
                        named from /tmp/perf-PID.map files, kept in DIR/raw)
@@ -75,6 +81,7 @@ bool number(const std::string& flag, const std::string& text, uint64_t max, uint
 
 bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std::string* error) {
   size_t i = 0;
+  bool no_os_waits = false;  // applied after --trace, whatever the order
   auto value = [&](const std::string& flag, std::string* out) {
     if (i + 1 >= args.size()) {
       *error = flag + " needs a value";
@@ -156,6 +163,14 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
       if (!take(&v) || !parse_trace_list(v, &o->traced, error)) return false;
     } else if (arg == "--no-trace" && !has_inline) {
       o->traced = 0;
+    } else if (arg == "--no-os-waits" && !has_inline) {
+      no_os_waits = true;
+    } else if (arg == "--os-wait-min") {
+      if (!take(&v)) return false;
+      if (!parse_duration(v, &o->os_wait_min_ns) || o->os_wait_min_ns > kMaxOsWaitMinNs) {
+        *error = "--os-wait-min needs a duration with its unit (20us, 1ms, 0.5s; or 0), not '" + v + "'";
+        return false;
+      }
     } else if (arg == "--timer" && !has_inline) {
       o->timer = true;
     } else if (arg == "--fixed-period" && !has_inline) {
@@ -198,6 +213,7 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
     }
   }
   o->command.assign(args.begin() + static_cast<long>(std::min(i, args.size())), args.end());
+  if (no_os_waits) o->traced &= ~trace_mask_of("os");
   if (o->frequency && o->period) {
     *error = "-F/--freq and -c/--period exclude each other";
     return false;

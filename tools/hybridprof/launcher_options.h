@@ -24,6 +24,7 @@ struct LauncherOptions {
   bool jit_map = true;                // false: --no-jit-map (do not ask JIT compilers for perf maps)
   bool timer = false;                 // --timer: POSIX CPU-time timers instead of perf_event
   bool fixed_period = false;          // --fixed-period: no randomized periods
+  uint64_t os_wait_min_ns = kDefaultOsWaitMinNs;  // --os-wait-min: the shortest OS-runtime wait recorded
   // Capture windows (ns; 0: none): --delay, --duration, --paused.
   uint64_t delay_ns = 0, duration_ns = 0;
   bool paused = false;

@@ -183,6 +183,7 @@ int run(int argc, char** argv) {
     unsetenv(env::kTrace);
   else
     set_env(env::kTrace, trace_list_text(o.traced));
+  set_env(env::kOsWaitMin, std::to_string(o.os_wait_min_ns));
   set_env(env::kOutputDir, dir);
   set_env(env::kEvent, o.event);
   unsetenv(env::kFrequency);

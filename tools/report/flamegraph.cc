@@ -54,6 +54,7 @@ std::string colour(const Node& n) {
     case otf2::Paradigm::kOpenMp: std::snprintf(text, sizeof text, "rgb(%d,%d,%d)", 40, 170 + v / 2, 170 + v / 2); break;
     case otf2::Paradigm::kCuda: std::snprintf(text, sizeof text, "rgb(%d,%d,%d)", 150 + v, 90, 210); break;
     case otf2::Paradigm::kUser: std::snprintf(text, sizeof text, "rgb(%d,%d,%d)", 230, 110 + v, 180); break;
+    case otf2::Paradigm::kOsRuntime: std::snprintf(text, sizeof text, "rgb(%d,%d,%d)", 120 + v, 120 + v, 130 + v); break;
     default: std::snprintf(text, sizeof text, "rgb(%d,%d,%d)", 225, 70 + v * 2, 40 + v / 2); break;  // native: warm
   }
   return text;

@@ -1,0 +1,175 @@
+// The OS-runtime adapter on real programs under the launcher, read back
+// from the archive: each wait a program makes and times itself is one
+// region of paradigm "os runtime" with that duration and the program's
+// calling context; calls under the threshold, calls inside the program's
+// signal handler and switched-off runs leave none; and the program sees
+// every result and errno as it would without the profiler.
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "integration_support.h"
+
+namespace hybridprof::integration {
+namespace {
+
+struct OsRegion {
+  std::string name;
+  uint64_t location = 0;
+  uint64_t ns = 0;
+  std::vector<std::string> path;                 // the enter's context, root first
+  std::map<std::string, uint64_t> parameters;    // recorded inside it
+};
+
+std::vector<OsRegion> os_regions(const std::string& dir) {
+  const Profile p(dir);
+  otf2::ArchiveReader reader(dir);
+  const otf2::Archive& a = reader.archive();
+  std::vector<OsRegion> done;
+  std::map<uint64_t, std::pair<OsRegion, uint64_t>> open;  // per location: the region and its enter
+  reader.read_events(
+      [](const otf2::SampleEvent&) {},
+      [&](const otf2::RegionEvent& e) {
+        const otf2::RegionInfo& r = a.regions.at(e.region);
+        if (r.paradigm != otf2::Paradigm::kOsRuntime) return;
+        if (e.enter) {
+          OsRegion o;
+          o.name = r.name;
+          o.location = e.location;
+          if (e.context != otf2::kUndefined) o.path = p.path_names(e.context);
+          open[e.location] = {o, e.timestamp};
+          return;
+        }
+        auto it = open.find(e.location);
+        if (it == open.end()) {
+          ADD_FAILURE() << "a leave of " << r.name << " without its enter";
+          return;
+        }
+        it->second.first.ns = e.timestamp - it->second.second;
+        done.push_back(it->second.first);
+        open.erase(it);
+      },
+      {}, {},
+      [&](const otf2::ParameterEvent& e) {
+        auto it = open.find(e.location);
+        if (it != open.end()) it->second.first.parameters[a.parameters.at(e.parameter)] = e.value;
+      });
+  EXPECT_TRUE(open.empty()) << "every OS-runtime region ends";
+  return done;
+}
+
+// The path names the region last: the frame that called it is the one before.
+std::string calling_frame(const OsRegion& r) { return r.path.size() < 2 ? "" : r.path[r.path.size() - 2]; }
+
+bool has_frame(const OsRegion& r, const std::string& function) {
+  for (const std::string& f : r.path)
+    if (f.find(function) != std::string::npos) return true;
+  return false;
+}
+
+std::map<std::string, int> count_by_name(const std::vector<OsRegion>& regions) {
+  std::map<std::string, int> n;
+  for (const OsRegion& r : regions) ++n[r.name];
+  return n;
+}
+
+class OsWaits : public IntegrationTest {};
+
+TEST_F(OsWaits, EachWaitIsOneRegionWithItsDurationAndCallingContext) {
+  const RunResult r = profile({"-o", scratch / "out"}, {fixture("os_waits")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const std::vector<OsRegion> regions = os_regions(scratch / "out");
+  // The function each wait was made from.
+  const std::map<std::string, std::string> caller = {{"pthread_mutex_lock", "wait_for_mutex"},
+                                                     {"pthread_cond_wait", "wait_for_condition"},
+                                                     {"read", "wait_for_pipe"},
+                                                     {"nanosleep", "take_a_nap"}};
+  int waits = 0;
+  for (const std::string& line : split_lines(r.out)) {
+    std::istringstream in(line);
+    std::string word, function;
+    uint64_t ns = 0;
+    if (!(in >> word >> function >> ns) || word != "wait") continue;
+    if (ns < 1000000) continue;  // a condition's spurious wake-up, say: not the wait the test made
+    ++waits;
+    const std::string& from = caller.at(function);
+    int found = 0;
+    for (const OsRegion& o : regions) {
+      if (o.name != function || !has_frame(o, from)) continue;
+      ++found;
+      EXPECT_NEAR(double(o.ns), double(ns), 0.1 * double(ns)) << function << " from " << from;
+      EXPECT_EQ(o.path.back(), function);
+      EXPECT_EQ(calling_frame(o), from) << function << ": the program's frame that called it";
+    }
+    EXPECT_EQ(found, 1) << function << " from " << from << "\n" << r.out;
+  }
+  EXPECT_EQ(waits, 4) << r.out;
+  // 1,000 uncontended locks and 1,000 one-byte reads of a full pipe take
+  // a microsecond or two: none is recorded but one the scheduler stopped
+  // for 20 us (a busy machine does, now and then).
+  int short_calls = 0;
+  for (const OsRegion& o : regions) short_calls += has_frame(o, "many_short_calls");
+  EXPECT_LT(short_calls, 20) << "of 2,000 calls under the threshold";
+  // The other thread's sleeps, in its own context.
+  int other = 0;
+  for (const OsRegion& o : regions) other += o.name == "nanosleep" && has_frame(o, "other_thread");
+  EXPECT_EQ(other, 3);
+}
+
+TEST_F(OsWaits, ResultsAndErrnoAreTheProgramsOwnAndHandlersAreNotRecorded) {
+  const RunResult plain = run({fixture("os_wait_results")});
+  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+  const RunResult r = profile({"--os-wait-min", "0", "-o", scratch / "out"}, {fixture("os_wait_results")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, plain.out) << "results and errno under the profiler differ from the program's alone";
+  EXPECT_NE(plain.out.find("nanosleep_interrupted -1 4\n"), std::string::npos) << plain.out;  // EINTR
+  const std::vector<OsRegion> regions = os_regions(scratch / "out");
+  std::map<std::string, int> n = count_by_name(regions);
+  // Every call the program made, at --os-wait-min 0; the handler's sleep
+  // and write are not recorded (one nanosleep, one write: the program's).
+  EXPECT_EQ(n["futex"], 2);
+  EXPECT_EQ(n["nanosleep"], 1);
+  EXPECT_EQ(n["write"], 1);
+  EXPECT_EQ(n["read"], 4);
+  EXPECT_EQ(n["sem_timedwait"], 1);
+  EXPECT_EQ(n["pthread_cond_timedwait"], 1);
+  EXPECT_EQ(n["open"], 2);
+  EXPECT_EQ(n["connect"], 1);
+  EXPECT_EQ(n["usleep"], 1);
+  const auto parameter = [](const OsRegion& o, const std::string& name) {
+    return o.parameters.count(name) ? o.parameters.at(name) : 0;
+  };
+  for (const OsRegion& o : regions) {
+    if (o.name == "sem_timedwait") {
+      EXPECT_EQ(parameter(o, "errno"), 110u);  // ETIMEDOUT
+    } else if (o.name == "pthread_cond_timedwait") {
+      EXPECT_EQ(parameter(o, "result"), 110u);  // ETIMEDOUT, returned
+    } else if (o.name == "usleep") {
+      EXPECT_EQ(parameter(o, "timeout ns"), 10000000u);
+    } else if (o.name == "write") {
+      EXPECT_EQ(parameter(o, "bytes asked"), 1u);
+      EXPECT_EQ(parameter(o, "result"), 1u);
+    }
+  }
+}
+
+TEST_F(OsWaits, SwitchedOffOrOverTheThresholdNothingIsRecorded) {
+  int run = 0;
+  for (const std::vector<std::string>& options :
+       {std::vector<std::string>{"--no-os-waits"}, {"--trace", "mpi,openmp"}, {"--os-wait-min", "1s"}}) {
+    const std::string out = scratch / ("out" + std::to_string(run++));
+    std::vector<std::string> args = options;
+    args.insert(args.end(), {"-o", out});
+    const RunResult r = profile(args, {fixture("os_waits")});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(os_regions(out).empty()) << options[0];
+  }
+  const RunResult bad = profile({"--os-wait-min", "20", "-o", scratch / "bad"}, {fixture("os_waits")});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--os-wait-min needs a duration with its unit"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace hybridprof::integration
