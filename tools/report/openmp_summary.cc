@@ -26,6 +26,11 @@ bool is_wait(const std::string& construct) {
 
 }  // namespace
 
+bool is_openmp_wait(const std::string& region_name) {
+  const std::string construct = construct_of(region_name);
+  return is_wait(construct) || construct == openmp::kIdleRegionName;
+}
+
 uint64_t OpenMpStats::ParallelRegion::calls() const {
   if (forked != 0) return forked;
   uint64_t n = 0;

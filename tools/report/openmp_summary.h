@@ -17,6 +17,11 @@
 
 namespace hybridprof::report {
 
+// Whether an OpenMP region of this name is a thread waiting for others
+// (a barrier, a taskwait, a lock's or an ordered wait, a worker idle),
+// not working.
+bool is_openmp_wait(const std::string& region_name);
+
 class OpenMpStats {
  public:
   explicit OpenMpStats(const otf2::Archive& archive) : archive_(archive) {}

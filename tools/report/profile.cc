@@ -4,6 +4,8 @@
 #include <set>
 #include <string_view>
 
+#include "otf2/property_names.h"
+
 namespace hybridprof::report {
 namespace {
 
@@ -101,6 +103,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& a
   counts.openmp = std::make_shared<OpenMpStats>(reader.archive());
   counts.ranges = std::make_shared<RangeStats>(reader.archive());
   counts.gpu = std::make_shared<GpuStats>(reader.archive());
+  counts.waits = std::make_shared<WaitStats>(reader.archive());
   const otf2::Archive& archive = reader.archive();
   std::map<uint32_t, bool> profiler_leaf;  // context -> whether it is [hybridprof]
   reader.read_events(
@@ -119,6 +122,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& a
         ++counts.by_process[process];
         if (leaf->second) ++counts.profiler_by_process[process];
         counts.mpi->add(s);
+        counts.waits->add(s);
       },
       [&](const otf2::RegionEvent& e) {
         if (!kept(e.location, e.timestamp)) return;
@@ -127,6 +131,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& a
         counts.openmp->add(e);
         counts.ranges->add(e);
         counts.gpu->add(e);
+        counts.waits->add(e);
       },
       [&](const otf2::MpiEvent& e) {
         if (kept(e.location, e.timestamp)) counts.mpi->add(e);
@@ -138,6 +143,13 @@ SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& a
         if (kept(e.location, e.timestamp)) counts.gpu->add(e);
       });
   return counts;
+}
+
+std::string process_label(const otf2::Archive& archive, uint32_t process) {
+  auto it = archive.processes.find(process);
+  if (it == archive.processes.end()) return "<process " + std::to_string(process) + ">";
+  auto pid = it->second.properties.find(otf2::property::kPid);
+  return it->second.name + (pid == it->second.properties.end() || pid->second.empty() ? "" : " [" + pid->second + "]");
 }
 
 std::vector<std::string> function_chain(const otf2::Archive& archive, uint32_t context, FrameView view) {

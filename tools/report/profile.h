@@ -13,6 +13,7 @@
 #include "openmp_summary.h"
 #include "gpu_summary.h"
 #include "range_summary.h"
+#include "wait_summary.h"
 #include "otf2/archive_reader.h"
 #include "otf2/selection.h"
 
@@ -31,6 +32,7 @@ struct SampleCounts {
   std::shared_ptr<OpenMpStats> openmp;      // OpenMP constructs
   std::shared_ptr<RangeStats> ranges;       // user ranges (NVTX)
   std::shared_ptr<GpuStats> gpu;            // CUDA work and calls
+  std::shared_ptr<WaitStats> waits;         // wall time: CPU, traced waits
 };
 // Counts the events of the locations and the window `selection` keeps (all
 // by default).
@@ -80,6 +82,9 @@ std::vector<uint32_t> view_path(const otf2::Archive&, uint32_t context, FrameVie
 // Display names along the path of `context`, root first ("<unknown ...>" for
 // refs the archive does not define).
 std::vector<std::string> function_chain(const otf2::Archive&, uint32_t context, FrameView = {});
+
+// "name [pid]" of a process (location group).
+std::string process_label(const otf2::Archive&, uint32_t process);
 
 // More than 12 frames: the first 3, "…", the last 8 (unless `full`).
 std::vector<std::string> abbreviate(const std::vector<std::string>& frames, bool full);

@@ -124,13 +124,6 @@ std::string sample_handler_text(const otf2::Archive& archive, const std::string&
   return buffer;
 }
 
-std::string process_label(const otf2::Archive& archive, uint32_t process) {
-  auto it = archive.processes.find(process);
-  if (it == archive.processes.end()) return "<process " + std::to_string(process) + ">";
-  const std::string pid = process_property(it->second, property::kPid);
-  return it->second.name + (pid == "-" ? "" : " [" + pid + "]");
-}
-
 // What share of samples the profiler took ([hybridprof] leaves): in all,
 // and per process (each one's when there are few, else the range and the
 // process that took the most).
@@ -334,7 +327,8 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
   if (counts.total == 0) {
     out << '\n';
     if (counts.region_events > 0 && (!counts.mpi || counts.mpi->empty()) && (!counts.openmp || counts.openmp->empty()) &&
-        (!counts.ranges || counts.ranges->empty()) && (!counts.gpu || counts.gpu->empty())) {
+        (!counts.ranges || counts.ranges->empty()) && (!counts.gpu || counts.gpu->empty()) &&
+        (!counts.waits || counts.waits->empty())) {
       out << "No samples in this archive: it holds " << counts.region_events
           << " Enter/Leave events instead (an archive written in enter/leave\n"
              "mode for trace viewers), from which this report derives no profile yet.\n";
@@ -352,6 +346,10 @@ void print_report(std::ostream& out, const otf2::Archive& archive, const SampleC
   if (counts.openmp) print_openmp_summary(out, *counts.openmp, options.top_functions);
   if (counts.ranges) print_range_summary(out, *counts.ranges, options.top_functions);
   if (counts.gpu) print_gpu_summary(out, *counts.gpu, options.top_functions);
+  if (counts.waits && !counts.waits->empty()) {
+    print_wall_time(out, *counts.waits, options.top_functions);
+    print_waits(out, *counts.waits, options.top_functions, options.full_paths);
+  }
   print_processes_and_threads(out, archive, counts, options.top_functions);
 }
 
