@@ -289,6 +289,17 @@ ViteExport vite_export(const std::string& archive, const std::string& work_direc
   return e;
 }
 
+std::string pyenv_python(const std::string& version) {
+  const std::string root = "/root/.pyenv/versions";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(root, ec))
+    if (e.path().filename().string().rfind(version + ".", 0) == 0) {
+      const std::string python = (e.path() / "bin/python3").string();
+      if (file_exists(python)) return python;
+    }
+  return "";
+}
+
 bool have_program(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path ? path : "/usr/bin:/bin");

@@ -4,6 +4,8 @@
 // calling context; calls under the threshold, calls inside the program's
 // signal handler and switched-off runs leave none; and the program sees
 // every result and errno as it would without the profiler.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -116,6 +118,18 @@ TEST_F(OsWaits, EachWaitIsOneRegionWithItsDurationAndCallingContext) {
   int other = 0;
   for (const OsRegion& o : regions) other += o.name == "nanosleep" && has_frame(o, "other_thread");
   EXPECT_EQ(other, 3);
+  // The report: the main thread waited most of its wall time, on these
+  // calls; the Waits section names each path.
+  const std::string report = run({report_tool(), scratch / "out"}).out;
+  bool main_row = false, pipe_path = false;
+  for (const std::string& line : split_lines(report)) {
+    if (line.find("main thread") != std::string::npos && line.find("read/write") != std::string::npos &&
+        line.find("lock") != std::string::npos && line.find("condition") != std::string::npos)
+      main_row = true;
+    pipe_path |= line.find("wait_for_pipe → read") != std::string::npos && line.find("read/write") != std::string::npos;
+  }
+  EXPECT_TRUE(main_row) << report;
+  EXPECT_TRUE(pipe_path) << report;
 }
 
 TEST_F(OsWaits, ResultsAndErrnoAreTheProgramsOwnAndHandlersAreNotRecorded) {
@@ -170,6 +184,58 @@ TEST_F(OsWaits, SwitchedOffOrOverTheThresholdNothingIsRecorded) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--os-wait-min needs a duration with its unit"), std::string::npos) << bad.err;
 }
+
+// A Python program: the main thread's waits on a queue.Queue (a lock's
+// semaphore inside Condition.wait) are regions under the Python function
+// that waited, and add up to what the program measured itself; two
+// spinning threads wait for the GIL, named so, under their Python frames.
+// Checks one CPython's archive (`python`); returns its regions.
+std::vector<OsRegion> expect_python_waits(const std::string& python, const std::string& dir) {
+  const RunResult r = profile({"-o", dir}, {python, fixture("python_waits.py"), "1000000"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  uint64_t measured = 0;
+  for (const std::string& line : split_lines(r.out)) std::sscanf(line.c_str(), "queue_wait %llu", (unsigned long long*)&measured);
+  EXPECT_GT(measured, 100000000u) << r.out;  // 3 items 50 ms apart
+  const std::vector<OsRegion> regions = os_regions(dir);
+  uint64_t queue_ns = 0, gil_waits = 0, gil_in_spin = 0;
+  for (const OsRegion& o : regions) {
+    if (o.name.rfind("sem_", 0) == 0 && has_frame(o, "consume")) queue_ns += o.ns;
+    if (o.name == "waiting for the GIL") {
+      ++gil_waits;
+      gil_in_spin += has_frame(o, "spin");
+    }
+  }
+  // The waits under consume: the queue's, less the moments between them.
+  EXPECT_NEAR(double(queue_ns), double(measured), 0.1 * double(measured)) << python;
+  EXPECT_GT(gil_waits, 0u) << python << ": two threads spinning together wait for the GIL";
+  EXPECT_GT(gil_in_spin, 0u) << python << ": under the Python function that waited";
+  // The report: the GIL's share of the spinners' wall time, and the waits.
+  const std::string report = run({report_tool(), dir}).out;
+  EXPECT_NE(report.find("\nWall time ("), std::string::npos) << report;
+  EXPECT_NE(report.find("GIL "), std::string::npos) << report;
+  EXPECT_NE(report.find("\nWaits ("), std::string::npos) << report;
+  return regions;
+}
+
+TEST_F(OsWaits, PythonQueueAndGilWaitsHaveThePythonFunctionsThatWaited) {
+  expect_python_waits("/usr/bin/python3", scratch / "out");
+}
+
+class OsWaitsPythonVersions : public OsWaits, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(OsWaitsPythonVersions, GilWaitsAreNamed) {
+  const std::string python = pyenv_python(GetParam());
+  if (python.empty()) GTEST_SKIP() << "no Python " << GetParam() << " under pyenv";
+  expect_python_waits(python, scratch / "out");
+}
+
+INSTANTIATE_TEST_SUITE_P(Installed, OsWaitsPythonVersions,
+                         ::testing::Values("3.8", "3.9", "3.10", "3.12", "3.13", "3.14"),
+                         [](const auto& info) {
+                           std::string name = "Python" + info.param;
+                           name.erase(std::remove(name.begin(), name.end(), '.'), name.end());
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace hybridprof::integration

@@ -302,12 +302,8 @@ TEST_F(Python, MultiprocessingWorkersAreNamedByTheirRoleAndParent) {
 class PythonVersions : public Python, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(PythonVersions, FramesAreReadAndNamed) {
-  std::string python;
-  const std::string root = "/root/.pyenv/versions";
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(root, ec))
-    if (e.path().filename().string().rfind(GetParam() + ".", 0) == 0) python = (e.path() / "bin/python3").string();
-  if (python.empty() || !file_exists(python)) GTEST_SKIP() << "no Python " << GetParam() << " under " << root;
+  const std::string python = pyenv_python(GetParam());
+  if (python.empty()) GTEST_SKIP() << "no Python " << GetParam() << " under pyenv";
   auto p = run_split(python, "0.5");
   ASSERT_TRUE(p);
   EXPECT_GT(p->inclusive_samples("spin"), 50u);
