@@ -73,6 +73,10 @@ const char* const kUsage =
     "  GPU activities          kernels, copies and memsets on the device\n"
     "  CUDA API calls          CUDA calls on host threads\n"
     "  CUDA synchronization    host threads waiting on device work\n"
+    "  Wall time               each thread's and process's wall time: CPU (samples), traced\n"
+    "                          waits by kind (MPI, OpenMP, CUDA sync, lock, read/write,\n"
+    "                          GIL...), and the rest unaccounted\n"
+    "  Waits                   the call paths that waited longest, Python frames included\n"
     "  Processes               each process: PID, parent, exit status, threads, samples\n"
     "  Threads                 each thread: samples, drops, unwind failures\n";
 
