@@ -130,6 +130,15 @@ TEST_F(OsWaits, EachWaitIsOneRegionWithItsDurationAndCallingContext) {
   }
   EXPECT_TRUE(main_row) << report;
   EXPECT_TRUE(pipe_path) << report;
+  // Perfetto's and Chrome's JSON: the waits are slices of their own
+  // category, their arguments the slice's.
+  const std::string json = scratch / "trace.json";
+  const RunResult converted = run({std::string(HP_BUILD_DIR) + "/bin/hybridprof-convert", "--to", "chrome",
+                                   scratch / "out", "-o", json});
+  ASSERT_EQ(converted.exit_code, 0) << converted.describe();
+  const std::string text = read_text(json);
+  EXPECT_NE(text.find("\"name\":\"read\",\"cat\":\"os runtime\""), std::string::npos);
+  EXPECT_NE(text.find("\"bytes asked\":1"), std::string::npos);
 }
 
 TEST_F(OsWaits, ResultsAndErrnoAreTheProgramsOwnAndHandlersAreNotRecorded) {
