@@ -306,6 +306,7 @@ void Drain::flush_now() {
   std::lock_guard lock(mutex_);
   if (finished_) return;
   drain_rings_locked();
+  for (ThreadState* t : threads_) write_held_sample_locked(*t);  // all of it, now
   flush_locked();
 }
 
@@ -336,6 +337,10 @@ void Drain::drain_thread_locked(ThreadState& t) {
     return;
   }
   t.ring.consume([&](const RecordHeader& h) {
+    // A held sample goes before the record read after it, but an enter,
+    // which decides (a late one may go first).
+    if (h.type != uint16_t(RecordType::kRegionEnterRepeat) && h.type != uint16_t(RecordType::kRegionEnter))
+      write_held_sample_locked(t);
     // A loop's MPI calls are most of an MPI rank's records: two repeats
     // a call, handled before the general dispatch.
     if (h.type == uint16_t(RecordType::kRegionEnterRepeat))
@@ -346,7 +351,10 @@ void Drain::drain_thread_locked(ThreadState& t) {
       convert_locked(t, h);
   });
   // A call still in progress (blocked in a receive...) is on disk with
-  // this pass, in case the process is killed before it returns.
+  // this pass, in case the process is killed before it returns. The held
+  // sample stays held across passes (its thread's next record, an OS wait
+  // written at its end, may come in the next): the thread's end, a window's
+  // close and the process's end write it (leave_open_regions_locked).
   write_unwritten_call_locked(t);
 }
 
@@ -563,8 +571,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
           intern_stack_locked(root_for(flags), StackView{s.ips(), h.aux, false, s.timestamp_ns}, &flags, nullptr, &enclosing);
       const uint32_t node = sample_leaf_locked(flags, s.ips(), h.aux, stack);
       append_new_definitions_locked();
-      writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
-      t.drained.last_sample_ns = s.timestamp_ns;
+      hold_sample_locked(t, raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;
     }
     case RecordType::kMixedSample: {
@@ -577,8 +584,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       const uint32_t node =
           sample_leaf_locked(flags, s.ips(), h.aux, intern_stack_locked(root_for(flags), view, &flags, nullptr, &enclosing));
       append_new_definitions_locked();
-      writer_.append(raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
-      t.drained.last_sample_ns = s.timestamp_ns;
+      hold_sample_locked(t, raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;
     }
     case RecordType::kRegionEnter:
@@ -642,14 +648,32 @@ raw::CallShape& shape_of(ThreadState& t) {
 }
 }  // namespace
 
-uint64_t Drain::enter_ns(const ThreadState& t, uint32_t flags, uint64_t timestamp) const {
-  const uint64_t ns = clock_.to_ns(timestamp);
-  return (flags & kRegionEnterLate) ? std::max(ns, t.drained.last_sample_ns) : ns;
+void Drain::hold_sample_locked(ThreadState& t, const raw::Sample& sample) {
+  write_held_sample_locked(t);
+  t.drained.held_sample = sample;
+  t.drained.sample_held = true;
+}
+
+void Drain::write_held_sample_locked(ThreadState& t) {
+  if (!t.drained.sample_held) return;
+  t.drained.sample_held = false;
+  writer_.append(t.drained.held_sample);
+  t.drained.last_sample_ns = std::max(t.drained.last_sample_ns, t.drained.held_sample.timestamp_ns);
+}
+
+bool Drain::sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter_ns) const {
+  return (flags & kRegionEnterLate) && t.drained.sample_held && t.drained.held_sample.timestamp_ns >= enter_ns;
+}
+
+uint64_t Drain::region_ns(const ThreadState& t, uint64_t timestamp) const {
+  return std::max(clock_.to_ns(timestamp), t.drained.last_sample_ns);
 }
 
 void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
+  const bool sample_inside = sample_held_inside_locked(t, r.flags, clock_.to_ns(r.timestamp));
+  if (!sample_inside) write_held_sample_locked(t);
   write_unwritten_call_locked(t);  // a call inside a call
-  const uint64_t ns = enter_ns(t, r.flags, r.timestamp);
+  const uint64_t ns = region_ns(t, r.timestamp);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint32_t node = enter_context_locked(t, r, ns);
   append_new_definitions_locked();
@@ -684,10 +708,20 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
     site.enter_shape = call.shape;
     call.site = r.stack_slot;
   }
+  if (sample_inside) {  // the enter, then the sample taken inside the region
+    write_unwritten_call_locked(t);
+    write_held_sample_locked(t);
+  }
 }
 
 void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
-  if (slot >= DrainedThread::kNoSite || t.drained.call_sites[slot].generation == 0) return;  // no producer writes that
+  if (slot >= DrainedThread::kNoSite || t.drained.call_sites[slot].generation == 0) {
+    write_held_sample_locked(t);
+    return;  // no producer writes that
+  }
+  const bool sample_inside =
+      sample_held_inside_locked(t, t.drained.call_sites[slot].enter.flags, clock_.to_ns(timestamp));
+  if (!sample_inside) write_held_sample_locked(t);
   write_unwritten_call_locked(t);  // a call inside a call
   // The loop case: the same call from the same place as last time (a
   // counting event's number moved on, as at the producer).
@@ -696,7 +730,7 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
     site.enter = site.enter.repeated();
     site.enter_shape = site.enter_shape.repeated();
   }
-  const uint64_t ns = enter_ns(t, site.enter.flags, timestamp);
+  const uint64_t ns = region_ns(t, timestamp);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   call.enter_ns = ns;
   call.site = slot;
@@ -710,6 +744,10 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
       call.frames.clear();
   }
   t.drained.call_unwritten = true;
+  if (sample_inside) {  // the enter, then the sample taken inside the region
+    write_unwritten_call_locked(t);
+    write_held_sample_locked(t);
+  }
 }
 
 void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
@@ -735,7 +773,7 @@ void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timesta
 }
 
 void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
-  const uint64_t ns = clock_.to_ns(r.timestamp);
+  const uint64_t ns = region_ns(t, r.timestamp);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   // The last full leave of a call from its stack, as at the producer.
   DrainedThread::CallSite* site = nullptr;
@@ -793,7 +831,7 @@ void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   DrainedThread::CallSite& site = t.drained.call_sites[slot];
   if (site.leave.counts()) site.leave = site.leave.repeated();  // as at the producer
   const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
-  const uint64_t ns = clock_.to_ns(timestamp);
+  const uint64_t ns = region_ns(t, timestamp);
   // Enter and leave as last time from here, nothing in between: the call's
   // shape is the one the writer kept then (if it still does).
   if (t.drained.call_unwritten && call.shape_at_site && call.site == slot && ns >= call.enter_ns &&
@@ -852,6 +890,7 @@ void Drain::mark(uint64_t now_ns, uint32_t location, const std::string& text) {
 }
 
 void Drain::leave_open_regions_locked(ThreadState& t, uint64_t end_ns) {
+  write_held_sample_locked(t);
   write_unwritten_call_locked(t);
   for (auto& open = t.drained.open_regions; !open.empty(); open.pop_back())
     writer_.append(raw::Leave{{t.index, end_ns, open.back().region, open.back().node}});

@@ -31,8 +31,14 @@ struct DrainedThread {
     std::vector<uint64_t> frames;
   };
   std::vector<OpenRegion> open_regions;
-  // The time of the thread's last sample: a late enter (kRegionEnterLate)
-  // starts no earlier.
+  // The thread's last sample, held back until its next record is read: a
+  // late enter (kRegionEnterLate: an OS-runtime wait, written at its end)
+  // that began before it is written first, so that a sample taken inside
+  // the wait (the kernel's CPU time entering or leaving it) stays inside
+  // it and the stream stays in time order. And the time of the last
+  // sample written: an enter or a leave read after it starts no earlier.
+  raw::Sample held_sample;
+  bool sample_held = false;
   uint64_t last_sample_ns = 0;
   // Regions a capture window's close ended (Drain::set_window) whose leave
   // has not come yet: a leave with none open is one of them, dropped.

@@ -151,10 +151,11 @@ enum RegionFlags : uint32_t {
   // so that one record each way stands for what would be four.
   kRegionEventsOutside = 1u << 22,
   // The enter was written at the region's end, with the time it began (an
-  // OS-runtime wait, recorded only once it proved long enough): records
-  // the thread wrote meanwhile (samples of the call's own CPU time) are
-  // before it in the ring, so the drain starts the region no earlier than
-  // the last of them, and those samples' time stays the CPU time it was.
+  // OS-runtime wait, recorded only once it proved long enough): a sample
+  // the thread took meanwhile (the kernel's time entering or leaving the
+  // wait) is before it in the ring. The drain holds each thread's last
+  // sample back until its next record, so that such an enter is written
+  // first and the sample inside the region (DrainedThread::held_sample).
   kRegionEnterLate = 1u << 23,
 };
 inline constexpr uint32_t kEmptyEventKindShift = 8;

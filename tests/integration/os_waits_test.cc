@@ -215,7 +215,13 @@ std::vector<OsRegion> expect_python_waits(const std::string& python, const std::
     }
   }
   // The waits under consume: the queue's, less the moments between them.
-  EXPECT_NEAR(double(queue_ns), double(measured), 0.1 * double(measured)) << python;
+  std::string semaphores;  // for the message
+  for (const OsRegion& o : regions)
+    if (o.name.rfind("sem_", 0) == 0) {
+      semaphores += "\n  " + o.name + " " + std::to_string(o.ns / 1000) + " us:";
+      for (size_t i = o.path.size() > 8 ? o.path.size() - 8 : 0; i < o.path.size(); ++i) semaphores += " " + o.path[i];
+    }
+  EXPECT_NEAR(double(queue_ns), double(measured), 0.1 * double(measured)) << python << semaphores;
   EXPECT_GT(gil_waits, 0u) << python << ": two threads spinning together wait for the GIL";
   EXPECT_GT(gil_in_spin, 0u) << python << ": under the Python function that waited";
   // The report: the GIL's share of the spinners' wall time, and the waits.

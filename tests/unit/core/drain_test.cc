@@ -173,6 +173,30 @@ TEST_F(DrainTest, EventsOutsideARegionComeBeforeItsEnterAndAfterItsLeave) {
   EXPECT_EQ(peers_[0], 4u) << "the fork's payload travels with it";
 }
 
+// An OS-runtime wait is written at its end (kRegionEnterLate): a sample
+// taken inside it (the kernel's time waking the thread) is in the ring
+// before its enter; the stream has the enter first, the sample inside the
+// region, its leave last. A sample before the wait stays before it, and
+// a second wait from the same place (a repeat) is handled alike.
+TEST_F(DrainTest, ASampleTakenInsideALateRegionIsWrittenInsideIt) {
+  sample(90);
+  sample(150);  // inside the wait that began at 100
+  enter(100, 7, kRegionEnterLate);
+  leave(200, 7);
+  sample(260);  // inside the next wait, from the same stack: a repeat
+  ASSERT_TRUE(t_->traced.calls.enter(t_->ring, 250, RegionBody{7, kRegionEnterLate, {}}, CallerStackCache::Ref{3, 11, true},
+                                     nullptr, 0));
+  ASSERT_TRUE(t_->traced.calls.leave(t_->ring, 300, RegionBody{7, 0, {}}, CallerStackCache::Ref{3, 11, true}));
+  sample(340);
+  ASSERT_TRUE(t_->traced.calls.enter(t_->ring, 320, RegionBody{7, kRegionEnterLate, {}}, CallerStackCache::Ref{3, 11, true},
+                                     nullptr, 0));
+  ASSERT_TRUE(t_->traced.calls.leave(t_->ring, 380, RegionBody{7, 0, {}}, CallerStackCache::Ref{3, 11, true}));
+  sample(400);  // after it: held until the thread's end, then written
+  EXPECT_EQ(stream(), (Seen{{'S', 90}, {'E', 100}, {'S', 150}, {'L', 200},
+                            {'E', 250}, {'S', 260}, {'L', 300},
+                            {'E', 320}, {'S', 340}, {'L', 380}, {'S', 400}}));
+}
+
 // An adapter the spine has never heard of: it registers its event set,
 // writes an event of its own and one carried by a region's enter; the
 // stream defines the set before its events, and kinds and payloads come
