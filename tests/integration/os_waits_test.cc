@@ -236,6 +236,53 @@ TEST_F(OsWaits, PythonQueueAndGilWaitsHaveThePythonFunctionsThatWaited) {
   expect_python_waits("/usr/bin/python3", scratch / "out");
 }
 
+// The step verdict (hybridprof-report --step): a training loop fed by a
+// DataLoader-shaped pipeline of two worker processes (fake_loader: the
+// same files and functions as torch.utils.data's, where PyTorch is not
+// installed). Slow workers: input-bound, with the share of step time the
+// program measures itself within 10 points, and the advice that rests on
+// it; fast ones: not input-bound, the share right too.
+class StepVerdict : public IntegrationTest {
+ protected:
+  struct Verdict {
+    bool found = false, bound = false;
+    double share = -1, measured = -1;
+    std::string report;
+  };
+  Verdict run_loop(const std::string& mode) {
+    Verdict v;
+    const std::string dir = scratch / mode;
+    const RunResult r = profile({"-o", dir}, {"/usr/bin/python3", fixture("python_input_bound.py"), mode});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    for (const std::string& line : split_lines(r.out)) std::sscanf(line.c_str(), "input_share %lf", &v.measured);
+    v.report = run({report_tool(), "--step", "train_step", dir}).out;
+    for (const std::string& line : split_lines(v.report)) {
+      double share = 0;
+      if (std::sscanf(line.c_str(), "  input-bound: %lf%%", &share) == 1) v.found = v.bound = true, v.share = share;
+      if (std::sscanf(line.c_str(), "  not input-bound: %lf%%", &share) == 1) v.found = true, v.share = share;
+    }
+    return v;
+  }
+};
+
+TEST_F(StepVerdict, SlowWorkersMakeTheStepInputBoundAndTheShareIsTheProgramsOwn) {
+  const Verdict v = run_loop("slow");
+  ASSERT_TRUE(v.found) << v.report;
+  EXPECT_TRUE(v.bound) << v.report;
+  EXPECT_NEAR(v.share, v.measured, 10.0) << v.report;
+  EXPECT_NE(v.report.find("(DataLoader with 2 workers)"), std::string::npos) << v.report;
+  EXPECT_NE(v.report.find("more DataLoader workers (num_workers, now 2)"), std::string::npos) << v.report;
+}
+
+TEST_F(StepVerdict, FastWorkersDoNotAndTheShareIsRightToo) {
+  const Verdict v = run_loop("fast");
+  ASSERT_TRUE(v.found) << v.report;
+  EXPECT_FALSE(v.bound) << v.report;
+  EXPECT_NEAR(v.share, v.measured, 10.0) << v.report;
+  EXPECT_EQ(v.report.find("more DataLoader workers"), std::string::npos) << "no advice without a share behind it\n"
+                                                                          << v.report;
+}
+
 class OsWaitsPythonVersions : public OsWaits, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(OsWaitsPythonVersions, GilWaitsAreNamed) {

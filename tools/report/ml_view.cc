@@ -1,5 +1,7 @@
 #include "ml_view.h"
 
+#include "wait_summary.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -158,7 +160,129 @@ class Classifier {
   std::map<uint32_t, FrameRole> roles_;
 };
 
+// What a traced region waits for, in a step: "" when it is no wait.
+enum class StepWait { kNone, kInput, kDevice, kCopy, kCommunication, kOther };
+
 }  // namespace
+
+struct StepTimer::State {
+  State(const otf2::Archive& a, std::string s) : archive(a), step(std::move(s)), classifier(a, step) {}
+  const otf2::Archive& archive;
+  std::string step;
+  Classifier classifier;
+  std::map<uint32_t, PathFacts> facts;  // by context, as met
+  std::map<uint32_t, StepWait> waits;   // by region, as met
+  struct Open {
+    uint32_t region;
+    uint64_t enter_ns;
+    StepWait wait;  // kNone: no wait, or inside one already
+    bool in_step;
+    bool input;     // under a DataLoader frame
+  };
+  struct Thread {
+    bool running = false;  // in a stretch of the step
+    uint64_t from = 0, to = 0;
+    std::vector<Open> open;
+  };
+  std::map<uint64_t, Thread> threads;
+  StepTime time;
+
+  const PathFacts& facts_of(uint32_t context) {
+    auto [it, added] = facts.try_emplace(context);
+    if (added && archive.contexts.count(context)) it->second = classifier.facts(context);
+    return it->second;
+  }
+  StepWait wait_of(uint32_t region) {
+    auto [it, added] = waits.try_emplace(region, StepWait::kNone);
+    if (!added) return it->second;
+    auto r = archive.regions.find(region);
+    if (r == archive.regions.end()) return it->second;
+    const std::string kind = WaitStats::kind_of(r->second);
+    const std::string& name = r->second.name;
+    if (r->second.paradigm == otf2::Paradigm::kCuda) time.device = true;
+    if (kind == "MPI" || (r->second.paradigm == otf2::Paradigm::kUser && starts_with(name, "nccl"))) {
+      time.communication = true;
+      it->second = StepWait::kCommunication;
+    } else if (kind == "CUDA sync") {
+      it->second = starts_with(name, "cudaMemcpy") || starts_with(name, "cuMemcpy") ? StepWait::kCopy : StepWait::kDevice;
+    } else if (!kind.empty()) {
+      it->second = StepWait::kOther;
+    }
+    return it->second;
+  }
+  // An event of the step at [begin, end]; or outside it at `begin`.
+  void touch(Thread& t, bool in_step, uint64_t begin, uint64_t end) {
+    if (in_step) {
+      if (!t.running) t.running = true, t.from = begin;
+      t.to = std::max(t.to, end);
+      return;
+    }
+    // Outside the step, unless a wait of the step is still open.
+    for (const Open& o : t.open)
+      if (o.in_step) return;
+    close(t);
+  }
+  void close(Thread& t) {
+    if (t.running && t.to > t.from) time.step_ns += t.to - t.from;
+    t.running = false;
+  }
+};
+
+StepTimer::StepTimer(const otf2::Archive& archive, std::string step)
+    : state_(std::make_unique<State>(archive, std::move(step))) {}
+StepTimer::~StepTimer() = default;
+
+void StepTimer::add(const otf2::SampleEvent& s) {
+  State::Thread& t = state_->threads[s.location];
+  state_->touch(t, state_->facts_of(s.context).in_step, s.timestamp, s.timestamp);
+}
+
+void StepTimer::add(const otf2::RegionEvent& e) {
+  State& st = *state_;
+  auto thread = st.archive.threads.find(e.location);
+  if (thread != st.archive.threads.end() && thread->second.device != otf2::kUndefined) return;  // a device's stream
+  State::Thread& t = st.threads[e.location];
+  const StepWait wait = st.wait_of(e.region);
+  if (e.enter) {
+    const bool inside_wait =
+        std::any_of(t.open.begin(), t.open.end(), [](const State::Open& o) { return o.wait != StepWait::kNone; });
+    const PathFacts& facts = st.facts_of(e.context);
+    t.open.push_back({e.region, e.timestamp, inside_wait ? StepWait::kNone : wait, facts.in_step, facts.input});
+    if (wait != StepWait::kNone) st.touch(t, facts.in_step, e.timestamp, e.timestamp);
+    return;
+  }
+  if (t.open.empty() || t.open.back().region != e.region) return;  // unmatched: ignored
+  const State::Open left = t.open.back();
+  t.open.pop_back();
+  if (left.wait == StepWait::kNone || !left.in_step) return;
+  st.touch(t, true, left.enter_ns, e.timestamp);
+  const uint64_t ns = e.timestamp > left.enter_ns ? e.timestamp - left.enter_ns : 0;
+  StepTime& time = st.time;
+  if (left.input) {
+    time.input_ns += ns;
+    return;
+  }
+  switch (left.wait) {
+    case StepWait::kDevice: time.device_ns += ns; break;
+    case StepWait::kCopy: time.device_ns += ns, time.copy_ns += ns; break;
+    case StepWait::kCommunication: time.communication_ns += ns; break;
+    default: time.other_wait_ns += ns; break;
+  }
+}
+
+StepTime StepTimer::result() const {
+  StepTime time = state_->time;
+  for (const auto& [location, t] : state_->threads)
+    if (t.running && t.to > t.from) time.step_ns += t.to - t.from;
+  // The DataLoader's workers: processes named for the role, by number.
+  std::set<std::string> workers;
+  for (const auto& [ref, process] : state_->archive.processes) {
+    const size_t at = process.name.find("(DataLoader worker ");
+    if (at != std::string::npos) workers.insert(process.name.substr(at));
+  }
+  time.dataloader_workers = static_cast<uint32_t>(workers.size());
+  return time;
+}
 
 const char* phase_name(Phase phase) {
   switch (phase) {
@@ -226,6 +350,7 @@ MlView ml_view(const otf2::Archive& archive, const SampleCounts& counts, const s
     }
     operators[{*facts.operators.back(), pass}].self += samples;
   }
+  if (counts.step_timer) view.step_time = counts.step_timer->result();
   for (auto& [key, row] : operators) {
     row.name = key.first;
     row.pass = key.second;

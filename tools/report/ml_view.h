@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,6 +43,40 @@ struct OperatorRow {
 // start-up, imports and idle OpenMP workers (all "other") do not hide it.
 inline constexpr double kInputBoundShare = 0.5;
 
+// With --step: where the step's wall time went, on the threads that run
+// it. A thread is in the step from an event whose calling context has the
+// step function (a sample, or a traced wait's enter) until an event that
+// has not; the time between is the step's. Its traced waits are split by
+// what they wait for: the input pipeline (a wait under a DataLoader frame:
+// its queue, its workers' pipes), the device (CUDA synchronization and
+// synchronous copies), communication (MPI, NCCL's NVTX ranges) or other;
+// the rest is computing (CPU, or runnable).
+struct StepTime {
+  uint64_t step_ns = 0;
+  uint64_t input_ns = 0, device_ns = 0, copy_ns = 0, communication_ns = 0, other_wait_ns = 0;
+  uint32_t dataloader_workers = 0;  // distinct DataLoader worker numbers among the processes
+  bool device = false, communication = false;  // the run has CUDA calls / MPI or NCCL regions at all
+  uint64_t waiting_ns() const { return input_ns + device_ns + communication_ns + other_wait_ns; }
+  uint64_t computing_ns() const { return step_ns > waiting_ns() ? step_ns - waiting_ns() : 0; }
+};
+
+// A bound is said from this share of the step's wall time.
+inline constexpr double kBoundShare = 0.2;
+
+// Fed every sample and region event, each location's in time order.
+class StepTimer {
+ public:
+  StepTimer(const otf2::Archive& archive, std::string step);
+  ~StepTimer();
+  void add(const otf2::SampleEvent&);
+  void add(const otf2::RegionEvent&);
+  StepTime result() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 struct MlView {
   bool torch = false;     // some sample shows PyTorch: an operator frame or a Python frame in torch/
   bool python = false;    // some sample has a Python frame
@@ -52,6 +87,7 @@ struct MlView {
   uint64_t other_without_python = 0;           // of the "other" phase: samples without any Python frame
   std::array<uint64_t, 2> under_operator{};    // indexed by Pass: samples with an operator on the path
   std::vector<OperatorRow> operators;          // by self desc, inclusive desc, name, pass
+  std::optional<StepTime> step_time;           // with --step, where the archive was read with a StepTimer
 
   uint64_t phase(Phase p) const { return phases[static_cast<size_t>(p)]; }
   uint64_t training_samples() const;  // input + forward + backward + optimizer

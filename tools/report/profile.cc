@@ -4,6 +4,7 @@
 #include <set>
 #include <string_view>
 
+#include "ml_view.h"
 #include "otf2/property_names.h"
 
 namespace hybridprof::report {
@@ -87,7 +88,7 @@ std::vector<uint32_t> view_path(const otf2::Archive& archive, uint32_t context, 
   return path;
 }
 
-SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& asked) {
+SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& asked, const std::string& step) {
   SampleCounts counts;
   const otf2::Selection selection = otf2::with_window_name(reader.archive(), asked);
   // Only what the selection keeps: its locations, in its window.
@@ -104,6 +105,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& a
   counts.ranges = std::make_shared<RangeStats>(reader.archive());
   counts.gpu = std::make_shared<GpuStats>(reader.archive());
   counts.waits = std::make_shared<WaitStats>(reader.archive());
+  if (!step.empty()) counts.step_timer = std::make_shared<StepTimer>(reader.archive(), step);
   const otf2::Archive& archive = reader.archive();
   std::map<uint32_t, bool> profiler_leaf;  // context -> whether it is [hybridprof]
   reader.read_events(
@@ -123,6 +125,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& a
         if (leaf->second) ++counts.profiler_by_process[process];
         counts.mpi->add(s);
         counts.waits->add(s);
+        if (counts.step_timer) counts.step_timer->add(s);
       },
       [&](const otf2::RegionEvent& e) {
         if (!kept(e.location, e.timestamp)) return;
@@ -132,6 +135,7 @@ SampleCounts count_samples(otf2::ArchiveReader& reader, const otf2::Selection& a
         counts.ranges->add(e);
         counts.gpu->add(e);
         counts.waits->add(e);
+        if (counts.step_timer) counts.step_timer->add(e);
       },
       [&](const otf2::MpiEvent& e) {
         if (kept(e.location, e.timestamp)) counts.mpi->add(e);

@@ -20,6 +20,8 @@
 namespace hybridprof::report {
 
 // What the events say, counted in one pass; everything else derives from it.
+class StepTimer;  // ml_view.h
+
 struct SampleCounts {
   uint64_t total = 0;
   std::map<uint32_t, uint64_t> by_context;  // leaf calling context -> samples
@@ -33,10 +35,11 @@ struct SampleCounts {
   std::shared_ptr<RangeStats> ranges;       // user ranges (NVTX)
   std::shared_ptr<GpuStats> gpu;            // CUDA work and calls
   std::shared_ptr<WaitStats> waits;         // wall time: CPU, traced waits
+  std::shared_ptr<StepTimer> step_timer;    // with a step function: its wall time
 };
 // Counts the events of the locations and the window `selection` keeps (all
-// by default).
-SampleCounts count_samples(otf2::ArchiveReader&, const otf2::Selection& selection = {});
+// by default); with `step` (a Python function, --step) also times it.
+SampleCounts count_samples(otf2::ArchiveReader&, const otf2::Selection& selection = {}, const std::string& step = "");
 
 // The frame a sample ends in when it is the profiler's own time.
 inline constexpr const char* kProfilerFrame = "[hybridprof]";

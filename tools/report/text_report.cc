@@ -398,7 +398,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     if (!options.diff_base.empty()) return run_diff(options, out, err) == 0 ? 0 : fail("cannot write the report");
     otf2::ArchiveReader reader(options.archive);
-    const SampleCounts counts = count_samples(reader, options.selection);
+    const SampleCounts counts = count_samples(reader, options.selection, options.step);
     if (!options.flamegraph.empty()) {
       write_flamegraph_file(options, reader.archive(), counts);
       if (counts.total == 0) err << "hybridprof-report: no samples in " << reader.archive().anchor << '\n';
