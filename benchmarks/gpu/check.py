@@ -30,6 +30,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TRAIN = HERE / "train_step.py"
 CUDA_OVERHEAD = HERE.parent / "cuda_overhead.sh"
+INPUT_BOUND = HERE / "input_bound.py"
+STEP_VERDICT_POINTS = 10  # the report's input share against the program's own
 
 # Targets. Counts are of the same deterministic steps, so they should
 # agree closely; times differ from run to run.
@@ -309,6 +311,22 @@ def main():
         verdict.add("CUPTI cost per traced CUDA call (cuda_overhead.sh)", False,
                     "no bin/cuda_bench in the bundle (built without the CUDA toolkit)"
                     if args.device == "cuda" else "not measured on the CPU")
+    # The step verdict on a real DataLoader: a slow dataset makes the step
+    # input-bound, a fast one with a heavier model does not; each within
+    # STEP_VERDICT_POINTS of the share the program measures itself.
+    for mode, bound in (("slow", True), ("fast", False)):
+        archive = work / f"input_{mode}"
+        code, out = run([bin_dir / "hybridprof", "-o", archive, "--", python, INPUT_BOUND, mode,
+                         "--device", args.device], log, timeout=args.run_timeout)
+        measured = next((float(l.split()[1]) for l in out.splitlines() if l.startswith("input_share ")), None)
+        _, report = run([bin_dir / "hybridprof-report", "--step", "train_step", archive], log)
+        said = next((l.strip() for l in report.splitlines() if "input-bound: " in l), "")
+        share = float(said.split(": ")[1].split("%")[0]) if said else None
+        ok = (code == 0 and measured is not None and share is not None and said.startswith("input-bound") == bound
+              and abs(share - measured) <= STEP_VERDICT_POINTS)
+        verdict.add(f"step verdict, {mode} DataLoader: {'' if bound else 'not '}input-bound, share within "
+                    f"{STEP_VERDICT_POINTS} points", ok,
+                    f"report '{said or '-'}'; the program measured {measured if measured is not None else '-'}%")
     version = f"{sys.version_info.major}.{sys.version_info.minor}" if python == sys.executable else "?"
     verdict.add(f"Python {facts.get('python', '-')} frames in samples",
                 f("python_samples") > 0 and facts.get("python") not in (None, "-"),

@@ -1,0 +1,74 @@
+"""A PyTorch training loop fed by a real DataLoader, for the step verdict
+of hybridprof-report --step (benchmarks/gpu/check.sh).
+
+    python3 input_bound.py slow|fast [--steps N] [--device cuda|cpu]
+
+"slow": the dataset's __getitem__ sleeps 25 ms an image (a slow reader
+and decoder), 8 images a batch, 2 workers: the step waits for batches
+most of its time. "fast": 1 ms an image and a heavier model: it waits
+little. train_step fetches its batch itself (next(batches)) and times the
+fetch: prints "input_share P" (percent of the time in train_step spent in
+next) and "steps N".
+"""
+import argparse
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class SlowImages(Dataset):
+    def __init__(self, items, delay):
+        self.items, self.delay = items, delay
+
+    def __len__(self):
+        return self.items
+
+    def __getitem__(self, i):
+        time.sleep(self.delay)
+        return torch.randn(3, 64, 64), i % 10
+
+
+waited = 0.0
+stepped = 0.0
+
+
+def train_step(model, optimizer, batches, device):
+    global waited, stepped
+    begin = time.monotonic()
+    images, labels = next(batches)
+    got = time.monotonic()
+    x, y = images.to(device), labels.to(device)
+    optimizer.zero_grad(set_to_none=True)
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    loss.item()
+    waited += got - begin
+    stepped += time.monotonic() - begin
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["slow", "fast"])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    delay, width = (0.025, 32) if args.mode == "slow" else (0.001, 256)
+    model = nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.ReLU(), nn.Conv2d(width, width, 3, padding=1),
+                          nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 10)).to(args.device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = DataLoader(SlowImages(8 * (args.steps + 1), delay), batch_size=8, num_workers=2)
+    batches = iter(loader)
+    train_step(model, optimizer, batches, args.device)  # warm-up: workers start, kernels load
+    global waited, stepped
+    waited = stepped = 0.0
+    for _ in range(args.steps):
+        train_step(model, optimizer, batches, args.device)
+    print("input_share %.1f" % (100.0 * waited / stepped))
+    print("steps %d" % args.steps, flush=True)
+
+
+if __name__ == "__main__":
+    main()
