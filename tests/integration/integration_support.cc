@@ -289,6 +289,12 @@ ViteExport vite_export(const std::string& archive, const std::string& work_direc
   return e;
 }
 
+std::string python_version_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = "Python" + info.param;
+  name.erase(std::remove(name.begin(), name.end(), '.'), name.end());
+  return name;
+}
+
 std::string pyenv_python(const std::string& version) {
   const std::string root = "/root/.pyenv/versions";
   std::error_code ec;

@@ -111,6 +111,8 @@ bool file_exists(const std::string& path);
 void expect_refused(const RunResult& r, const std::string& why, const std::string& marker);
 std::string read_text(const std::string& path);
 bool have_program(const std::string& name);  // on $PATH
+// A parameterized test's name for a Python version: "Python312" for "3.12".
+std::string python_version_test_name(const ::testing::TestParamInfo<std::string>& info);
 // pyenv's python3 of `version` ("3.12") under /root/.pyenv/versions, "" if none.
 std::string pyenv_python(const std::string& version);
 // Runs python3 on one of this folder's checkers (chrome_trace_check.py,

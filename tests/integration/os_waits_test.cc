@@ -292,12 +292,7 @@ TEST_P(OsWaitsPythonVersions, GilWaitsAreNamed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Installed, OsWaitsPythonVersions,
-                         ::testing::Values("3.8", "3.9", "3.10", "3.12", "3.13", "3.14"),
-                         [](const auto& info) {
-                           std::string name = "Python" + info.param;
-                           name.erase(std::remove(name.begin(), name.end(), '.'), name.end());
-                           return name;
-                         });
+                         ::testing::Values("3.8", "3.9", "3.10", "3.12", "3.13", "3.14"), python_version_test_name);
 
 }  // namespace
 }  // namespace hybridprof::integration

@@ -139,37 +139,36 @@ void print_wall_time(std::ostream& out, const WaitStats& stats, size_t top) {
   out << "\nWall time (CPU from samples, traced waits, the rest unaccounted: runnable but not running, or "
          "untraced waits; "
       << std::min(top, threads.size()) << " of " << threads.size() << " threads, by wall time)\n";
-  Table table({{"Process", Table::Align::kLeft},
-               {"Thread", Table::Align::kLeft},
-               {"Wall", Table::Align::kRight},
-               {"CPU", Table::Align::kRight},
-               {"Waiting", Table::Align::kRight},
-               {"Unaccounted", Table::Align::kRight},
-               {"Waits by kind (share of wall)", Table::Align::kLeft}});
-  for (size_t i = 0; i < threads.size() && i < top; ++i) {
-    const Row& r = threads[i];
-    table.add_row({r.process, r.thread, time_text(r.wall), r.cpu_known ? percent(r.cpu, r.wall) : "-",
-                   percent(r.waiting, r.wall), unaccounted(r), kinds_text(r.waits, r.wall)});
-  }
+  // Process, then the thread (or the count of threads), then the shares.
+  const auto table_of = [](const char* second, Table::Align align) {
+    return Table({{"Process", Table::Align::kLeft},
+                  {second, align},
+                  {"Wall", Table::Align::kRight},
+                  {"CPU", Table::Align::kRight},
+                  {"Waiting", Table::Align::kRight},
+                  {"Unaccounted", Table::Align::kRight},
+                  {"Waits by kind (share of wall)", Table::Align::kLeft}});
+  };
+  const auto cells = [&](const Row& r, std::string second) {
+    return std::vector<std::string>{r.process,
+                                    std::move(second),
+                                    time_text(r.wall),
+                                    r.cpu_known ? percent(r.cpu, r.wall) : "-",
+                                    percent(r.waiting, r.wall),
+                                    unaccounted(r),
+                                    kinds_text(r.waits, r.wall)};
+  };
+  Table table = table_of("Thread", Table::Align::kLeft);
+  for (size_t i = 0; i < threads.size() && i < top; ++i) table.add_row(cells(threads[i], threads[i].thread));
   table.print(out);
   if (processes.size() < 2) return;
   std::vector<std::pair<uint32_t, Row>> by_wall(processes.begin(), processes.end());
   std::sort(by_wall.begin(), by_wall.end(), [](const auto& a, const auto& b) { return a.second.wall > b.second.wall; });
   out << "\n  Per process (its threads' wall time summed; " << std::min(top, by_wall.size()) << " of " << by_wall.size()
       << ")\n";
-  Table per_process({{"Process", Table::Align::kLeft},
-                     {"Threads", Table::Align::kRight},
-                     {"Wall", Table::Align::kRight},
-                     {"CPU", Table::Align::kRight},
-                     {"Waiting", Table::Align::kRight},
-                     {"Unaccounted", Table::Align::kRight},
-                     {"Waits by kind (share of wall)", Table::Align::kLeft}});
-  for (size_t i = 0; i < by_wall.size() && i < top; ++i) {
-    const auto& [process, r] = by_wall[i];
-    per_process.add_row({r.process, std::to_string(threads_of[process]), time_text(r.wall),
-                         r.cpu_known ? percent(r.cpu, r.wall) : "-", percent(r.waiting, r.wall), unaccounted(r),
-                         kinds_text(r.waits, r.wall)});
-  }
+  Table per_process = table_of("Threads", Table::Align::kRight);
+  for (size_t i = 0; i < by_wall.size() && i < top; ++i)
+    per_process.add_row(cells(by_wall[i].second, std::to_string(threads_of[by_wall[i].first])));
   per_process.print(out);
 }
 
