@@ -94,38 +94,29 @@ bool futex_waits(long op) {
 
 // Each a frame of its own: `caller`, its return address, is the program's
 // call site (the GIL's is the interpreter's).
-#define OS_WAIT(name, family, ret, params, args, describe)                                                    \
-  extern "C" __attribute__((noinline)) ret name params {                                                      \
-    namespace hpo = hybridprof::osrt;                                                                           \
-    const auto real = hpo::next_function(hpo::g_real_##name, #name);                                              \
-    return hpo::intercept<hpo::OsWait::name>(                                                                     \
-        __builtin_return_address(0), real,                                                                    \
-        [&](ret result) __attribute__((always_inline)) {                                                       \
-          using namespace hybridprof::osrt;                                                                   \
-          (void)result;                                                                                       \
-          return describe;                                                                                    \
-        },                                                                                                    \
-        HYBRIDPROF_ARGS args);                                                                                \
+#define OS_WAIT(name, family, ret, params, args, describe)                         \
+  extern "C" __attribute__((noinline)) ret name params {                           \
+    namespace hpo = hybridprof::osrt;                                              \
+    const auto real = hpo::next_function(hpo::g_real_##name, #name);               \
+    return hpo::intercept<hpo::OsWait::name>(                                      \
+        __builtin_return_address(0), real,                                         \
+        [&](ret result) __attribute__((always_inline)) {                           \
+          using namespace hybridprof::osrt;                                        \
+          (void)result;                                                            \
+          return describe;                                                         \
+        },                                                                         \
+        HYBRIDPROF_ARGS args);                                                     \
   }
 #include "osrt/os_wait_functions.def"
 #undef OS_WAIT
 
 namespace {
 
-template <hybridprof::osrt::OsWait F, typename Real>
-__attribute__((always_inline)) inline int open_file(const void* caller, Real real, const char* path, int flags,
-                                                    mode_t mode) {
+// open and openat: what is recorded of them is the descriptor they return.
+template <hybridprof::osrt::OsWait F, typename Real, typename... Args>
+__attribute__((always_inline)) inline int open_file(const void* caller, Real real, Args... args) {
   return hybridprof::osrt::intercept<F>(
-      caller, real, [](int fd) __attribute__((always_inline)) { return hybridprof::osrt::io(fd, 0, fd); }, path,
-      flags, mode);
-}
-
-template <hybridprof::osrt::OsWait F, typename Real>
-__attribute__((always_inline)) inline int open_file_at(const void* caller, Real real, int dir, const char* path,
-                                                       int flags, mode_t mode) {
-  return hybridprof::osrt::intercept<F>(
-      caller, real, [](int fd) __attribute__((always_inline)) { return hybridprof::osrt::io(fd, 0, fd); }, dir,
-      path, flags, mode);
+      caller, real, [](int fd) __attribute__((always_inline)) { return hybridprof::osrt::io(fd, 0, fd); }, args...);
 }
 
 }  // namespace
@@ -158,14 +149,14 @@ __attribute__((noinline)) int open64(const char* path, int flags, ...) {
 __attribute__((noinline)) int openat(int dir, const char* path, int flags, ...) {
   HYBRIDPROF_MODE(flags)
   namespace hpo = hybridprof::osrt;
-  return open_file_at<hpo::OsWait::openat>(__builtin_return_address(0), hpo::next_function(hpo::g_real_openat, "openat"),
+  return open_file<hpo::OsWait::openat>(__builtin_return_address(0), hpo::next_function(hpo::g_real_openat, "openat"),
                                          dir, path, flags, mode);
 }
 
 __attribute__((noinline)) int openat64(int dir, const char* path, int flags, ...) {
   HYBRIDPROF_MODE(flags)
   namespace hpo = hybridprof::osrt;
-  return open_file_at<hpo::OsWait::openat64>(__builtin_return_address(0),
+  return open_file<hpo::OsWait::openat64>(__builtin_return_address(0),
                                            hpo::next_function(hpo::g_real_openat64, "openat64"), dir, path, flags, mode);
 }
 
