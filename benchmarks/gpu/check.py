@@ -32,6 +32,7 @@ TRAIN = HERE / "train_step.py"
 CUDA_OVERHEAD = HERE.parent / "cuda_overhead.sh"
 INPUT_BOUND = HERE / "input_bound.py"
 STEP_VERDICT_POINTS = 10  # the report's input share against the program's own
+MAX_OS_WAITS_RATIO = 1.01  # the OS-runtime adapter on against off, whole training loop
 
 # Targets. Counts are of the same deterministic steps, so they should
 # agree closely; times differ from run to run.
@@ -220,7 +221,7 @@ def main():
 
     # Plain and profiled, interleaved; the first profiled run's archive is
     # read as soon as it is written (what a cut-short check still tells).
-    plain, profiled, profiled_codes, traced_only = [], [], [], []
+    plain, profiled, profiled_codes, traced_only, without_os = [], [], [], [], []
     facts_text, facts_from = "", None
     for i in range(args.pairs):
         code, out = run(train, log, timeout=args.run_timeout)
@@ -233,6 +234,10 @@ def main():
             code, out = run([bin_dir / "hybridprof", "-F", "1", "-o", work / f"traced.{i}", "--"] + train, log,
                             timeout=args.run_timeout)
             traced_only.append(loop_seconds(out) if code == 0 else None)
+        # The OS-runtime adapter's whole-run cost: profiled with it off.
+        code, out = run([bin_dir / "hybridprof", "--no-os-waits", "-o", work / f"no-os-waits.{i}", "--"] + train,
+                        log, timeout=args.run_timeout)
+        without_os.append(loop_seconds(out) if code == 0 else None)
         if i == 0:
             kineto_run()  # after a first run: the GPU's clocks are up, as in the runs it is compared with
         if facts_from is None and profiled_codes[-1] == 0:  # the first profiled run that ended well
@@ -285,6 +290,11 @@ def main():
                 ratio <= MAX_WALL_RATIO,
                 f"{ratio:.3f}x (plain {', '.join(f'{s:.3f}' if s else '-' for s in plain)} s; "
                 f"profiled {', '.join(f'{s:.3f}' if s else '-' for s in profiled)} s)")
+    os_ratios = [p / q for p, q in zip(profiled, without_os) if p and q]
+    os_ratio = statistics.median(os_ratios) if os_ratios else float("inf")
+    verdict.add(f"OS-runtime waits' cost: profiled / profiled --no-os-waits ({args.pairs} pairs, median)",
+                os_ratio <= MAX_OS_WAITS_RATIO,
+                f"{os_ratio:.3f}x (--no-os-waits {', '.join(f'{s:.3f}' if s else '-' for s in without_os)} s)")
     if args.split:
         split = [t / q for t, q in zip(traced_only, plain) if t and q]
         verdict.note(f"split: tracing only (-F 1) {statistics.median(split) if split else float('nan'):.3f}x "
