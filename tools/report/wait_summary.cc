@@ -64,7 +64,10 @@ std::string WaitStats::kind_of(const otf2::RegionInfo& r) {
 
 void WaitStats::add(const otf2::SampleEvent& s) {
   Thread& t = threads_[s.location];
-  ++t.samples;
+  const std::vector<Open>& open = open_[s.location];
+  // A sample inside a wait (an MPI call polling, a read copying) is that
+  // wait's time, already counted: CPU and waits add up to the wall time.
+  if (std::none_of(open.begin(), open.end(), [](const Open& o) { return o.wait; })) ++t.samples;
   t.first_ns = std::min(t.first_ns, s.timestamp);
   t.last_ns = std::max(t.last_ns, s.timestamp);
 }
@@ -136,8 +139,8 @@ void print_wall_time(std::ostream& out, const WaitStats& stats, size_t top) {
   const auto unaccounted = [](const Row& r) {
     return r.cpu_known ? percent(r.wall - std::min(r.wall, r.cpu + r.waiting), r.wall) : std::string("-");
   };
-  out << "\nWall time (CPU from samples, traced waits, the rest unaccounted: runnable but not running, or "
-         "untraced waits; "
+  out << "\nWall time (CPU outside traced waits, from samples; traced waits; the rest unaccounted: runnable "
+         "but not running, or untraced waits; "
       << std::min(top, threads.size()) << " of " << threads.size() << " threads, by wall time)\n";
   // Process, then the thread (or the count of threads), then the shares.
   const auto table_of = [](const char* second, Table::Align align) {

@@ -1,5 +1,6 @@
 // Where the wall time went, not only the CPU time: per thread, its CPU time
-// (its samples times the sampling period), its traced waits by kind (MPI
+// outside traced waits (its samples there times the sampling period), its
+// traced waits by kind (MPI
 // calls, OpenMP waits, CUDA synchronization, OS-runtime waits by call
 // family: lock, read/write, GIL...) and what neither accounts for (time
 // runnable but not running, or waits no adapter traces); per process the
@@ -25,7 +26,7 @@ class WaitStats {
   void add(const otf2::RegionEvent&);
 
   struct Thread {
-    uint64_t samples = 0;
+    uint64_t samples = 0;  // outside traced waits (those inside are the waits' time: MPI's polling)
     uint64_t first_ns = UINT64_MAX, last_ns = 0;  // its first and last event
     std::map<std::string, uint64_t> waits_ns;     // by kind ("MPI", "OS: lock"...)
     uint64_t wall_ns() const { return last_ns > first_ns ? last_ns - first_ns : 0; }
