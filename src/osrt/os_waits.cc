@@ -92,12 +92,21 @@ HYBRIDPROF_EVENT_SOURCE(OsRuntimeSource)
 }  // namespace
 
 uint64_t get_ready() {
+  // Not from a signal handler or the profiler's own code (the sample
+  // handler's write to the drain comes here first): what follows reads the
+  // environment and files, and may allocate.
+  if (tls_getting_ready || !may_record_here()) return 0;
+  // Called before the program's call, which must find errno as it was.
+  const int saved_errno = errno;
+  struct RestoreErrno {
+    int value;
+    ~RestoreErrno() { errno = value; }
+  } restore{saved_errno};
   static const bool switched_on = adapter_traced("os");
   if (!switched_on) {
     g_min_ticks.store(kOff, std::memory_order_relaxed);
     return kOff;
   }
-  if (tls_getting_ready || !may_record_here()) return 0;
   TracingHost* host = tracing_host();
   // Decided on one of the program's threads (the drain's has none, and may
   // hold its lock in a poll).
