@@ -1,6 +1,8 @@
 #include "osrt/os_waits.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <sys/auxv.h>
 
 #include <algorithm>
 #include <array>
@@ -61,12 +63,19 @@ bool interpreter_waits(const void* caller) {
   std::lock_guard lock(mutex);
   for (const auto& [address, verdict] : known)
     if (address == caller) return verdict;
-  Dl_info info;
+  // The loader's lock-free lookup, not dladdr: the thread may hold the
+  // condition's mutex, which a thread inside dlopen (holding the loader's
+  // lock) could be waiting for. The executable's link map has no name.
   bool verdict = false;
-  if (dladdr(caller, &info) != 0 && info.dli_fname != nullptr) {
-    const char* base = std::strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    verdict = std::strncmp(base, "libpython3", 10) == 0 || std::strncmp(base, "python3", 7) == 0;
+  dl_find_object found;
+  if (_dl_find_object(const_cast<void*>(caller), &found) == 0 && found.dlfo_link_map != nullptr) {
+    const char* path = found.dlfo_link_map->l_name;
+    if (path == nullptr || *path == '\0') path = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
+    if (path != nullptr) {
+      const char* base = std::strrchr(path, '/');
+      base = base ? base + 1 : path;
+      verdict = std::strncmp(base, "libpython3", 10) == 0 || std::strncmp(base, "python3", 7) == 0;
+    }
   }
   known[next++ % known.size()] = {caller, verdict};
   return verdict;
