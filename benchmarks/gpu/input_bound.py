@@ -5,8 +5,10 @@ of hybridprof-report --step (benchmarks/gpu/check.sh).
 
 "slow": the dataset's __getitem__ sleeps 25 ms an image (a slow reader
 and decoder), 8 images a batch, 2 workers: the step waits for batches
-most of its time. "fast": 1 ms an image and a heavier model: it waits
-little. train_step fetches its batch itself (next(batches)) and times the
+most of its time. "fast": 1 ms an image and a heavier model (sized for a GPU, smaller on
+--device cpu): it waits little. Run by benchmarks/gpu/check.sh on a GPU
+node, and by tests/integration/os_waits_test.cc on the CPU where PyTorch
+is installed. train_step fetches its batch itself (next(batches)) and times the
 fetch: prints "input_share P" (percent of the time in train_step spent in
 next) and "steps N".
 """
@@ -55,7 +57,8 @@ def main():
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
-    delay, width = (0.025, 32) if args.mode == "slow" else (0.001, 256)
+    # The fast loop's heavier model: sized for a GPU, or for a CPU's few cores.
+    delay, width = (0.025, 32) if args.mode == "slow" else (0.001, 256 if args.device == "cuda" else 48)
     model = nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.ReLU(), nn.Conv2d(width, width, 3, padding=1),
                           nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 10)).to(args.device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

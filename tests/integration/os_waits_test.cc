@@ -250,9 +250,12 @@ class StepVerdict : public IntegrationTest {
     std::string report;
   };
   Verdict run_loop(const std::string& mode) {
+    return run_program(mode, {"/usr/bin/python3", fixture("python_input_bound.py"), mode});
+  }
+  Verdict run_program(const std::string& name, const std::vector<std::string>& program) {
     Verdict v;
-    const std::string dir = scratch / mode;
-    const RunResult r = profile({"-o", dir}, {"/usr/bin/python3", fixture("python_input_bound.py"), mode});
+    const std::string dir = scratch / name;
+    const RunResult r = profile({"-o", dir}, program);
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     for (const std::string& line : split_lines(r.out)) std::sscanf(line.c_str(), "input_share %lf", &v.measured);
     v.report = run({report_tool(), "--step", "train_step", dir}).out;
@@ -281,6 +284,21 @@ TEST_F(StepVerdict, FastWorkersDoNotAndTheShareIsRightToo) {
   EXPECT_NEAR(v.share, v.measured, 10.0) << v.report;
   EXPECT_EQ(v.report.find("more DataLoader workers"), std::string::npos) << "no advice without a share behind it\n"
                                                                           << v.report;
+}
+
+// The same with PyTorch's own DataLoader (benchmarks/gpu/input_bound.py on
+// the CPU: a dataset that sleeps in __getitem__, two workers), where
+// Debian's python3-torch is installed.
+TEST_F(StepVerdict, ARealDataLoaderIsJudgedTheSame) {
+  if (run({"/usr/bin/python3", "-c", "import torch"}).exit_code != 0) GTEST_SKIP() << "no PyTorch for /usr/bin/python3";
+  const std::string script = std::string(HP_SOURCE_DIR) + "/benchmarks/gpu/input_bound.py";
+  for (const auto& [mode, bound] : {std::pair<std::string, bool>{"slow", true}, {"fast", false}}) {
+    const Verdict v = run_program("torch-" + mode, {"/usr/bin/python3", script, mode, "--device", "cpu"});
+    ASSERT_TRUE(v.found) << v.report;
+    EXPECT_EQ(v.bound, bound) << mode << "\n" << v.report;
+    EXPECT_NEAR(v.share, v.measured, 10.0) << mode << "\n" << v.report;
+    EXPECT_NE(v.report.find("(DataLoader with 2 workers)"), std::string::npos) << v.report;
+  }
 }
 
 class OsWaitsPythonVersions : public OsWaits, public ::testing::WithParamInterface<std::string> {};
