@@ -25,6 +25,9 @@ inline constexpr const char* kPid = "PID";
 inline constexpr const char* kParentPid = "PARENT_PID";
 inline constexpr const char* kExitStatus = "EXIT_STATUS";
 inline constexpr const char* kSamplesWithoutThread = "SAMPLES_WITHOUT_THREAD";
+// Threads that recorded nothing (no sample, no traced event): counted
+// here, with no location of their own.
+inline constexpr const char* kQuietThreads = "QUIET_THREADS";
 inline constexpr const char* kPython = "PYTHON";  // "3.11": the process ran Python and its frames were read
 // Its capture windows, "FROM TO\tOPENED BY\tCLOSED BY" a line (times in
 // the archive's clock: "run start", "--delay", "hybridprof_stop()" ...), and

@@ -207,6 +207,7 @@ class Finalizer {
     });
     const uint32_t group = writers_.each([&](sink::TraceSink& w) { return w.define_process(p.name, node); });
     set_process_properties(p, group);
+    result_->threads += p.quiet_threads;
     const bool time_based = p.mechanism != "perf_event" || p.frequency || p.event.find("clock") != std::string::npos;
     const uint64_t period = p.frequency && p.period ? 1000000000ull / p.period : p.period;
     refs.generator = writers_.each([&](sink::TraceSink& w) {
@@ -294,6 +295,7 @@ class Finalizer {
       w.set_process_property(group, otf2::property::kParentPid, std::to_string(p.ppid));
       w.set_process_property(group, otf2::property::kExitStatus, p.exit_status);
       w.set_process_property(group, otf2::property::kSamplesWithoutThread, std::to_string(p.samples_without_thread));
+      w.set_process_property(group, otf2::property::kQuietThreads, std::to_string(p.quiet_threads));
       w.set_process_property(group, "COMMAND", p.command);
       if (!p.python.empty()) w.set_process_property(group, otf2::property::kPython, p.python);
       if (p.has_window_marks) w.set_process_property(group, otf2::property::kCaptureWindows, p.capture_windows);
@@ -416,8 +418,8 @@ class Finalizer {
                                   "them on their stream ended (by up to " + std::to_string(moved.max_ns / 1000) +
                                   " us) and were moved to start after it");
     for (const auto& [index, t] : p.threads) {
-      if (!ended.count(index))
-        writers_.each([&](sink::TraceSink& w) { w.end_thread(locations.at(index), t.last_ns); });
+      if (!ended.count(index) && location_of(index, &loc))
+        writers_.each([&](sink::TraceSink& w) { w.end_thread(loc, t.last_ns); });
     }
   }
 

@@ -224,6 +224,15 @@ ThreadDefinition describe_thread(const RawProcess& p, const RawThread& t) {
   return d;
 }
 
+// A thread with nothing to show: no sample or traced record in the
+// stream, and counters that say nothing was taken, lost or waited for.
+bool quiet(const ThreadDefinition& d, const RawThread& t) {
+  if (d.kind != raw::LocationKind::kThread || t.samples_seen != 0 || t.events_seen != 0) return false;
+  for (const auto field : raw::kThreadCounterFields)
+    if (d.counters.*field != 0) return false;
+  return true;
+}
+
 }  // namespace
 
 std::string milliseconds(uint64_t ns) {
@@ -262,7 +271,12 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
   d.begin_realtime_ns = b.realtime_ns;
   d.last_ns = p.last_ns;
   for (const auto& [index, t] : p.threads) {
-    d.threads.push_back(describe_thread(p, t));
+    ThreadDefinition thread = describe_thread(p, t);
+    if (quiet(thread, t) && !d.threads.empty()) {
+      ++d.quiet_threads;
+      continue;
+    }
+    d.threads.push_back(std::move(thread));
     const raw::ThreadCounters& c = d.threads.back().counters;
     if (c.dropped_events)
       d.warnings.push_back("thread " + std::to_string(t.tid) + ": " + std::to_string(c.dropped_events) +
@@ -294,7 +308,7 @@ ProcessDefinitions describe_process(const RawProcess& p, symbolizer::Symbolizer&
 // spelled once, in visit(), for writing and for reading.
 namespace {
 
-constexpr uint64_t kMagic = 0x3466656470796268ull;  // "hbypdef4"
+constexpr uint64_t kMagic = 0x3566656470796268ull;  // "hbypdef5"
 
 struct Writer {
   std::string out;
@@ -410,7 +424,7 @@ template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
   fields(io, p.pid, p.ppid, p.launcher_rank, p.name, p.role, p.hostname, p.command, p.python, p.exit_status,
          p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.capture_windows, p.marks,
          p.has_window_marks, p.period, p.frequency, p.begin_monotonic_ns,
-         p.begin_realtime_ns, p.last_ns, p.threads, p.clock_offsets, p.contexts, p.job_rank, p.definitions, p.notices,
+         p.begin_realtime_ns, p.last_ns, p.threads, p.quiet_threads, p.clock_offsets, p.contexts, p.job_rank, p.definitions, p.notices,
          p.warnings);
 }
 

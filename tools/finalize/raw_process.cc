@@ -57,6 +57,7 @@ bool read_definitions(const std::string& path, RawProcess* p, std::string* error
           } else if constexpr (std::is_same_v<T, raw::Enter> || std::is_same_v<T, raw::Leave> ||
                                std::is_same_v<T, raw::Event>) {
             RawThread& t = thread(r.location);
+            ++t.events_seen;
             t.last_ns = std::max(t.last_ns, r.timestamp_ns);
           } else if constexpr (std::is_same_v<T, raw::Definition>) {
             p->definitions[{r.set, r.id}] = r;

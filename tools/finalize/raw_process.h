@@ -22,6 +22,7 @@ struct RawThread {
   uint64_t begin_ns = 0;
   std::optional<raw::LocationEnd> end;
   uint64_t samples_seen = 0;  // samples in the stream (the counters may say more)
+  uint64_t events_seen = 0;   // its enters, leaves and events in the stream
   uint64_t python_incomplete = 0;  // of those, with kSamplePythonIncomplete
   uint64_t last_ns = 0;
 };

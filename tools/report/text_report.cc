@@ -70,6 +70,14 @@ std::optional<uint64_t> sum_process_property(const otf2::Archive& archive, const
   return sum;
 }
 
+// Threads of `process` that recorded nothing and have no location.
+uint64_t quiet_threads(const otf2::ProcessInfo& process) {
+  const std::string text = process_property(process, property::kQuietThreads);
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && end == text.data() + text.size() ? value : 0;
+}
+
 // The Python versions whose frames were read, "3.11" or "3.11, 3.12";
 // empty when no process ran Python (or none was readable).
 std::string python_versions(const otf2::Archive& archive) {
@@ -180,7 +188,9 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
   table.add_row({"Processes", std::to_string(archive.processes.size())});
   const size_t streams = static_cast<size_t>(std::count_if(archive.threads.begin(), archive.threads.end(),
                                                           [](const auto& t) { return t.second.device != otf2::kUndefined; }));
-  table.add_row({"Threads", std::to_string(archive.threads.size() - streams)});
+  const uint64_t quiet = sum_process_property(archive, property::kQuietThreads).value_or(0);
+  table.add_row({"Threads", std::to_string(archive.threads.size() - streams + quiet) +
+                                (quiet ? " (" + std::to_string(quiet) + " recorded nothing: no location of their own)" : "")});
   if (streams) table.add_row({"Device streams", std::to_string(streams)});
   table.add_row({"Samples", samples});
   table.add_row({"Dropped samples", or_dash(sum_thread_property(archive, property::kDropped))});
@@ -284,7 +294,8 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
     if (shown++ == top) break;
     const std::string parent = process_property(process, property::kParentPid);
     processes.add_row({process.name, process_property(process, property::kPid), pids.count(parent) ? parent : "-",
-                       process_property(process, property::kExitStatus), std::to_string(per_process[ref].first),
+                       process_property(process, property::kExitStatus),
+                       std::to_string(per_process[ref].first + quiet_threads(process)),
                        std::to_string(per_process[ref].second),
                        process_property(process, property::kSamplesWithoutThread)});
   }
@@ -318,6 +329,8 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
   }
   threads.print(out);
   if (order.size() > top) out << "  … and " << order.size() - top << " more threads\n";
+  if (const uint64_t quiet = sum_process_property(archive, property::kQuietThreads).value_or(0))
+    out << "  " << quiet << (quiet == 1 ? " thread" : " threads") << " recorded nothing (no sample, no traced event)\n";
 }
 
 void print_report(std::ostream& out, const otf2::Archive& archive, const SampleCounts& counts,

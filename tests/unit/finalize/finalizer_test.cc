@@ -157,6 +157,45 @@ TEST_F(Finalizer, SymbolizesExpandsWeightsAndCounts) {
   EXPECT_EQ(a.properties.at("HYBRIDPROF::PERIOD"), "1000 Hz");
 }
 
+// A thread that recorded nothing gets no location (10,000 short threads
+// would be 20,000 OTF2 files): it is counted in its process's
+// QUIET_THREADS. The process's first thread keeps its location; a thread
+// whose counters say something (samples lost) keeps its own.
+TEST_F(Finalizer, ThreadsThatRecordedNothingAreCountedWithoutALocation) {
+  raw::StreamWriter w;
+  ASSERT_NO_FATAL_FAILURE(begin_stream(w));  // thread 0: nothing at all
+  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  w.append(raw::ModuleLoad{1, 0, load_bias(), 0, UINT64_MAX, exe});
+  w.append(raw::CctNode{3, raw::kRootComplete, 1, offset_of(finalizer_test_caller)});
+  for (uint32_t t = 1; t <= 5; ++t) w.append(raw::thread_begin(t, 100 + t, 1000));
+  w.append(raw::Sample{1, 2000, 3, 0, 1});  // 1: a sample
+  w.append(raw::RegionDef{7, "traced", 0, raw::kUnknownModule, 0, {}});
+  w.append(raw::Enter{{2, 2100, 7, 3}});  // 2: a traced region
+  w.append(raw::Leave{{2, 2200, 7, 3}});
+  w.append(raw::LocationEnd{3, 3000, {}, ""});         // 3: nothing, ended cleanly
+  w.append(raw::LocationEnd{4, 3000, {0, 2}, ""});     // 4: two samples lost
+  w.append(raw::LocationEnd{1, 3000, {1, 0}, ""});     // (5: nothing, and no end)
+  w.append(raw::LocationEnd{0, 3000, {}, ""});
+  w.append(raw::ProcessEnd{5000, raw::EndReason::kExit, 0, 0});
+  w.close();
+  Result result;
+  ASSERT_NO_FATAL_FAILURE(finalize_here(&result));
+  EXPECT_EQ(result.threads, 6u) << "every thread counts";
+
+  otf2::ArchiveReader reader(dir_.string());
+  const otf2::Archive& a = reader.archive();
+  std::set<uint64_t> tids;
+  for (const auto& [ref, t] : a.threads) tids.insert(t.properties.at(otf2::property::kTid));
+  EXPECT_EQ(tids, (std::set<uint64_t>{42, 101, 102, 104})) << "locations: the first thread and those that recorded";
+  ASSERT_EQ(a.processes.size(), 1u);
+  EXPECT_EQ(a.processes.begin()->second.properties.at(otf2::property::kQuietThreads), "2");
+  uint64_t samples = 0, enters = 0;
+  reader.read_events([&](const otf2::SampleEvent&) { ++samples; },
+                     [&](const otf2::RegionEvent& e) { enters += e.enter; });
+  EXPECT_EQ(samples, 1u);
+  EXPECT_EQ(enters, 1u);
+}
+
 TEST_F(Finalizer, KilledProcessStillGivesAnArchiveAndSaysWhatIsMissing) {
   write_stream(false);
   Result result;
