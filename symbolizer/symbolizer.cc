@@ -6,23 +6,45 @@
 #include <cstdlib>
 
 #include "symbolizer/module_debug_info.h"
+#include "symbolizer/symbol_cache.h"
 
 namespace hybridprof::symbolizer {
 
-Symbolizer::Symbolizer() = default;
+Symbolizer::Symbolizer(SymbolCache* cache) : cache_(cache) {}
 Symbolizer::~Symbolizer() = default;
 
 Symbolizer::Module& Symbolizer::module_for(const std::string& module_path) {
   auto [it, inserted] = modules_.try_emplace(module_path);
-  // A file that failed to open stays null: we try each path once, not per address.
-  if (inserted) it->second.debug_info = ModuleDebugInfo::open(module_path);
+  if (inserted && cache_) {
+    Module& m = it->second;
+    m.build_id = build_id_of(module_path);
+    if (!m.build_id.empty()) {
+      m.cached = std::make_unique<CachedModule>(cache_->load(m.build_id));
+      m.found = std::make_unique<CachedModule>();
+    }
+  }
   return it->second;
+}
+
+ModuleDebugInfo* Symbolizer::debug_info(Module& module, const std::string& module_path) {
+  // A file that failed to open stays null: we try each path once, not per address.
+  if (!module.opened) {
+    module.opened = true;
+    module.debug_info = ModuleDebugInfo::open(module_path);
+  }
+  return module.debug_info.get();
 }
 
 bool Symbolizer::call_is_statement(const std::string& module_path, uint64_t address) {
   try {
     Module& module = module_for(module_path);
-    return module.debug_info && module.debug_info->call_is_statement(address);
+    if (module.cached) {
+      if (auto it = module.cached->statements.find(address); it != module.cached->statements.end()) return it->second;
+    }
+    ModuleDebugInfo* info = debug_info(module, module_path);
+    const bool statement = info && info->call_is_statement(address);
+    if (module.found) module.found->statements[address] = statement;
+    return statement;
   } catch (...) {
     return false;  // allocation failure: the plain name
   }
@@ -35,7 +57,19 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
       return it->second;
     }
     std::vector<SourceFrame> frames;
-    if (module.debug_info) frames = module.debug_info->frames_at(address);
+    bool known = false;
+    if (module.cached) {
+      if (auto it = module.cached->frames.find(address); it != module.cached->frames.end()) {
+        frames = it->second;
+        known = true;
+      }
+    }
+    if (!known) {
+      if (ModuleDebugInfo* info = debug_info(module, module_path)) frames = info->frames_at(address);
+      // Stored without the unresolved frame: it names the module by the
+      // path it was loaded from, which another run may spell otherwise.
+      if (module.found) module.found->frames[address] = frames;
+    }
     if (frames.empty()) frames.push_back(unresolved_frame(module_path, address));
     // Insert only complete results, so an exception cannot leave an empty entry.
     return module.frames_by_address.emplace(address, std::move(frames)).first->second;
@@ -47,6 +81,24 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
       return {};
     }
   }
+}
+
+void Symbolizer::save() {
+  if (cache_ == nullptr) return;
+  for (auto& [path, module] : modules_) {
+    if (!module.found || module.found->empty()) continue;
+    cache_->store(module.build_id, *module.found);
+    *module.found = {};
+  }
+}
+
+Symbolizer::CacheUse Symbolizer::cache_use() const {
+  CacheUse use;
+  for (const auto& [path, module] : modules_) {
+    if (!module.cached) continue;
+    ++(module.opened ? use.modules_read : use.modules_cached);
+  }
+  return use;
 }
 
 std::string demangle(const std::string& mangled) {

@@ -24,10 +24,15 @@ struct SourceFrame {
 };
 
 class ModuleDebugInfo;  // one opened module (its Dwfl session), see module_debug_info.h
+class SymbolCache;      // what earlier runs found, see symbol_cache.h
+struct CachedModule;
 
 class Symbolizer {
  public:
-  Symbolizer();
+  // With `cache` (not owned; may be null), a module with a build id is
+  // answered from what earlier runs stored there, and opened only for
+  // addresses they did not ask about; save() stores what was new.
+  explicit Symbolizer(SymbolCache* cache = nullptr);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -48,13 +53,28 @@ class Symbolizer {
   // False when the line table does not say.
   bool call_is_statement(const std::string& module_path, uint64_t address);
 
+  // Stores in the cache what this symbolizer found that it did not hold.
+  void save();
+  // Modules asked about that have a build id: answered wholly from the
+  // cache, or opened (some address was new).
+  struct CacheUse {
+    uint64_t modules_cached = 0, modules_read = 0;
+  };
+  CacheUse cache_use() const;
+
  private:
   struct Module {
+    std::string build_id;  // "" without a cache, or when the file has none
+    std::unique_ptr<CachedModule> cached;  // what the cache held; null without one
+    std::unique_ptr<CachedModule> found;   // what this symbolizer added; null without a cache
+    bool opened = false;                   // debug_info was opened (it may still be null)
     std::unique_ptr<ModuleDebugInfo> debug_info;  // null when the file cannot be opened
     std::unordered_map<uint64_t, std::vector<SourceFrame>> frames_by_address;
   };
   Module& module_for(const std::string& module_path);
+  ModuleDebugInfo* debug_info(Module& module, const std::string& module_path);
 
+  SymbolCache* cache_;
   std::unordered_map<std::string, Module> modules_;
 };
 

@@ -3,7 +3,7 @@ of hybridprof-report --step (benchmarks/gpu/check.sh).
 
     python3 input_bound.py slow|fast [--steps N] [--device cuda|cpu]
 
-"slow": the dataset's __getitem__ sleeps 25 ms an image (a slow reader
+"slow": the dataset's __getitem__ sleeps 40 ms an image (a slow reader
 and decoder), 8 images a batch, 2 workers: the step waits for batches
 most of its time. "fast": 1 ms an image and a heavier model (sized for a GPU, smaller on
 --device cpu): it waits little. Run by benchmarks/gpu/check.sh on a GPU
@@ -62,7 +62,7 @@ def main():
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
     # The fast loop's heavier model: sized for a GPU, or for a CPU's few cores.
-    delay, width = (0.025, 32) if args.mode == "slow" else (0.001, 256 if args.device == "cuda" else 48)
+    delay, width = (0.04, 16) if args.mode == "slow" else (0.001, 256 if args.device == "cuda" else 48)
     model = nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.ReLU(), nn.Conv2d(width, width, 3, padding=1),
                           nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 10)).to(args.device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -34,6 +34,9 @@ inline constexpr const char* kMaxSize = "HYBRIDPROF_MAX_SIZE";  // bytes, or wit
 // job's archive together at exit; and whether to add the enter/leave one.
 inline constexpr const char* kJobArchive = "HYBRIDPROF_JOB_ARCHIVE";
 inline constexpr const char* kJobEnterLeave = "HYBRIDPROF_JOB_ENTER_LEAVE";
+// "1": the finalizer neither reads nor writes the symbol cache
+// (symbolizer/symbol_cache.h): --no-symbol-cache.
+inline constexpr const char* kNoSymbolCache = "HYBRIDPROF_NO_SYMBOL_CACHE";
 inline constexpr const char* kQuiet = "HYBRIDPROF_QUIET";  // the launcher already printed notices
 inline constexpr const char* kTraceClock = "HYBRIDPROF_TRACE_CLOCK";  // tsc | monotonic (default: decide)
 // The shortest OS-runtime wait recorded, in ns (--os-wait-min; 0: every call).

@@ -50,6 +50,17 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
+namespace {
+// Each test process (ctest runs one test in each) gets a symbol cache of its
+// own (XDG_CACHE_HOME, inherited by the profiler and the programs): no test
+// reads names another test or an earlier build stored, and the user's
+// cache is left alone. The symbol cache's own tests set theirs.
+const struct OwnSymbolCache {
+  TempDir dir;
+  OwnSymbolCache() { setenv("XDG_CACHE_HOME", dir.path().c_str(), 1); }
+} g_own_symbol_cache;
+}  // namespace
+
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);

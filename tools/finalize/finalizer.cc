@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <type_traits>
@@ -20,6 +21,8 @@
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
 #include "otf2/property_names.h"
+#include "common/runtime_config.h"
+#include "symbolizer/symbol_cache.h"
 #include "symbolizer/symbolizer.h"
 
 namespace hybridprof::finalize {
@@ -492,11 +495,15 @@ class Finalizer {
 
 std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
                                          const std::map<uint64_t, std::string>& exit_statuses,
-                                         std::vector<std::string>* warnings) {
+                                         std::vector<std::string>* warnings, Result* result) {
   // libdw may ask debuginfod servers for missing debug files: never from a
   // profiler's exit path (compute nodes rarely have network, and it is slow).
   unsetenv("DEBUGINFOD_URLS");
-  symbolizer::Symbolizer symbolizer;
+  std::optional<symbolizer::SymbolCache> cache;
+  const char* no_cache = std::getenv(env::kNoSymbolCache);
+  const std::string cache_directory = symbolizer::SymbolCache::default_directory();
+  if (!(no_cache && std::string(no_cache) == "1") && !cache_directory.empty()) cache.emplace(cache_directory);
+  symbolizer::Symbolizer symbolizer(cache ? &*cache : nullptr);
   std::vector<LocalProcess> processes;
   for (const auto& file : files) {
     show_progress("symbolizing processes", processes.size() + 1, files.size());
@@ -508,6 +515,13 @@ std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
     }
     p.definitions = describe_process(p.raw, symbolizer, exit_statuses);
     processes.push_back(std::move(p));
+  }
+  symbolizer.save();
+  if (cache)
+    for (auto& w : cache->take_warnings()) warnings->push_back(std::move(w));
+  if (result) {
+    result->symbol_modules_cached += symbolizer.cache_use().modules_cached;
+    result->symbol_modules_read += symbolizer.cache_use().modules_read;
   }
   std::vector<ProcessDefinitions*> named;
   for (LocalProcess& p : processes) named.push_back(&p.definitions);
@@ -551,7 +565,7 @@ bool finalize(const Options& options, Result* result, std::string* error) {
              "/rank-*/raw (was the program run under hybridprof?)";
     return false;
   }
-  std::vector<LocalProcess> processes = read_processes(files, options.exit_statuses, &result->warnings);
+  std::vector<LocalProcess> processes = read_processes(files, options.exit_statuses, &result->warnings, result);
   if (processes.empty()) {
     *error = "no readable raw data in " + options.directory + "/raw";
     return false;

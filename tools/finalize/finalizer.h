@@ -44,6 +44,9 @@ struct Result {
   uint64_t traced_events = 0;
   uint64_t events_skipped = 0;  // events of a set this build cannot write, or naming a definition the stream lost
   uint64_t missing_ranks = 0;            // MPI ranks with no raw data at all
+  // Libraries with a build id the symbolizer was asked about: named wholly
+  // from the symbol cache, or read (debug information opened).
+  uint64_t symbol_modules_cached = 0, symbol_modules_read = 0;
   std::vector<std::string> warnings;  // data found missing or damaged
 };
 
@@ -66,10 +69,12 @@ struct LocalProcess {
   RawProcess raw;
   ProcessDefinitions definitions;
 };
-// A stream that cannot be read at all is a warning ("skipped ...").
+// A stream that cannot be read at all is a warning ("skipped ..."), and
+// so is a damaged symbol cache entry. The symbol cache is used unless
+// HYBRIDPROF_NO_SYMBOL_CACHE is 1; `result` (may be null) gets its use.
 std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
                                          const std::map<uint64_t, std::string>& exit_statuses,
-                                         std::vector<std::string>* warnings);
+                                         std::vector<std::string>* warnings, Result* result = nullptr);
 
 // A process image of the archive; `stream` null: another writer of a
 // collective archive copies its events.

@@ -102,11 +102,11 @@ std::vector<uint64_t> running_children() {
 // This rank's raw data: every process image in its directory, each ended,
 // and none still to come (a child that runs: its stream may not even exist
 // yet, if the child was never scheduled since it was forked).
-std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* mine) {
+std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* mine, Result* symbols) {
   const std::vector<uint64_t> children = running_children();
   const std::vector<std::string> files = raw_files(rank_dir);
   std::vector<std::string> skipped;
-  *mine = read_processes(files, {}, &skipped);
+  *mine = read_processes(files, {}, &skipped, symbols);
   if (!skipped.empty()) return skipped.front();
   if (mine->empty()) return "no raw data in " + rank_dir + "/raw";
   for (const auto& p : *mine) {
@@ -151,8 +151,9 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   // staging directory. All go on, or none.
   std::vector<LocalProcess> mine;
   std::string problem;
+  Result symbols;  // this rank's use of the symbol cache
   try {
-    problem = read_own(rank_dir, &mine);
+    problem = read_own(rank_dir, &mine, &symbols);
     if (problem.empty() && rank == 0) {
       if (fs::exists(fs::path(job_dir) / "traces.otf2")) {
         problem = "an archive exists already in " + job_dir;
@@ -195,7 +196,11 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   options.enter_leave = enter_leave;
   options.written_by = "the " + std::to_string(size) + " ranks of the MPI job, at MPI_Finalize (at exit)";
   Result result;
+  std::vector<uint64_t> cache_use{symbols.symbol_modules_cached, symbols.symbol_modules_read};
   try {
+    collective.reduce(cache_use, MpiCollective::Reduce::kSum);
+    result.symbol_modules_cached = cache_use[0];
+    result.symbol_modules_read = cache_use[1];
     write_archive(options, std::move(entries), &collective, &result);
   } catch (const std::exception& e) {
     problem = e.what();

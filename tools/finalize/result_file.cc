@@ -17,7 +17,8 @@ void for_each_counter(Result& r, Fn&& fn) {
       {"dropped", &r.dropped}, {"unwind_failed", &r.unwind_failed}, {"truncated", &r.truncated},
       {"unwind_recovered", &r.unwind_recovered},
       {"python_incomplete", &r.python_incomplete}, {"traced_events", &r.traced_events},
-      {"events_skipped", &r.events_skipped}, {"missing_ranks", &r.missing_ranks}};
+      {"events_skipped", &r.events_skipped}, {"missing_ranks", &r.missing_ranks},
+      {"symbol_modules_cached", &r.symbol_modules_cached}, {"symbol_modules_read", &r.symbol_modules_read}};
   for (const auto& [name, value] : counters) fn(name, *value);
 }
 

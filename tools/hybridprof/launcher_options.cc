@@ -59,6 +59,10 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
       --no-jit-map     do not ask oneDNN for a perf map of its JIT code (by
                        default ONEDNN_JIT_PROFILE=2 unless set; JIT code is
                        named from /tmp/perf-PID.map files, kept in DIR/raw)
+      --no-symbol-cache  symbolize every library afresh, neither reading nor
+                       writing the symbol cache ($XDG_CACHE_HOME/hybridprof, or
+                       ~/.cache/hybridprof: names found in libraries by their
+                       build id, so a second run skips their debug information)
       --list-events    list the events this machine knows
   -h, --help           this text
       --version        version
@@ -197,6 +201,8 @@ bool parse_options(const std::vector<std::string>& args, LauncherOptions* o, std
         *error = arg + " needs a number of seconds" + (arg == "--duration" ? " above 0" : "") + ", not '" + v + "'";
         return false;
       }
+    } else if (arg == "--no-symbol-cache" && !has_inline) {
+      o->symbol_cache = false;
     } else if (arg == "--no-jit-map" && !has_inline) {
       o->jit_map = false;
     } else if (arg == "--list-events" && !has_inline) {

@@ -22,6 +22,7 @@ struct LauncherOptions {
   bool enter_leave = false;           // --enter-leave
   uint32_t traced = kAllTracedAdapters;  // --trace LIST / --no-trace: a mask over kTracedAdapters
   bool jit_map = true;                // false: --no-jit-map (do not ask JIT compilers for perf maps)
+  bool symbol_cache = true;           // false: --no-symbol-cache
   bool timer = false;                 // --timer: POSIX CPU-time timers instead of perf_event
   bool fixed_period = false;          // --fixed-period: no randomized periods
   uint64_t os_wait_min_ns = kDefaultOsWaitMinNs;  // --os-wait-min: the shortest OS-runtime wait recorded

@@ -193,6 +193,8 @@ int run(int argc, char** argv) {
   if (!o.signal.empty()) set_env(env::kSignal, o.signal);
   if (o.max_size_bytes != 0) set_env(env::kMaxSize, std::to_string(o.max_size_bytes));
   set_env(env::kQuiet, "1");
+  // Read by the finalizer: ours, or the ranks' at the end of an MPI job.
+  if (!o.symbol_cache) set_env(env::kNoSymbolCache, "1");
   const bool asked_for_jit_maps = ask_for_jit_maps(o);
   if (job.rank >= 0) {
     set_env(env::kJobArchive, job.job_dir);
@@ -287,6 +289,10 @@ int run(int argc, char** argv) {
                  job.size);
   else if (result.traced_events)
     std::fprintf(stderr, "hybridprof: %llu traced events\n", (unsigned long long)result.traced_events);
+  if (result.symbol_modules_cached)
+    std::fprintf(stderr, "hybridprof: names of %llu of %llu libraries from the symbol cache\n",
+                 (unsigned long long)result.symbol_modules_cached,
+                 (unsigned long long)(result.symbol_modules_cached + result.symbol_modules_read));
   std::fprintf(stderr, "hybridprof: archive %s\n", result.anchor.c_str());
   if (!result.enter_leave_anchor.empty())
     std::fprintf(stderr, "hybridprof: enter/leave archive for viewers %s\n", result.enter_leave_anchor.c_str());

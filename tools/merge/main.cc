@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/runtime_config.h"
 #include "finalize/archive_claim.h"
 #include "finalize/exit_status_file.h"
 #include "finalize/finalizer.h"
@@ -15,13 +16,16 @@
 
 namespace {
 
-const char* kUsage = R"(usage: hybridprof-merge [--enter-leave] [--force] DIR
+const char* kUsage = R"(usage: hybridprof-merge [--enter-leave] [--force] [--no-symbol-cache] DIR
 
 Writes DIR/traces.otf2 from the raw data in DIR/raw (one file per process),
 or, for an MPI job's directory, from every DIR/rank-N/raw: one archive for
 the job, with a warning for each rank whose data is missing.
   --enter-leave   also write DIR/enter-leave/traces.otf2 for viewers such as ViTE
   --force         replace an archive already in DIR
+  --no-symbol-cache  symbolize every library afresh, neither reading nor
+                  writing the symbol cache ($XDG_CACHE_HOME/hybridprof or
+                  ~/.cache/hybridprof)
 )";
 
 int fail(const std::string& message) {
@@ -38,6 +42,8 @@ int merge(int argc, char** argv) {
       options.enter_leave = true;
     } else if (arg == "--force") {
       force = true;
+    } else if (arg == "--no-symbol-cache") {
+      setenv(hybridprof::env::kNoSymbolCache, "1", 1);  // read by the finalizer
     } else if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -90,6 +96,10 @@ int merge(int argc, char** argv) {
   if (result.traced_events || result.missing_ranks)
     std::printf("%llu traced events; %llu rank%s missing\n", (unsigned long long)result.traced_events,
                 (unsigned long long)result.missing_ranks, result.missing_ranks == 1 ? "" : "s");
+  if (result.symbol_modules_cached)
+    std::printf("names of %llu of %llu libraries from the symbol cache\n",
+                (unsigned long long)result.symbol_modules_cached,
+                (unsigned long long)(result.symbol_modules_cached + result.symbol_modules_read));
   std::printf("archive: %s\n", result.anchor.c_str());
   if (!result.enter_leave_anchor.empty()) std::printf("enter/leave archive for viewers: %s\n", result.enter_leave_anchor.c_str());
   return 0;

@@ -1,0 +1,74 @@
+// What the symbolizer found in a module, kept between runs: one file per
+// module build (its GNU build id), so a second run of the same program
+// reads names from the cache instead of opening DWARF (libtorch's debug
+// information is gigabytes), and ranks of one node can share one rank's work.
+//
+// Files live in DIRECTORY/symbols-v1/<build id>.hps. An entry is written
+// whole to a temporary file and renamed into place, so a reader never sees
+// half of one and concurrent writers cannot corrupt it (the last rename
+// wins; what the other added is asked again next time). Each file carries
+// a checksum: one that does not match is removed and rebuilt, with a
+// warning, never trusted. The directory is kept under a size bound by
+// removing the entries used least recently (a read touches its file).
+//
+// Not the signal path: used by the finalizer after the run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "symbolizer/symbolizer.h"
+
+namespace hybridprof::symbolizer {
+
+// Bump when the symbolizer answers differently for the same module
+// (names, files, lines, inlining): entries of another format are misses.
+inline constexpr uint32_t kSymbolCacheFormat = 1;
+
+// The GNU build id of the ELF file at `path`, in hex; "" when it has none
+// or is not a readable ELF file (such modules are not cached).
+std::string build_id_of(const std::string& path);
+
+// What one module's entry holds: frames by ELF address (empty: nothing
+// resolved there, unresolved_frame() is the answer) and the answers of
+// call_is_statement by address.
+struct CachedModule {
+  std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
+  std::unordered_map<uint64_t, bool> statements;
+  bool empty() const { return frames.empty() && statements.empty(); }
+};
+
+class SymbolCache {
+ public:
+  static constexpr uint64_t kDefaultMaxBytes = 512ull << 20;
+
+  // The user's cache directory for hybridprof: $XDG_CACHE_HOME/hybridprof,
+  // else $HOME/.cache/hybridprof; "" when neither is set.
+  static std::string default_directory();
+
+  explicit SymbolCache(std::string directory, uint64_t max_bytes = kDefaultMaxBytes);
+
+  // The entry of `build_id` (empty when there is none, it is of another
+  // format, or it is damaged: then it is removed and a warning says so).
+  CachedModule load(const std::string& build_id);
+  // Adds `added` to the entry of `build_id` as it is on disk now. False
+  // (and a warning) when it cannot be written: the run goes on without.
+  bool store(const std::string& build_id, const CachedModule& added);
+
+  const std::string& directory() const { return directory_; }
+  // What went wrong since the last call, one line each.
+  std::vector<std::string> take_warnings();
+
+ private:
+  std::string entry_path(const std::string& build_id) const;
+  // Removes the least recently used entries while the files exceed the bound.
+  void trim();
+
+  std::string directory_;  // .../symbols-v1
+  uint64_t max_bytes_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace hybridprof::symbolizer
