@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -215,6 +216,28 @@ TEST_F(Mpi, TheRanksWriteTheJobArchiveTogetherAtExit) {
     EXPECT_EQ(process.properties.at(otf2::property::kExitStatus), "exit 0") << process.name;
   const otf2::ArchiveReader viewer(dir + "/enter-leave/traces.otf2");
   EXPECT_EQ(viewer.archive().processes.size(), size_t(kRanks));
+}
+
+// The ranks of a node name each library once between them: the libraries
+// read (debug information opened) across the job are about one rank's,
+// and every rank finds its names in the symbol cache. The job's result
+// file counts both.
+TEST_F(Mpi, TheRanksOfANodeNameEachLibraryOnce) {
+  constexpr int kRanks = 4;
+  const std::string cache = scratch / "cache";
+  const RunResult r = mpirun(kRanks, {fixture("mpi_ring"), "3"}, {}, {{"XDG_CACHE_HOME", cache}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::ifstream in(dir + "/job-archive.result");
+  std::map<std::string, uint64_t> counts;
+  for (std::string name, value; in >> name && std::getline(in, value);)
+    if (name.rfind("symbol_modules_", 0) == 0) counts[name] = std::stoull(value);
+  const uint64_t cached = counts["symbol_modules_cached"], read = counts["symbol_modules_read"];
+  EXPECT_GE(read, 2u) << "the program and libc at least, once";
+  EXPECT_LE(2 * read, cached) << "each rank reading its own would read about " << kRanks << " times as many";
+  EXPECT_NE(r.err.find("symbol cache: " + std::to_string(cached) + " libraries named from it"), std::string::npos)
+      << r.err;
+  MpiTrace t(dir);
+  expect_ring(t, kRanks, 3);
 }
 
 // A rank whose raw data is not complete at its exit: a forked child still

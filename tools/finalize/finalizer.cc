@@ -493,39 +493,77 @@ class Finalizer {
 
 }  // namespace
 
-std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
-                                         const std::map<uint64_t, std::string>& exit_statuses,
-                                         std::vector<std::string>* warnings, Result* result) {
-  // libdw may ask debuginfod servers for missing debug files: never from a
-  // profiler's exit path (compute nodes rarely have network, and it is slow).
-  unsetenv("DEBUGINFOD_URLS");
-  std::optional<symbolizer::SymbolCache> cache;
-  const char* no_cache = std::getenv(env::kNoSymbolCache);
-  const std::string cache_directory = symbolizer::SymbolCache::default_directory();
-  if (!(no_cache && std::string(no_cache) == "1") && !cache_directory.empty()) cache.emplace(cache_directory);
-  symbolizer::Symbolizer symbolizer(cache ? &*cache : nullptr);
+std::optional<symbolizer::SymbolCache> symbol_cache() {
+  const char* off = std::getenv(env::kNoSymbolCache);
+  const std::string directory = symbolizer::SymbolCache::default_directory();
+  if ((off && std::string(off) == "1") || directory.empty()) return std::nullopt;
+  return symbolizer::SymbolCache(directory);
+}
+
+bool symbol_cache_enabled() { return symbol_cache().has_value(); }
+
+void note_symbol_cache_use(const symbolizer::Symbolizer& symbolizer, std::optional<symbolizer::SymbolCache>& cache,
+                           std::vector<std::string>* warnings, Result* result) {
+  if (!cache) return;
+  for (auto& w : cache->take_warnings()) warnings->push_back(std::move(w));
+  if (result) {
+    result->symbol_modules_cached += symbolizer.cache_use().modules_cached;
+    result->symbol_modules_read += symbolizer.cache_use().modules_read;
+  }
+}
+
+std::vector<LocalProcess> read_raw_processes(const std::vector<std::string>& files, std::vector<std::string>* warnings) {
   std::vector<LocalProcess> processes;
   for (const auto& file : files) {
-    show_progress("symbolizing processes", processes.size() + 1, files.size());
+    show_progress("reading processes", processes.size() + 1, files.size());
     LocalProcess p;
     std::string why;
     if (!read_definitions(file, &p.raw, &why)) {
       warnings->push_back("skipped " + why);
       continue;
     }
-    p.definitions = describe_process(p.raw, symbolizer, exit_statuses);
     processes.push_back(std::move(p));
   }
-  symbolizer.save();
-  if (cache)
-    for (auto& w : cache->take_warnings()) warnings->push_back(std::move(w));
-  if (result) {
-    result->symbol_modules_cached += symbolizer.cache_use().modules_cached;
-    result->symbol_modules_read += symbolizer.cache_use().modules_read;
+  return processes;
+}
+
+void describe_processes(std::vector<LocalProcess>& processes, const std::map<uint64_t, std::string>& exit_statuses,
+                        std::vector<std::string>* warnings, Result* result) {
+  // libdw may ask debuginfod servers for missing debug files: never from a
+  // profiler's exit path (compute nodes rarely have network, and it is slow).
+  unsetenv("DEBUGINFOD_URLS");
+  std::optional<symbolizer::SymbolCache> cache = symbol_cache();
+  symbolizer::Symbolizer symbolizer(cache ? &*cache : nullptr);
+  size_t done = 0;
+  for (LocalProcess& p : processes) {
+    show_progress("symbolizing processes", ++done, processes.size());
+    p.definitions = describe_process(p.raw, symbolizer, exit_statuses);
   }
+  symbolizer.save();
+  note_symbol_cache_use(symbolizer, cache, warnings, result);
   std::vector<ProcessDefinitions*> named;
   for (LocalProcess& p : processes) named.push_back(&p.definitions);
   name_processes(named);
+}
+
+void name_in_cache(const SymbolQueries& queries, std::vector<std::string>* warnings, Result* result) {
+  unsetenv("DEBUGINFOD_URLS");
+  std::optional<symbolizer::SymbolCache> cache = symbol_cache();
+  if (!cache) return;
+  symbolizer::Symbolizer symbolizer(&*cache);
+  for (const auto& [path, addresses] : queries.frames)
+    for (uint64_t address : addresses) symbolizer.resolve(path, address);
+  for (const auto& [path, addresses] : queries.statements)
+    for (uint64_t address : addresses) symbolizer.call_is_statement(path, address);
+  symbolizer.save();
+  note_symbol_cache_use(symbolizer, cache, warnings, result);
+}
+
+std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
+                                         const std::map<uint64_t, std::string>& exit_statuses,
+                                         std::vector<std::string>* warnings, Result* result) {
+  std::vector<LocalProcess> processes = read_raw_processes(files, warnings);
+  describe_processes(processes, exit_statuses, warnings, result);
   return processes;
 }
 

@@ -75,6 +75,18 @@ struct LocalProcess {
 std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
                                          const std::map<uint64_t, std::string>& exit_statuses,
                                          std::vector<std::string>* warnings, Result* result = nullptr);
+// read_processes in two steps: the raw streams (pass 1), then their
+// symbolized definitions.
+std::vector<LocalProcess> read_raw_processes(const std::vector<std::string>& files, std::vector<std::string>* warnings);
+void describe_processes(std::vector<LocalProcess>& processes, const std::map<uint64_t, std::string>& exit_statuses,
+                        std::vector<std::string>* warnings, Result* result);
+// Names `queries` into the symbol cache (none: nothing), so that a later
+// describe_processes finds them there: how the ranks of one node name each
+// library once between them (job_archive.cc).
+void name_in_cache(const SymbolQueries& queries, std::vector<std::string>* warnings, Result* result);
+// The symbol cache is used: a cache directory is known, and
+// HYBRIDPROF_NO_SYMBOL_CACHE is not 1.
+bool symbol_cache_enabled();
 
 // A process image of the archive; `stream` null: another writer of a
 // collective archive copies its events.

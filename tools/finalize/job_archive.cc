@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -77,7 +78,57 @@ std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& m
   return parts;
 }
 
-// This rank's raw data: every process image in its directory, each ended.
+// SymbolQueries as bytes for the other ranks of the node: for frames, then
+// statements, the paths with their addresses, counts first.
+std::string serialize(const SymbolQueries& q) {
+  std::string out;
+  const auto put = [&](uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const auto* kind : {&q.frames, &q.statements}) {
+    put(kind->size());
+    for (const auto& [path, addresses] : *kind) {
+      put(path.size());
+      out += path;
+      put(addresses.size());
+      for (uint64_t a : addresses) put(a);
+    }
+  }
+  return out;
+}
+
+bool parse(const std::string& in, SymbolQueries* q) {
+  size_t at = 0;
+  const auto get = [&](uint64_t* v) {
+    if (in.size() - at < sizeof *v) return false;
+    std::memcpy(v, in.data() + at, sizeof *v);
+    at += sizeof *v;
+    return true;
+  };
+  for (auto* kind : {&q->frames, &q->statements}) {
+    uint64_t paths = 0;
+    if (!get(&paths)) return false;
+    for (uint64_t i = 0; i < paths; ++i) {
+      uint64_t length = 0, count = 0;
+      if (!get(&length) || in.size() - at < length) return false;
+      std::set<uint64_t>& addresses = (*kind)[in.substr(at, length)];
+      at += length;
+      if (!get(&count) || count > (in.size() - at) / 8) return false;
+      for (uint64_t k = 0, a = 0; k < count; ++k) {
+        get(&a);
+        addresses.insert(a);
+      }
+    }
+  }
+  return at == in.size();
+}
+
+// The rank of the node that names the library at `path` (FNV-1a: the same
+// on every rank).
+int owner_of(const std::string& path, int node_size) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : path) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
+  return int(h % uint64_t(node_size));
+}
+
 // This process's children that have not ended (zombies have).
 std::vector<uint64_t> running_children() {
   std::vector<uint64_t> children;
@@ -101,12 +152,13 @@ std::vector<uint64_t> running_children() {
 
 // This rank's raw data: every process image in its directory, each ended,
 // and none still to come (a child that runs: its stream may not even exist
-// yet, if the child was never scheduled since it was forked).
-std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* mine, Result* symbols) {
+// yet, if the child was never scheduled since it was forked). Read, not
+// yet symbolized.
+std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* mine) {
   const std::vector<uint64_t> children = running_children();
   const std::vector<std::string> files = raw_files(rank_dir);
   std::vector<std::string> skipped;
-  *mine = read_processes(files, {}, &skipped, symbols);
+  *mine = read_raw_processes(files, &skipped);
   if (!skipped.empty()) return skipped.front();
   if (mine->empty()) return "no raw data in " + rank_dir + "/raw";
   for (const auto& p : *mine) {
@@ -114,6 +166,54 @@ std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* min
   }
   if (!children.empty()) return "process " + std::to_string(children.front()) + ", a child of this rank, still runs";
   return {};
+}
+
+// The ranks of one node name each library once between them: each sends
+// the others what its processes ask about, and names (into the symbol
+// cache) the libraries that fall to it, every rank's addresses at once;
+// the ranks then find their names there. Nothing without a symbol cache.
+// Collective over `comm`: every rank calls it, whatever it read (`mine`
+// may be empty); nothing in it throws past the MPI calls.
+void name_once_per_node(MPI_Comm comm, const std::vector<LocalProcess>& mine, Result* symbols) {
+  if (!symbol_cache_enabled()) return;
+  MPI_Comm node = MPI_COMM_NULL;
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) != MPI_SUCCESS) return;
+  int node_rank = 0, node_size = 1;
+  PMPI_Comm_rank(node, &node_rank);
+  PMPI_Comm_size(node, &node_size);
+  if (node_size > 1) {
+    std::string asked;
+    try {
+      SymbolQueries queries;
+      for (const auto& p : mine) add_symbol_queries(p.raw, &queries);
+      asked = serialize(queries);
+    } catch (const std::exception&) {
+      asked.clear();  // this rank's addresses are named by itself later
+    }
+    std::vector<std::string> all;
+    try {
+      all = allgather(node, node_size, asked);
+    } catch (const std::exception&) {
+      all.clear();  // every rank sees the same total: all give up together
+    }
+    try {
+      SymbolQueries mine_to_name;
+      for (const std::string& bytes : all) {
+        SymbolQueries q;
+        if (!parse(bytes, &q)) continue;
+        for (auto& [kind, to] : {std::pair{&q.frames, &mine_to_name.frames}, {&q.statements, &mine_to_name.statements}})
+          for (auto& [path, addresses] : *kind)
+            if (owner_of(path, node_size) == node_rank) (*to)[path].insert(addresses.begin(), addresses.end());
+      }
+      name_in_cache(mine_to_name, &symbols->warnings, symbols);
+    } catch (const std::exception&) {
+      // Not named here: the ranks that ask name it themselves.
+    }
+    PMPI_Barrier(node);  // every library named before any rank looks
+  }
+  PMPI_Comm_free(&node);
 }
 
 // Rank 0 moves the finished archive from `staging` into `job_dir`, the anchor last.
@@ -153,7 +253,16 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   std::string problem;
   Result symbols;  // this rank's use of the symbol cache
   try {
-    problem = read_own(rank_dir, &mine, &symbols);
+    problem = read_own(rank_dir, &mine);
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  if (!problem.empty()) mine.clear();
+  name_once_per_node(comm, mine, &symbols);
+  try {
+    if (problem.empty()) {
+      describe_processes(mine, {}, &symbols.warnings, &symbols);
+    }
     if (problem.empty() && rank == 0) {
       if (fs::exists(fs::path(job_dir) / "traces.otf2")) {
         problem = "an archive exists already in " + job_dir;
@@ -201,6 +310,7 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
     collective.reduce(cache_use, MpiCollective::Reduce::kSum);
     result.symbol_modules_cached = cache_use[0];
     result.symbol_modules_read = cache_use[1];
+    result.warnings = symbols.warnings;  // this rank's (a damaged cache entry)
     write_archive(options, std::move(entries), &collective, &result);
   } catch (const std::exception& e) {
     problem = e.what();

@@ -235,6 +235,29 @@ bool quiet(const ThreadDefinition& d, const RawThread& t) {
 
 }  // namespace
 
+// The same walk as describe_contexts, asking nothing: what it will ask.
+void add_symbol_queries(const RawProcess& p, SymbolQueries* queries) {
+  const auto path_of = [&](uint32_t module) -> const std::string* {
+    auto m = p.modules.find(module);
+    return m == p.modules.end() ? nullptr : &m->second.path;
+  };
+  for (size_t id = raw::kFirstCctNode; id < p.nodes.size(); ++id) {
+    const raw::CctNode& n = p.nodes[id];
+    if (n.id != id) continue;
+    if (n.module == raw::kTracedRegionModule) {
+      auto r = p.regions.find(uint32_t(n.offset));
+      if (r == p.regions.end() || r->second.code_module == raw::kUnknownModule) continue;
+      if (const std::string* path = path_of(r->second.code_module)) {
+        queries->frames[*path].insert(r->second.code_offset);
+        if (!r->second.implicit_name.empty()) queries->statements[*path].insert(r->second.code_offset);
+      }
+    } else if (n.module != raw::kKernelModule && n.module != raw::kProfilerModule && n.module != raw::kPythonModule &&
+               n.module != raw::kUnknownModule) {
+      if (const std::string* path = path_of(n.module)) queries->frames[*path].insert(n.offset);
+    }
+  }
+}
+
 std::string milliseconds(uint64_t ns) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3f ms", double(ns) / 1e6);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +80,13 @@ struct ProcessDefinitions {
   bool has_window_marks = false;  // the stream says when windows opened (streams made by hand may not)
   std::vector<std::string> warnings;             // what reading the stream found missing or damaged
 };
+
+// What describe_process asks the symbolizer about `p`: addresses to
+// resolve and calls to judge (call_is_statement), by module path.
+struct SymbolQueries {
+  std::map<std::string, std::set<uint64_t>> frames, statements;
+};
+void add_symbol_queries(const RawProcess& p, SymbolQueries* queries);
 
 // Symbolizes `p`'s nodes. `exit_statuses` (by pid, "exit 0") are what a
 // launcher saw; otherwise the stream's own end says how it ended.

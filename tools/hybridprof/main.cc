@@ -290,9 +290,8 @@ int run(int argc, char** argv) {
   else if (result.traced_events)
     std::fprintf(stderr, "hybridprof: %llu traced events\n", (unsigned long long)result.traced_events);
   if (result.symbol_modules_cached)
-    std::fprintf(stderr, "hybridprof: names of %llu of %llu libraries from the symbol cache\n",
-                 (unsigned long long)result.symbol_modules_cached,
-                 (unsigned long long)(result.symbol_modules_cached + result.symbol_modules_read));
+    std::fprintf(stderr, "hybridprof: symbol cache: %llu libraries named from it, %llu read\n",
+                 (unsigned long long)result.symbol_modules_cached, (unsigned long long)result.symbol_modules_read);
   std::fprintf(stderr, "hybridprof: archive %s\n", result.anchor.c_str());
   if (!result.enter_leave_anchor.empty())
     std::fprintf(stderr, "hybridprof: enter/leave archive for viewers %s\n", result.enter_leave_anchor.c_str());

@@ -50,6 +50,13 @@ JobRank job_rank_from_env(const std::string& rank_dir) {
 bool end_rank(const JobRank& job, pid_t pid, const std::string& status) {
   if (!finalize::record_exit_status(job.rank_dir, pid, status)) return false;
   if (job.size <= 0 || ended_ranks(job.job_dir) < job.size) return false;
+  // Two launchers may both see every rank ended; the first to make this
+  // file ends the job. (The archive's claim is not enough: it is given up
+  // when done, and a launcher that looks a moment later could take it
+  // again and say everything twice.)
+  const int fd = open((job.job_dir + "/.job-ended").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  close(fd);
   return finalize::claim_archive(job.job_dir);
 }
 

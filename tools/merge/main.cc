@@ -97,9 +97,8 @@ int merge(int argc, char** argv) {
     std::printf("%llu traced events; %llu rank%s missing\n", (unsigned long long)result.traced_events,
                 (unsigned long long)result.missing_ranks, result.missing_ranks == 1 ? "" : "s");
   if (result.symbol_modules_cached)
-    std::printf("names of %llu of %llu libraries from the symbol cache\n",
-                (unsigned long long)result.symbol_modules_cached,
-                (unsigned long long)(result.symbol_modules_cached + result.symbol_modules_read));
+    std::printf("symbol cache: %llu libraries named from it, %llu read\n",
+                (unsigned long long)result.symbol_modules_cached, (unsigned long long)result.symbol_modules_read);
   std::printf("archive: %s\n", result.anchor.c_str());
   if (!result.enter_leave_anchor.empty()) std::printf("enter/leave archive for viewers: %s\n", result.enter_leave_anchor.c_str());
   return 0;
