@@ -135,11 +135,30 @@ const RangeIndex& ModuleDebugInfo::functions_of(Dwarf_Die* cu) {
   return entry->second;
 }
 
-std::vector<SourceFrame> ModuleDebugInfo::frames_at(uint64_t elf_vaddr) {
+std::vector<SourceFrame> ModuleDebugInfo::frames_at(uint64_t elf_vaddr, uint64_t* same_from, uint64_t* same_to) {
+  if (same_from) *same_from = elf_vaddr;
+  if (same_to) *same_to = elf_vaddr + 1;
   const Dwarf_Addr address = elf_vaddr + bias_;
   // Only addresses inside the file's loadable segments are this module's.
   if (dwfl_addrmodule(dwfl_, address) != module_) return {};
   if (!indexed_) index_compilation_units();
+  if (cu_ranges_.empty() && same_from && same_to) {
+    std::string name = symbol_name(address);
+    Dwarf_Addr low = 0, high = 0;
+    dwfl_module_info(module_, nullptr, &low, &high, nullptr, nullptr, nullptr, nullptr);
+    uint64_t lo = 0, hi = 0;
+    symbols_->constant_range(address, &lo, &hi);
+    lo = std::max<uint64_t>(lo, low);
+    hi = std::min<uint64_t>(hi, high);
+    if (lo <= address && address < hi) {
+      *same_from = lo - bias_;
+      *same_to = hi - bias_;
+    }
+    if (name.empty()) return {};
+    SourceFrame frame;
+    frame.function = std::move(name);
+    return {std::move(frame)};
+  }
   const Dwarf_Addr dwarf_address = address - dwarf_bias_;
   const DieRange* found = find_range(cu_ranges_, dwarf_address);
   Dwarf_Die cu = found != nullptr ? found->die : Dwarf_Die{};

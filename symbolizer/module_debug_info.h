@@ -27,7 +27,10 @@ class ModuleDebugInfo {
 
   // Frames innermost first (see Symbolizer::resolve), from DWARF, else from the
   // ELF symbol table. Empty when the address is covered by neither.
-  std::vector<SourceFrame> frames_at(uint64_t elf_vaddr);
+  // [*same_from, *same_to) (ELF vaddrs, when asked): addresses answered
+  // alike, wider than the address itself only in a module without DWARF,
+  // where the symbol table alone answers.
+  std::vector<SourceFrame> frames_at(uint64_t elf_vaddr, uint64_t* same_from = nullptr, uint64_t* same_to = nullptr);
   // See Symbolizer::call_is_statement.
   bool call_is_statement(uint64_t elf_vaddr);
 

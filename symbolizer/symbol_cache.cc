@@ -89,6 +89,16 @@ class Reader {
   size_t at_ = 0;
 };
 
+void put_frames(Writer& w, const std::vector<SourceFrame>& frames) {
+  w.put(uint32_t(frames.size()));
+  for (const SourceFrame& f : frames) {
+    w.put(f.function);
+    w.put(f.file);
+    w.put(f.line);
+    w.put(uint8_t((f.inlined ? kInlined : 0) | (f.resolved ? kResolved : 0)));
+  }
+}
+
 std::string serialize(const std::string& build_id, const CachedModule& m) {
   Writer w;
   for (char c : kMagic) w.put(c);
@@ -97,13 +107,13 @@ std::string serialize(const std::string& build_id, const CachedModule& m) {
   w.put(uint64_t(m.frames.size()));
   for (const auto& [address, frames] : m.frames) {
     w.put(address);
-    w.put(uint32_t(frames.size()));
-    for (const SourceFrame& f : frames) {
-      w.put(f.function);
-      w.put(f.file);
-      w.put(f.line);
-      w.put(uint8_t((f.inlined ? kInlined : 0) | (f.resolved ? kResolved : 0)));
-    }
+    put_frames(w, frames);
+  }
+  w.put(uint64_t(m.ranges.size()));
+  for (const auto& [start, range] : m.ranges) {
+    w.put(start);
+    w.put(range.end);
+    put_frames(w, range.frames);
   }
   w.put(uint64_t(m.statements.size()));
   for (const auto& [address, statement] : m.statements) {
@@ -127,9 +137,7 @@ Parsed parse(const std::string& bytes, const std::string& build_id, CachedModule
   for (size_t i = 0; i < sizeof kMagic; ++i) r.get<char>();
   if (r.get<uint32_t>() != kSymbolCacheFormat) return Parsed::kOtherFormat;
   if (r.get_string() != build_id) return Parsed::kDamaged;  // a file under another build's name
-  const uint64_t entries = r.get_count(8 + 4);
-  for (uint64_t i = 0; r.ok && i < entries; ++i) {
-    const auto address = r.get<uint64_t>();
+  const auto get_frames = [&r] {
     const auto n = r.get<uint32_t>();
     std::vector<SourceFrame> frames;
     for (uint32_t k = 0; r.ok && k < n; ++k) {
@@ -142,7 +150,23 @@ Parsed parse(const std::string& bytes, const std::string& build_id, CachedModule
       f.resolved = flags & kResolved;
       frames.push_back(std::move(f));
     }
-    m->frames[address] = std::move(frames);
+    return frames;
+  };
+  const uint64_t entries = r.get_count(8 + 4);
+  for (uint64_t i = 0; r.ok && i < entries; ++i) {
+    const auto address = r.get<uint64_t>();
+    m->frames[address] = get_frames();
+  }
+  const uint64_t ranges = r.get_count(8 + 8 + 4);
+  uint64_t last_end = 0;
+  for (uint64_t i = 0; r.ok && i < ranges; ++i) {
+    const auto start = r.get<uint64_t>();
+    CachedRange range;
+    range.end = r.get<uint64_t>();
+    range.frames = get_frames();
+    if (start < last_end || range.end <= start) r.ok = false;  // overlapping or empty: not ours
+    last_end = range.end;
+    m->ranges[start] = std::move(range);
   }
   const uint64_t statements = r.get_count(8 + 1);
   for (uint64_t i = 0; r.ok && i < statements; ++i) {
@@ -166,6 +190,14 @@ bool read_file(const std::string& path, std::string* bytes) {
 }
 
 }  // namespace
+
+const std::vector<SourceFrame>* CachedModule::find(uint64_t address) const {
+  if (auto it = frames.find(address); it != frames.end()) return &it->second;
+  auto after = ranges.upper_bound(address);
+  if (after == ranges.begin()) return nullptr;
+  const auto& [start, range] = *std::prev(after);
+  return address < range.end ? &range.frames : nullptr;
+}
 
 std::string build_id_of(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -226,6 +258,9 @@ bool SymbolCache::store(const std::string& build_id, const CachedModule& added) 
   // What another process stored meanwhile stays.
   CachedModule merged = load(build_id);
   for (const auto& [address, frames] : added.frames) merged.frames[address] = frames;
+  // Ranges of one build never overlap unless equal (each is where the
+  // symbol table answers alike).
+  for (const auto& [start, range] : added.ranges) merged.ranges[start] = range;
   for (const auto& [address, statement] : added.statements) merged.statements[address] = statement;
   const std::string bytes = serialize(build_id, merged);
   const std::string path = entry_path(build_id);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,19 +26,28 @@ namespace hybridprof::symbolizer {
 
 // Bump when the symbolizer answers differently for the same module
 // (names, files, lines, inlining): entries of another format are misses.
-inline constexpr uint32_t kSymbolCacheFormat = 1;
+inline constexpr uint32_t kSymbolCacheFormat = 2;
 
 // The GNU build id of the ELF file at `path`, in hex; "" when it has none
 // or is not a readable ELF file (such modules are not cached).
 std::string build_id_of(const std::string& path);
 
 // What one module's entry holds: frames by ELF address (empty: nothing
-// resolved there, unresolved_frame() is the answer) and the answers of
-// call_is_statement by address.
+// resolved there, unresolved_frame() is the answer), frames of address
+// ranges answered alike (a module without DWARF: a symbol's whole range),
+// and the answers of call_is_statement by address.
+struct CachedRange {
+  uint64_t end = 0;  // the range is [its key, end)
+  std::vector<SourceFrame> frames;
+  friend bool operator==(const CachedRange&, const CachedRange&) = default;
+};
 struct CachedModule {
   std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
+  std::map<uint64_t, CachedRange> ranges;  // by start; they do not overlap
   std::unordered_map<uint64_t, bool> statements;
-  bool empty() const { return frames.empty() && statements.empty(); }
+  bool empty() const { return frames.empty() && ranges.empty() && statements.empty(); }
+  // The frames cached for `address`, or null.
+  const std::vector<SourceFrame>* find(uint64_t address) const;
 };
 
 class SymbolCache {

@@ -92,6 +92,31 @@ uint64_t SymbolTable::Part::reach_below(uint64_t address) const {
   return i == 0 ? 0 : reach[i - 1];
 }
 
+void SymbolTable::constant_range(uint64_t address, uint64_t* lo, uint64_t* hi) {
+  if (edges_.empty()) {
+    for (const Part* part : {&globals_, &locals_})
+      for (const auto* list : {&part->sized, &part->sizeless})
+        for (const Symbol& s : *list) {
+          edges_.push_back(s.start);
+          if (s.end != 0) edges_.push_back(s.end);
+        }
+    edges_.push_back(0);
+    std::sort(edges_.begin(), edges_.end());
+    edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
+    for (const Symbol& s : globals_.sizeless) global_label_starts_.push_back(s.start);
+    std::sort(global_label_starts_.begin(), global_label_starts_.end());
+  }
+  const auto above = std::upper_bound(edges_.begin(), edges_.end(), address);
+  *lo = *(above - 1);  // edges_ holds 0
+  *hi = above == edges_.end() ? UINT64_MAX : *above;
+  if (std::binary_search(global_label_starts_.begin(), global_label_starts_.end(), *lo)) {
+    if (address == *lo)
+      *hi = address + 1;
+    else
+      *lo += 1;
+  }
+}
+
 const char* SymbolTable::name_at(uint64_t address) const {
   if (const Symbol* s = globals_.covering(address)) return s->name;
   const Symbol* label = globals_.label_before(address);

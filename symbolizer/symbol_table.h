@@ -34,6 +34,11 @@ class SymbolTable {
 
   // The name of the symbol covering `address` (a Dwfl address), or null.
   const char* name_at(uint64_t address) const;
+  // The widest [*lo, *hi) around `address` where name_at answers as it
+  // does at `address`: between the nearest symbol starts and ends on
+  // either side (the answer changes nowhere else), less a global label's
+  // own address, which alone skips the local symbols.
+  void constant_range(uint64_t address, uint64_t* lo, uint64_t* hi);
 
  private:
   struct Symbol {
@@ -59,6 +64,8 @@ class SymbolTable {
     uint64_t reach_below(uint64_t address) const;
   };
   Part globals_, locals_;
+  std::vector<uint64_t> edges_;               // every start and end, sorted (made at the first constant_range)
+  std::vector<uint64_t> global_label_starts_;  // sorted
 };
 
 }  // namespace hybridprof::symbolizer

@@ -57,18 +57,23 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
       return it->second;
     }
     std::vector<SourceFrame> frames;
-    bool known = false;
-    if (module.cached) {
-      if (auto it = module.cached->frames.find(address); it != module.cached->frames.end()) {
-        frames = it->second;
-        known = true;
-      }
-    }
-    if (!known) {
-      if (ModuleDebugInfo* info = debug_info(module, module_path)) frames = info->frames_at(address);
+    const std::vector<SourceFrame>* cached = module.cached ? module.cached->find(address) : nullptr;
+    if (cached == nullptr && module.found) cached = module.found->find(address);
+    if (cached) {
+      frames = *cached;
+    } else {
+      uint64_t from = address, to = address + 1;
+      if (ModuleDebugInfo* info = debug_info(module, module_path)) frames = info->frames_at(address, &from, &to);
       // Stored without the unresolved frame: it names the module by the
       // path it was loaded from, which another run may spell otherwise.
-      if (module.found) module.found->frames[address] = frames;
+      // A module without DWARF answers a symbol's whole range alike: a
+      // later run's address in it is answered too.
+      if (module.found) {
+        if (to - from > 1)
+          module.found->ranges[from] = {to, frames};
+        else
+          module.found->frames[address] = frames;
+      }
     }
     if (frames.empty()) frames.push_back(unresolved_frame(module_path, address));
     // Insert only complete results, so an exception cannot leave an empty entry.

@@ -84,6 +84,33 @@ TEST_F(SymbolCacheTest, ASecondSymbolizerAnswersTheSameWithoutOpeningTheModule) 
   EXPECT_EQ(later.cache_use().modules_read, 1u);
 }
 
+// Without DWARF the symbol table alone answers, alike over each stretch
+// between symbol edges: the cache keeps such stretches, so addresses a
+// later run asks for the first time are answered too, and rightly.
+TEST_F(SymbolCacheTest, AModuleWithoutDwarfIsAnsweredForWholeSymbolsAlike) {
+  const std::string lib = SYMFIX_COPIES_DIR "/symfix_strip_debug.so";
+  ASSERT_FALSE(build_id_of(lib).empty());
+  Symbolizer plain;
+  SymbolCache cache(dir_.string());
+  {
+    Symbolizer cold(&cache);
+    for (uint64_t a : addresses_) EXPECT_EQ(cold.resolve(lib, a), plain.resolve(lib, a)) << std::hex << a;
+    cold.save();
+  }
+  const CachedModule stored = SymbolCache(dir_.string()).load(build_id_of(lib));
+  EXPECT_TRUE(stored.frames.empty()) << "no single addresses";
+  ASSERT_FALSE(stored.ranges.empty());
+  {
+    Symbolizer warm(&cache);  // every address, most never asked
+    for (uint64_t a = 0x1000; a < 0x1800; ++a) ASSERT_EQ(warm.resolve(lib, a), plain.resolve(lib, a)) << std::hex << a;
+    warm.save();
+  }
+  Symbolizer again(&cache);
+  for (uint64_t a = 0x1000; a < 0x1800; ++a) ASSERT_EQ(again.resolve(lib, a), plain.resolve(lib, a)) << std::hex << a;
+  EXPECT_EQ(again.cache_use().modules_read, 0u);
+  EXPECT_LT(SymbolCache(dir_.string()).load(build_id_of(lib)).ranges.size(), 0x800u / 8) << "stretches, not addresses";
+}
+
 TEST_F(SymbolCacheTest, WritersOfOneEntryAddToIt) {
   const std::string id = build_id_of(kFixture);
   SymbolCache a(dir_.string()), b(dir_.string());
