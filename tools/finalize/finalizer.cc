@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "common/runtime_config.h"
 #include "finalize/adapter_writers.h"
 #include "finalize/archive_check.h"
 #include "finalize/device_order.h"
@@ -21,7 +22,6 @@
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
 #include "otf2/property_names.h"
-#include "common/runtime_config.h"
 #include "symbolizer/symbol_cache.h"
 #include "symbolizer/symbolizer.h"
 
@@ -493,14 +493,19 @@ class Finalizer {
 
 }  // namespace
 
+namespace {
+
+// The symbol cache this run's symbolizers use (none: --no-symbol-cache, or
+// no cache directory). Also readies libdw's environment: it may ask
+// debuginfod servers for missing debug files, never from a profiler's exit
+// path (compute nodes rarely have network, and it is slow).
 std::optional<symbolizer::SymbolCache> symbol_cache() {
+  unsetenv("DEBUGINFOD_URLS");
   const char* off = std::getenv(env::kNoSymbolCache);
   const std::string directory = symbolizer::SymbolCache::default_directory();
   if ((off && std::string(off) == "1") || directory.empty()) return std::nullopt;
   return symbolizer::SymbolCache(directory);
 }
-
-bool symbol_cache_enabled() { return symbol_cache().has_value(); }
 
 void note_symbol_cache_use(const symbolizer::Symbolizer& symbolizer, std::optional<symbolizer::SymbolCache>& cache,
                            std::vector<std::string>* warnings, Result* result) {
@@ -511,6 +516,10 @@ void note_symbol_cache_use(const symbolizer::Symbolizer& symbolizer, std::option
     result->symbol_modules_read += symbolizer.cache_use().modules_read;
   }
 }
+
+}  // namespace
+
+bool symbol_cache_enabled() { return symbol_cache().has_value(); }
 
 std::vector<LocalProcess> read_raw_processes(const std::vector<std::string>& files, std::vector<std::string>* warnings) {
   std::vector<LocalProcess> processes;
@@ -529,9 +538,6 @@ std::vector<LocalProcess> read_raw_processes(const std::vector<std::string>& fil
 
 void describe_processes(std::vector<LocalProcess>& processes, const std::map<uint64_t, std::string>& exit_statuses,
                         std::vector<std::string>* warnings, Result* result) {
-  // libdw may ask debuginfod servers for missing debug files: never from a
-  // profiler's exit path (compute nodes rarely have network, and it is slow).
-  unsetenv("DEBUGINFOD_URLS");
   std::optional<symbolizer::SymbolCache> cache = symbol_cache();
   symbolizer::Symbolizer symbolizer(cache ? &*cache : nullptr);
   size_t done = 0;
@@ -547,7 +553,6 @@ void describe_processes(std::vector<LocalProcess>& processes, const std::map<uin
 }
 
 void name_in_cache(const SymbolQueries& queries, std::vector<std::string>* warnings, Result* result) {
-  unsetenv("DEBUGINFOD_URLS");
   std::optional<symbolizer::SymbolCache> cache = symbol_cache();
   if (!cache) return;
   symbolizer::Symbolizer symbolizer(&*cache);
