@@ -47,6 +47,13 @@ struct Result {
   // Libraries with a build id the symbolizer was asked about: named wholly
   // from the symbol cache, or read (debug information opened).
   uint64_t symbol_modules_cached = 0, symbol_modules_read = 0;
+  // An MPI job's archive written by its ranks (job_archive.cc): each phase's
+  // time (the slowest rank's, ms), the largest rank's peak resident memory
+  // (KiB, its whole life), and the definitions' bytes: the largest rank's
+  // own, and what every rank received (all ranks').
+  uint64_t phase_read_ms = 0, phase_node_naming_ms = 0, phase_symbolize_ms = 0, phase_exchange_ms = 0,
+           phase_write_ms = 0;
+  uint64_t rank_peak_rss_kib = 0, definitions_bytes_rank_max = 0, definitions_bytes_job = 0;
   std::vector<std::string> warnings;  // data found missing or damaged
 };
 

@@ -1,9 +1,11 @@
 #include "finalize/job_archive.h"
 
 #include <mpi.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -247,21 +249,33 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
     return std::to_string(failed) + " rank(s) could not take part";
   };
 
+  // Each phase's time on this rank, ms (Result::phase_*).
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point phase_start = Clock::now();
+  const auto phase_done = [&]() -> uint64_t {
+    const Clock::time_point now = Clock::now();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - phase_start).count();
+    phase_start = now;
+    return uint64_t(ms);
+  };
+  Result own_result;  // this rank's part of the Result: its use of the symbol cache, its phases
+
   // 1. Each rank reads and symbolizes its own data; rank 0 prepares the
   // staging directory. All go on, or none.
   std::vector<LocalProcess> mine;
   std::string problem;
-  Result symbols;  // this rank's use of the symbol cache
   try {
     problem = read_own(rank_dir, &mine);
   } catch (const std::exception& e) {
     problem = e.what();
   }
   if (!problem.empty()) mine.clear();
-  name_once_per_node(comm, mine, &symbols);
+  own_result.phase_read_ms = phase_done();
+  name_once_per_node(comm, mine, &own_result);
+  own_result.phase_node_naming_ms = phase_done();
   try {
     if (problem.empty()) {
-      describe_processes(mine, {}, &symbols.warnings, &symbols);
+      describe_processes(mine, {}, &own_result.warnings, &own_result);
     }
     if (problem.empty() && rank == 0) {
       if (fs::exists(fs::path(job_dir) / "traces.otf2")) {
@@ -276,6 +290,7 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   } catch (const std::exception& e) {
     problem = e.what();
   }
+  own_result.phase_symbolize_ms = phase_done();
   if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
   std::error_code ec;  // between two agreements nothing may throw on one rank only
   if (!fs::exists(marker, ec))
@@ -287,7 +302,10 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   std::vector<ProcessDefinitions> own;
   for (const auto& p : mine) own.push_back(p.definitions);
   std::vector<std::vector<ProcessDefinitions>> by_rank(static_cast<size_t>(size));
-  const std::vector<std::string> parts = allgather(comm, size, serialize(std::move(own)));
+  const std::string own_bytes = serialize(std::move(own));
+  own_result.definitions_bytes_rank_max = own_bytes.size();
+  const std::vector<std::string> parts = allgather(comm, size, own_bytes);
+  for (const std::string& part : parts) own_result.definitions_bytes_job += part.size();
   for (int r = 0; r < size; ++r) {
     if (!parse(parts[size_t(r)], &by_rank[size_t(r)]))
       return give_up("the definitions of rank " + std::to_string(r) + " did not arrive whole", 1);
@@ -305,12 +323,9 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   options.enter_leave = enter_leave;
   options.written_by = "the " + std::to_string(size) + " ranks of the MPI job, at MPI_Finalize (at exit)";
   Result result;
-  std::vector<uint64_t> cache_use{symbols.symbol_modules_cached, symbols.symbol_modules_read};
+  own_result.phase_exchange_ms = phase_done();
   try {
-    collective.reduce(cache_use, MpiCollective::Reduce::kSum);
-    result.symbol_modules_cached = cache_use[0];
-    result.symbol_modules_read = cache_use[1];
-    result.warnings = symbols.warnings;  // this rank's (a damaged cache entry)
+    result.warnings = own_result.warnings;  // this rank's (a damaged cache entry)
     write_archive(options, std::move(entries), &collective, &result);
   } catch (const std::exception& e) {
     problem = e.what();
@@ -318,6 +333,32 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   // Also a barrier: OTF2's close does not wait for the other writers'
   // files, and rank 0 moves the archive next.
   if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
+  own_result.phase_write_ms = phase_done();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  own_result.rank_peak_rss_kib = uint64_t(usage.ru_maxrss);
+  // The job's figures: summed, or the largest rank's. (Every rank reduces: a
+  // failure here costs the figures, not the archive.)
+  try {
+    std::vector<uint64_t> sums{own_result.symbol_modules_cached, own_result.symbol_modules_read};
+    std::vector<uint64_t> maxima{own_result.phase_read_ms,      own_result.phase_node_naming_ms,
+                                 own_result.phase_symbolize_ms, own_result.phase_exchange_ms,
+                                 own_result.phase_write_ms,     own_result.rank_peak_rss_kib,
+                                 own_result.definitions_bytes_rank_max};
+    collective.reduce(sums, MpiCollective::Reduce::kSum);
+    collective.reduce(maxima, MpiCollective::Reduce::kMax);
+    result.symbol_modules_cached = sums[0];
+    result.symbol_modules_read = sums[1];
+    result.phase_read_ms = maxima[0];
+    result.phase_node_naming_ms = maxima[1];
+    result.phase_symbolize_ms = maxima[2];
+    result.phase_exchange_ms = maxima[3];
+    result.phase_write_ms = maxima[4];
+    result.rank_peak_rss_kib = maxima[5];
+    result.definitions_bytes_rank_max = maxima[6];
+    result.definitions_bytes_job = own_result.definitions_bytes_job;  // the same on every rank
+  } catch (const std::exception&) {
+  }
 
   // 4. Rank 0 moves it into place and leaves the launcher its Result.
   if (rank == 0) {
