@@ -223,6 +223,27 @@ TEST_F(Workloads, TwoThousandShortThreads) {
   EXPECT_EQ(bad, 0) << "threads with more unwind failures than half their samples";
 }
 
+// 10,000 threads that do nothing record nothing: no location each (20,000
+// OTF2 files made the whole command 5x slower than the program), and the
+// report still counts them all.
+TEST_F(Workloads, TenThousandThreadsThatRecordNothingGetNoLocations) {
+  const std::string d = scratch / "D";
+  const RunResult r = profile({"-o", d}, {fixture("many_threads"), "10000", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  uint64_t quiet = 0;
+  for (const auto& [ref, process] : p->archive().processes)
+    quiet += std::stoull(process.properties.at("QUIET_THREADS"));
+  EXPECT_EQ(p->archive().threads.size() + quiet, 10001u);
+  EXPECT_LE(p->archive().threads.size(), 100u) << "threads that ran no code of their own";
+  EXPECT_NE(r.err.find("from 10001 threads"), std::string::npos) << r.err;
+  const RunResult report = run({report_tool(), d});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  EXPECT_TRUE(std::regex_search(report.out, std::regex("\\n  Threads +10001 "))) << report.out;
+}
+
 TEST_F(Workloads, ExitFromAWorkerThread) {
   const std::string d = scratch / "D";
   const RunResult r = profile({"-o", d}, {fixture("exit_from_thread")});
