@@ -276,7 +276,9 @@ bool SymbolCache::store(const std::string& build_id, const CachedModule& added) 
   }
   if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
     fs::remove(tmp, ec);
-    warnings_.push_back("symbol cache: cannot write " + path + " (the run's names are not cached)");
+    if (!write_failed_)  // once: a read-only cache fails for every library alike
+      warnings_.push_back("symbol cache: cannot write in " + directory_ + " (this run's names are not cached)");
+    write_failed_ = true;
     return false;
   }
   trim();

@@ -79,6 +79,7 @@ class SymbolCache {
   std::string directory_;  // .../symbols-v1
   uint64_t max_bytes_;
   std::vector<std::string> warnings_;
+  bool write_failed_ = false;
 };
 
 }  // namespace hybridprof::symbolizer

@@ -167,6 +167,20 @@ TEST_F(SymbolCacheTest, ADamagedEntryIsRebuiltNeverTrusted) {
   }
 }
 
+TEST_F(SymbolCacheTest, AnUnwritableCacheIsSaidOnceAndTheNamesAreStillRight) {
+  fs::create_directories(dir_);
+  { std::ofstream(dir_ / "symbols-v1") << "a file where the directory goes"; }
+  SymbolCache cache(dir_.string());
+  Symbolizer plain, s(&cache);
+  EXPECT_EQ(s.resolve(kFixture, 0x1100), plain.resolve(kFixture, 0x1100));
+  EXPECT_EQ(s.resolve(SYMFIX_COPIES_DIR "/symfix_strip_debug.so", 0x1100),
+            plain.resolve(SYMFIX_COPIES_DIR "/symfix_strip_debug.so", 0x1100));
+  s.save();
+  const auto warnings = cache.take_warnings();
+  ASSERT_EQ(warnings.size(), 1u) << "one warning for two libraries";
+  EXPECT_NE(warnings[0].find("cannot write"), std::string::npos) << warnings[0];
+}
+
 TEST_F(SymbolCacheTest, TheDirectoryStaysUnderItsBoundLeastRecentlyUsedFirst) {
   SymbolCache cache(dir_.string(), 2600);
   CachedModule m;
