@@ -3,6 +3,7 @@
 // rebuilt (never trusted), and the directory stays under its bound.
 #include "symbolizer/symbol_cache.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -31,9 +32,22 @@ class SymbolCacheTest : public ::testing::Test {
            ("hybridprof-symcache-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
-    // Addresses across the fixture's code: functions, their middles, gaps.
-    for (uint64_t a = 0x1000; a < 0x1800; a += 13) addresses_.push_back(a);
+    // Addresses across the fixture's code around one of its functions
+    // (where the code lies depends on the build: sanitizers move it):
+    // functions, their middles, gaps.
+    void* handle = dlopen(kFixture.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle, nullptr) << dlerror();
+    Dl_info info{};
+    ASSERT_NE(dladdr(dlsym(handle, "symfix_call_all"), &info), 0);
+    const uint64_t function = reinterpret_cast<uint64_t>(info.dli_saddr) - load_bias(info.dli_fbase);
+    dlclose(handle);
+    first_ = function > 0x400 ? function - 0x400 : 0;
+    last_ = function + 0x400;
+    for (uint64_t a = first_; a < last_; a += 13) addresses_.push_back(a);
   }
+  // The load bias of the object mapped at `base` (its first segment's
+  // address less that segment's vaddr, which is 0 for a shared library).
+  static uint64_t load_bias(const void* base) { return reinterpret_cast<uint64_t>(base); }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
   }
@@ -45,6 +59,7 @@ class SymbolCacheTest : public ::testing::Test {
   std::string entry() const { return (dir_ / "symbols-v1" / (build_id_of(kFixture) + ".hps")).string(); }
 
   fs::path dir_;
+  uint64_t first_ = 0, last_ = 0;  // the stretch of the fixture's code tried
   std::vector<uint64_t> addresses_;
 };
 
@@ -80,7 +95,7 @@ TEST_F(SymbolCacheTest, ASecondSymbolizerAnswersTheSameWithoutOpeningTheModule) 
   EXPECT_TRUE(cache.take_warnings().empty());
   // An address no run asked about opens the module, and is right.
   Symbolizer later(&cache);
-  EXPECT_EQ(later.resolve(kFixture, 0x1801), plain.resolve(kFixture, 0x1801));
+  EXPECT_EQ(later.resolve(kFixture, last_ + 1), plain.resolve(kFixture, last_ + 1));
   EXPECT_EQ(later.cache_use().modules_read, 1u);
 }
 
@@ -102,13 +117,13 @@ TEST_F(SymbolCacheTest, AModuleWithoutDwarfIsAnsweredForWholeSymbolsAlike) {
   ASSERT_FALSE(stored.ranges.empty());
   {
     Symbolizer warm(&cache);  // every address, most never asked
-    for (uint64_t a = 0x1000; a < 0x1800; ++a) ASSERT_EQ(warm.resolve(lib, a), plain.resolve(lib, a)) << std::hex << a;
+    for (uint64_t a = first_; a < last_; ++a) ASSERT_EQ(warm.resolve(lib, a), plain.resolve(lib, a)) << std::hex << a;
     warm.save();
   }
   Symbolizer again(&cache);
-  for (uint64_t a = 0x1000; a < 0x1800; ++a) ASSERT_EQ(again.resolve(lib, a), plain.resolve(lib, a)) << std::hex << a;
+  for (uint64_t a = first_; a < last_; ++a) ASSERT_EQ(again.resolve(lib, a), plain.resolve(lib, a)) << std::hex << a;
   EXPECT_EQ(again.cache_use().modules_read, 0u);
-  EXPECT_LT(SymbolCache(dir_.string()).load(build_id_of(lib)).ranges.size(), 0x800u / 8) << "stretches, not addresses";
+  EXPECT_LT(SymbolCache(dir_.string()).load(build_id_of(lib)).ranges.size(), (last_ - first_) / 8) << "stretches, not addresses";
 }
 
 TEST_F(SymbolCacheTest, WritersOfOneEntryAddToIt) {
@@ -172,9 +187,9 @@ TEST_F(SymbolCacheTest, AnUnwritableCacheIsSaidOnceAndTheNamesAreStillRight) {
   { std::ofstream(dir_ / "symbols-v1") << "a file where the directory goes"; }
   SymbolCache cache(dir_.string());
   Symbolizer plain, s(&cache);
-  EXPECT_EQ(s.resolve(kFixture, 0x1100), plain.resolve(kFixture, 0x1100));
-  EXPECT_EQ(s.resolve(SYMFIX_COPIES_DIR "/symfix_strip_debug.so", 0x1100),
-            plain.resolve(SYMFIX_COPIES_DIR "/symfix_strip_debug.so", 0x1100));
+  EXPECT_EQ(s.resolve(kFixture, first_), plain.resolve(kFixture, first_));
+  EXPECT_EQ(s.resolve(SYMFIX_COPIES_DIR "/symfix_strip_debug.so", first_),
+            plain.resolve(SYMFIX_COPIES_DIR "/symfix_strip_debug.so", first_));
   s.save();
   const auto warnings = cache.take_warnings();
   ASSERT_EQ(warnings.size(), 1u) << "one warning for two libraries";
