@@ -783,10 +783,10 @@ TEST_F(Mpi, PersistentRequestsAreRecordedAtEveryStart) {
 }
 
 TEST_F(Mpi, SamplesInsideACallKeepTheMpiRegionInTheirContext) {
-  // Ranks other than 1 wait in MPI_Recv for rank 1, which spins 1 s then
+  // Ranks other than 1 wait in MPI_Recv for rank 1, which spins 2 s then
   // dies (0.3 s left a loaded machine's rank 0 a few dozen samples, none
-  // in its wait, twice).
-  const RunResult r = mpirun(3, {fixture("mpi_dies"), "1.0"});
+  // in its wait, twice; 1 s once, under ctest -j2 beside a CI build).
+  const RunResult r = mpirun(3, {fixture("mpi_dies"), "2.0"});
   EXPECT_NE(r.exit_code, 0);
   // Whether or not a launcher outlived mpirun's kill to write it, the merge rebuilds it from the raw data.
   const RunResult m = run({merge_tool(), "--force", dir});
