@@ -2,6 +2,7 @@
 // merge over synthetic ranks: overlapping and disjoint strings, regions,
 // calling contexts and communicators, and ranks with nothing.
 #include "finalize/definition_tree.h"
+#include "finalize/process_tables.h"
 
 #include <gtest/gtest.h>
 
@@ -166,3 +167,60 @@ TEST(DefinitionTreeErrors, AReferenceToAMissingEntryIsRefused) {
 
 }  // namespace
 }  // namespace hybridprof::finalize::tree
+
+namespace hybridprof::finalize {
+namespace {
+
+ContextFrame frame(const std::string& name, uint32_t line, const std::string& file = "a.c") {
+  return {name, file, "app", 10, line, otf2::Paradigm::kSampling};
+}
+
+// A process's contexts as tables: a frame each (an inlined chain is
+// several), a lost node none, a node whose parent was lost at the root;
+// and unified across processes, every node still stands for its frames.
+TEST(ProcessTables, EveryNodeStandsForItsFramesBeforeAndAfterUnification) {
+  ProcessDefinitions p;
+  p.contexts.resize(6);
+  p.contexts[0] = {true, UINT32_MAX, {frame("main", 3)}};
+  p.contexts[1] = {true, 0, {frame("solve", 7), frame("helper", 12, "helper.h")}};  // helper inlined into solve
+  p.contexts[3] = {true, 2, {frame("orphan", 1)}};                                  // 2 was lost
+  p.contexts[4] = {true, 1, {frame("leaf", 20)}};
+  p.contexts[5] = {true, 0, {frame("solve", 7), frame("helper", 12, "helper.h")}};  // the same as 1
+  std::vector<uint32_t> nodes;
+  const tree::Definitions t = context_tables(p, &nodes);
+  ASSERT_EQ(nodes.size(), 6u);
+  EXPECT_EQ(nodes[2], tree::kNone);
+  EXPECT_EQ(nodes[5], nodes[1]);
+  EXPECT_EQ(t.regions.size(), 5u);
+  const auto names = [](const std::vector<ContextFrame>& frames) {
+    std::vector<std::string> out;
+    for (const auto& f : frames) out.push_back(f.region);
+    return out;
+  };
+  EXPECT_EQ(names(frames_of(t, nodes[4])), (std::vector<std::string>{"main", "solve", "helper", "leaf"}));
+  EXPECT_EQ(names(frames_of(t, nodes[3])), (std::vector<std::string>{"orphan"}));
+  const std::vector<ContextFrame> leaf = frames_of(t, nodes[4]);
+  EXPECT_EQ(leaf[2].file, "helper.h");
+  EXPECT_EQ(leaf[2].line, 12u);
+
+  ProcessDefinitions q = p;  // another rank: one more path, one the same
+  q.contexts.push_back({true, 4, {frame("deeper", 30)}});
+  std::vector<uint32_t> q_nodes;
+  const tree::Unified u = tree::unify_in_tree({t, context_tables(q, &q_nodes)});
+  for (const auto& [process, node_map, map] :
+       {std::tuple{&p, &nodes, &u.maps[0]}, std::tuple{&q, &q_nodes, &u.maps[1]}}) {
+    for (size_t id = 0; id < process->contexts.size(); ++id) {
+      if ((*node_map)[id] == tree::kNone) continue;
+      std::vector<std::string> expected;
+      for (size_t n = id; n < process->contexts.size() && process->contexts[n].present; n = process->contexts[n].parent) {
+        const auto& frames = process->contexts[n].frames;
+        for (auto f = frames.rbegin(); f != frames.rend(); ++f) expected.insert(expected.begin(), f->region);
+      }
+      EXPECT_EQ(names(frames_of(u.job, map->contexts[(*node_map)[id]])), expected) << "node " << id;
+    }
+  }
+  EXPECT_EQ(u.job.contexts.size(), t.contexts.size() + 1) << "the one new path";
+}
+
+}  // namespace
+}  // namespace hybridprof::finalize
