@@ -12,9 +12,10 @@
 // Merging keeps the receiver's indices (its entries stay where they were,
 // new ones are appended), so a rank's own entries are the first of its
 // subtree's tables, and the map from its subtree's tables to the job's is
-// all it needs. This file is the merge and the maps; the tree's rounds run
-// in one process here (unify_in_tree, for tests and the benchmark) and over
-// MPI in the job's archive writing.
+// all it needs. This file is the merge and the maps, and the tree's rounds
+// in one process (unify_in_tree, for tests); the ranks' archive writing
+// (job_archive.cc) does not use it yet: it still gives every rank every
+// rank's definitions.
 //
 // Not the signal path: runs after the program.
 #pragma once
