@@ -177,7 +177,10 @@ std::string read_own(const std::string& rank_dir, std::vector<LocalProcess>* min
 // Collective over `comm`: every rank calls it, whatever it read (`mine`
 // may be empty); nothing in it throws past the MPI calls.
 void name_once_per_node(MPI_Comm comm, const std::vector<LocalProcess>& mine, Result* symbols) {
-  if (!symbol_cache_enabled()) return;
+  // Decided together: a rank that saw no cache (no HOME) and went its own
+  // way would leave the others waiting in the node's collectives.
+  int enabled = symbol_cache_enabled() ? 1 : 0;
+  if (PMPI_Allreduce(MPI_IN_PLACE, &enabled, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !enabled) return;
   MPI_Comm node = MPI_COMM_NULL;
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
