@@ -179,6 +179,13 @@ TEST_F(Workloads, AnUnhandledFaultKillsTheProgramAsWithoutTheProfiler) {
   }
 }
 
+// Threads counted without a location of their own (they recorded nothing).
+uint64_t quiet_threads(const Profile& p) {
+  uint64_t quiet = 0;
+  for (const auto& [ref, process] : p.archive().processes) quiet += std::stoull(process.properties.at("QUIET_THREADS"));
+  return quiet;
+}
+
 TEST_F(Workloads, TwoThousandShortThreads) {
   const std::string d = scratch / "D";
   const RunResult r = profile({"-o", d}, {fixture("many_threads")});
@@ -189,21 +196,20 @@ TEST_F(Workloads, TwoThousandShortThreads) {
 
   // Each thread is counted: by its location, or (no sample, no event: most
   // of 0.2 ms threads at 1 kHz) in its process's QUIET_THREADS.
-  uint64_t quiet = 0;
-  for (const auto& [ref, process] : p->archive().processes)
-    quiet += std::stoull(process.properties.at("QUIET_THREADS"));
+  const uint64_t quiet = quiet_threads(*p);
   EXPECT_EQ(p->archive().threads.size() + quiet, 2001u) << "main + 2000";
   EXPECT_GT(quiet, 0u);
   // A location of its own: a sample or a signal taken, or a traced region.
   std::set<uint64_t> traced;
   otf2::ArchiveReader(d).read_events([](const otf2::SampleEvent&) {},
                                       [&](const otf2::RegionEvent& e) { traced.insert(e.location); });
-  for (const auto& [loc, t] : p->archive().threads)
-    if (t.name != "main thread")
-      EXPECT_TRUE(p->thread_property(loc, "SAMPLES") + p->thread_property(loc, "DROPPED") +
-                          p->thread_property(loc, "SAMPLE_SIGNALS") > 0 ||
-                  traced.count(loc))
-          << t.name << ": a location that recorded nothing";
+  for (const auto& [loc, t] : p->archive().threads) {
+    if (t.name == "main thread") continue;
+    EXPECT_TRUE(p->thread_property(loc, "SAMPLES") + p->thread_property(loc, "DROPPED") +
+                        p->thread_property(loc, "SAMPLE_SIGNALS") > 0 ||
+                traced.count(loc))
+        << t.name << ": a location that recorded nothing";
+  }
   // The report counts them all.
   const RunResult report = run({report_tool(), d});
   ASSERT_EQ(report.exit_code, 0) << report.describe();
@@ -233,10 +239,7 @@ TEST_F(Workloads, TenThousandThreadsThatRecordNothingGetNoLocations) {
   std::string error;
   auto p = load_profile(d, &error);
   ASSERT_TRUE(p) << error;
-  uint64_t quiet = 0;
-  for (const auto& [ref, process] : p->archive().processes)
-    quiet += std::stoull(process.properties.at("QUIET_THREADS"));
-  EXPECT_EQ(p->archive().threads.size() + quiet, 10001u);
+  EXPECT_EQ(p->archive().threads.size() + quiet_threads(*p), 10001u);
   EXPECT_LE(p->archive().threads.size(), 100u) << "threads that ran no code of their own";
   EXPECT_NE(r.err.find("from 10001 threads"), std::string::npos) << r.err;
   const RunResult report = run({report_tool(), d});

@@ -80,49 +80,6 @@ std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& m
   return parts;
 }
 
-// SymbolQueries as bytes for the other ranks of the node: for frames, then
-// statements, the paths with their addresses, counts first.
-std::string serialize(const SymbolQueries& q) {
-  std::string out;
-  const auto put = [&](uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  for (const auto* kind : {&q.frames, &q.statements}) {
-    put(kind->size());
-    for (const auto& [path, addresses] : *kind) {
-      put(path.size());
-      out += path;
-      put(addresses.size());
-      for (uint64_t a : addresses) put(a);
-    }
-  }
-  return out;
-}
-
-bool parse(const std::string& in, SymbolQueries* q) {
-  size_t at = 0;
-  const auto get = [&](uint64_t* v) {
-    if (in.size() - at < sizeof *v) return false;
-    std::memcpy(v, in.data() + at, sizeof *v);
-    at += sizeof *v;
-    return true;
-  };
-  for (auto* kind : {&q->frames, &q->statements}) {
-    uint64_t paths = 0;
-    if (!get(&paths)) return false;
-    for (uint64_t i = 0; i < paths; ++i) {
-      uint64_t length = 0, count = 0;
-      if (!get(&length) || in.size() - at < length) return false;
-      std::set<uint64_t>& addresses = (*kind)[in.substr(at, length)];
-      at += length;
-      if (!get(&count) || count > (in.size() - at) / 8) return false;
-      for (uint64_t k = 0, a = 0; k < count; ++k) {
-        get(&a);
-        addresses.insert(a);
-      }
-    }
-  }
-  return at == in.size();
-}
-
 // The rank of the node that names the library at `path` (FNV-1a: the same
 // on every rank).
 int owner_of(const std::string& path, int node_size) {
@@ -193,7 +150,7 @@ void name_once_per_node(MPI_Comm comm, const std::vector<LocalProcess>& mine, Re
     try {
       SymbolQueries queries;
       for (const auto& p : mine) add_symbol_queries(p.raw, &queries);
-      asked = serialize(queries);
+      asked = serialize_queries(std::move(queries));
     } catch (const std::exception&) {
       asked.clear();  // this rank's addresses are named by itself later
     }
@@ -207,7 +164,7 @@ void name_once_per_node(MPI_Comm comm, const std::vector<LocalProcess>& mine, Re
       SymbolQueries mine_to_name;
       for (const std::string& bytes : all) {
         SymbolQueries q;
-        if (!parse(bytes, &q)) continue;
+        if (!parse_queries(bytes, &q)) continue;
         for (auto& [kind, to] : {std::pair{&q.frames, &mine_to_name.frames}, {&q.statements, &mine_to_name.statements}})
           for (auto& [path, addresses] : *kind)
             if (owner_of(path, node_size) == node_rank) (*to)[path].insert(addresses.begin(), addresses.end());

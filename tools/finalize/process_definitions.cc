@@ -373,6 +373,7 @@ template <typename IO> void visit(IO& io, raw::ClockOffset& c);
 template <typename IO> void visit(IO& io, raw::Definition& d);
 template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r);
 template <typename IO> void visit(IO& io, ProcessDefinitions& p);
+template <typename IO> void visit(IO& io, std::map<std::string, std::set<uint64_t>>& m);
 
 template <typename IO, typename T>
 std::enable_if_t<(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_enum_v<T>> visit(IO& io, T& v) {
@@ -443,6 +444,26 @@ template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r) {
   fields(io, has, value.rank, value.size);
   r = has ? std::optional<raw::JobRank>(value) : std::nullopt;
 }
+// Symbol queries' tables: the count, then each path and its addresses.
+template <typename IO> void visit(IO& io, std::map<std::string, std::set<uint64_t>>& m) {
+  uint64_t n = m.size();
+  io.scalar(n);
+  if constexpr (std::is_same_v<IO, Reader>) {
+    if (!io.count_fits(n)) return void(io.ok = false);
+    for (uint64_t i = 0; i < n && io.ok; ++i) {
+      std::string path;
+      std::vector<uint64_t> addresses;
+      fields(io, path, addresses);
+      m[path].insert(addresses.begin(), addresses.end());
+    }
+  } else {
+    for (const auto& [key, set] : m) {
+      std::string path = key;
+      std::vector<uint64_t> addresses(set.begin(), set.end());
+      fields(io, path, addresses);
+    }
+  }
+}
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
   fields(io, p.pid, p.ppid, p.launcher_rank, p.name, p.role, p.hostname, p.command, p.python, p.exit_status,
          p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.capture_windows, p.marks,
@@ -468,6 +489,21 @@ bool parse(const std::string& bytes, std::vector<ProcessDefinitions>* out) {
   fields(r, magic, processes);
   if (!r.ok || magic != kMagic || r.at != bytes.size()) return false;
   *out = std::move(processes);
+  return true;
+}
+
+std::string serialize_queries(SymbolQueries queries) {
+  Writer w;
+  fields(w, queries.frames, queries.statements);
+  return std::move(w.out);
+}
+
+bool parse_queries(const std::string& bytes, SymbolQueries* out) {
+  Reader r{bytes};
+  SymbolQueries queries;
+  fields(r, queries.frames, queries.statements);
+  if (!r.ok || r.at != bytes.size()) return false;
+  *out = std::move(queries);
   return true;
 }
 

@@ -100,5 +100,8 @@ std::string join(const std::vector<std::string>& parts, const char* separator);
 // false when `bytes` is not one of these (truncated, another version).
 std::string serialize(std::vector<ProcessDefinitions>);
 bool parse(const std::string& bytes, std::vector<ProcessDefinitions>* out);
+// The same for what processes ask the symbolizer (the ranks of a node tell each other).
+std::string serialize_queries(SymbolQueries queries);
+bool parse_queries(const std::string& bytes, SymbolQueries* out);
 
 }  // namespace hybridprof::finalize

@@ -59,23 +59,20 @@ std::string process_property(const otf2::ProcessInfo& process, const char* name)
   return it == process.properties.end() || it->second.empty() ? "-" : it->second;
 }
 
-std::optional<uint64_t> sum_process_property(const otf2::Archive& archive, const char* name) {
-  std::optional<uint64_t> sum;
-  for (const auto& [ref, process] : archive.processes) {
-    const std::string text = process_property(process, name);
-    uint64_t value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec == std::errc() && end == text.data() + text.size()) sum = sum.value_or(0) + value;
-  }
-  return sum;
-}
-
-// Threads of `process` that recorded nothing and have no location.
-uint64_t quiet_threads(const otf2::ProcessInfo& process) {
-  const std::string text = process_property(process, property::kQuietThreads);
+// A process property that is a whole number; none when absent or not one.
+std::optional<uint64_t> number_property(const otf2::ProcessInfo& process, const char* name) {
+  const std::string text = process_property(process, name);
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return ec == std::errc() && end == text.data() + text.size() ? value : 0;
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<uint64_t> sum_process_property(const otf2::Archive& archive, const char* name) {
+  std::optional<uint64_t> sum;
+  for (const auto& [ref, process] : archive.processes)
+    if (const auto value = number_property(process, name)) sum = sum.value_or(0) + *value;
+  return sum;
 }
 
 // The Python versions whose frames were read, "3.11" or "3.11, 3.12";
@@ -295,7 +292,8 @@ void print_processes_and_threads(std::ostream& out, const otf2::Archive& archive
     const std::string parent = process_property(process, property::kParentPid);
     processes.add_row({process.name, process_property(process, property::kPid), pids.count(parent) ? parent : "-",
                        process_property(process, property::kExitStatus),
-                       std::to_string(per_process[ref].first + quiet_threads(process)),
+                       std::to_string(per_process[ref].first +
+                                      number_property(process, property::kQuietThreads).value_or(0)),
                        std::to_string(per_process[ref].second),
                        process_property(process, property::kSamplesWithoutThread)});
   }
