@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import stack_scan
+
 HERE = Path(__file__).resolve().parent
 TRAIN = HERE / "train_step.py"
 CUDA_OVERHEAD = HERE.parent / "cuda_overhead.sh"
@@ -95,8 +97,9 @@ def run(argv, log, env=None, timeout=600):
 
 def describe_group(pgid, out):
     """Every thread of the process group: its state, the kernel function it
-    waits in and its system call; then a debugger's backtraces where one is
-    installed (gdb, or the CUDA toolkit's cuda-gdb)."""
+    waits in, its system call and a scan of its stack (stack_scan.py); then
+    a debugger's backtraces where one is installed (gdb, or the CUDA
+    toolkit's cuda-gdb, which may not answer in time)."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -124,6 +127,7 @@ def describe_group(pgid, out):
             except (OSError, ValueError, IndexError):
                 continue
             out.write(f"  thread {tid} {name!r} state {state} wchan {wchan} syscall {syscall}\n")
+            stack_scan.scan(pid, int(tid), out)
         out.flush()
         if debugger:
             try:
@@ -337,6 +341,11 @@ def main():
         verdict.add(f"step verdict, {mode} DataLoader: {'' if bound else 'not '}input-bound, share within "
                     f"{STEP_VERDICT_POINTS} points", ok,
                     f"report '{said or '-'}'; the program measured {measured if measured is not None else '-'}%")
+    # A process that ends without its final flush lost its last interval
+    # (PyTorch's DataLoader workers did, forked from a process using CUDA).
+    unflushed = [l for l in log.read_text(errors="replace").splitlines() if "without a final flush" in l]
+    verdict.add("every profiled process ends with its final flush", not unflushed,
+                f"{len(unflushed)} warnings" + (f": {unflushed[0].strip()}" if unflushed else ""))
     version = f"{sys.version_info.major}.{sys.version_info.minor}" if python == sys.executable else "?"
     verdict.add(f"Python {facts.get('python', '-')} frames in samples",
                 f("python_samples") > 0 and facts.get("python") not in (None, "-"),

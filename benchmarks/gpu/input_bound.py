@@ -5,8 +5,10 @@ of hybridprof-report --step (benchmarks/gpu/check.sh).
 
 "slow": the dataset's __getitem__ sleeps 40 ms an image (a slow reader
 and decoder), 8 images a batch, 2 workers: the step waits for batches
-most of its time. "fast": 1 ms an image and a heavier model (sized for a GPU, smaller on
---device cpu): it waits little. Run by benchmarks/gpu/check.sh on a GPU
+most of its time. "fast": images ready at once (an in-memory dataset) and a heavier model
+(sized for a GPU, smaller on --device cpu): it waits little. (At 1 ms an
+image, 2 workers made a batch every 4 ms, longer than an H200's step:
+"fast" was input-bound there.) --delay sets the seconds an image. Run by benchmarks/gpu/check.sh on a GPU
 node, and by tests/integration/os_waits_test.cc on the CPU where PyTorch
 is installed. train_step fetches its batch itself (next(batches)) and times the
 fetch: prints "input_share P" (percent of the time in train_step spent in
@@ -28,7 +30,8 @@ class SlowImages(Dataset):
         return self.items
 
     def __getitem__(self, i):
-        time.sleep(self.delay)
+        if self.delay > 0:
+            time.sleep(self.delay)
         return torch.randn(3, 64, 64), i % 10
 
 
@@ -60,9 +63,12 @@ def main():
     parser.add_argument("mode", choices=["slow", "fast"])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--delay", type=float, help="seconds an image takes (default: 0.04 slow, 0 fast)")
     args = parser.parse_args()
     # The fast loop's heavier model: sized for a GPU, or for a CPU's few cores.
-    delay, width = (0.04, 16) if args.mode == "slow" else (0.001, 256 if args.device == "cuda" else 48)
+    delay, width = (0.04, 16) if args.mode == "slow" else (0.0, 256 if args.device == "cuda" else 48)
+    if args.delay is not None:
+        delay = args.delay
     model = nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.ReLU(), nn.Conv2d(width, width, 3, padding=1),
                           nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 10)).to(args.device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -43,6 +43,11 @@ struct Cupti {
 };
 Cupti g_cupti;
 std::atomic<bool> g_started{false};
+// A fork child of a process that traced CUDA: the CUPTI state it inherited
+// is the parent's, and CUDA does not work in a fork child; calling CUPTI
+// there (its flush waits for threads the child does not have) hung
+// PyTorch's DataLoader workers until their parent killed them.
+std::atomic<bool> g_inherited{false};
 
 // Both live as long as the process: CUPTI may call back until it ends.
 CorrelationAliases& aliases() {
@@ -355,10 +360,11 @@ class CudaSource final : public EventSource {
   void fork_child() override {
     api_fork_child();
     if (ActivityTranslator* t = g_translator.load()) t->forget_locations();
+    if (g_started.load(std::memory_order_acquire)) g_inherited.store(true, std::memory_order_release);
   }
   void process_ending(raw::EndReason) override {
     TracingHost* host = tracing_host();
-    if (host == nullptr) return;
+    if (host == nullptr || g_inherited.load(std::memory_order_acquire)) return;
     if (!g_started.load(std::memory_order_acquire)) {
       // CUDA never started the injection: say why when the program meant to use it.
       const std::string runtime = loaded_cuda_runtime();
