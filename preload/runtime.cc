@@ -333,11 +333,14 @@ void start_runtime() {
     if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL)
       install_handler(sig, on_terminate_signal, none);
   }
-  prepare_unwinder_for_process();
+  const std::string unwinder_problem = prepare_unwinder_for_process();
   g_runtime.store(rt);
   set_tracing_host(new RuntimeHost(*rt));  // leaked, like the runtime
   start_process(*rt);
   if (!g_enabled) return;
+  if (!unwinder_problem.empty())
+    notice(*rt, "libunwind's thread-local storage is reached through the loader (" + unwinder_problem +
+                    "): a sample that lands in malloc just after a dlopen() may hang the program");
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   std::atexit(at_exit);
   thread_begin();

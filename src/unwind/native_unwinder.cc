@@ -11,6 +11,7 @@
 
 #include "trace/records.h"
 #include "sigsafe/safe_read.h"
+#include "unwind/libunwind_tls.h"
 #include "unwind/loader_snapshot.h"
 #include "unwind/return_address.h"
 #include "unwind/stack_scan.h"
@@ -71,7 +72,7 @@ bool ends_at_root(uint64_t ip, int step) {
 
 }  // namespace
 
-void prepare_unwinder_for_process() {
+std::string prepare_unwinder_for_process() {
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   dl_find_object found{};
   if (_dl_find_object(reinterpret_cast<void*>(&unw_backtrace), &found) == 0)
@@ -79,9 +80,11 @@ void prepare_unwinder_for_process() {
   if (_dl_find_object(reinterpret_cast<void*>(&pthread_self), &found) == 0)
     g_libc = {reinterpret_cast<uint64_t>(found.dlfo_map_start), reinterpret_cast<uint64_t>(found.dlfo_map_end)};
   in_program_entry(0);  // its static is set here, not in a handler
+  return redirect_libunwind_tls();
 }
 
 void prepare_unwinder_for_thread(bool with_trace_cache, size_t stack_bytes, size_t guard_bytes) {
+  libunwind_tls_holds_on_this_thread();
   LoaderSnapshot::instance().refresh_if_changed();  // the thread may start in a library just loaded
   remember_thread_stack(stack_bytes, guard_bytes);
   if (!with_trace_cache) return;

@@ -3,12 +3,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace hybridprof {
 
 // Once per process, outside any signal handler, before the first thread's
-// prepare_unwinder_for_thread.
-void prepare_unwinder_for_process();
+// prepare_unwinder_for_thread. Empty, or what keeps the handler's unwinds
+// from being safe after a dlopen() (unwind/libunwind_tls.h).
+std::string prepare_unwinder_for_process();
 
 // Once per thread outside any signal handler, at the thread's start: its
 // stack's bounds, and the loader's modules as they are now. The thread's

@@ -57,6 +57,29 @@ TEST_F(Workloads, SamplesDoNotWaitForTheLoaderLock) {
   EXPECT_GE(p->inclusive_samples("main"), p->self_samples("fresh_work"));
 }
 
+// Nor on malloc's lock: after a dlopen() of a library with TLS, the first
+// access to libunwind's TLS used to update the thread's TLS vector, with
+// malloc, in the handler of a sample that landed inside malloc (PyTorch's
+// import on a GPU node hung so). Without the fix this hung every run here.
+TEST_F(Workloads, SamplesInMallocAfterADlopenDoNotHang) {
+  const std::string d = scratch / "D";
+  RunOptions options;
+  options.timeout_seconds = 60;
+  const RunResult r = profile({"-F", "2000", "-o", d},
+                              {fixture("tls_dlopen_workload"), fixture("libtls_module.so"), "40"}, options);
+  ASSERT_FALSE(r.timed_out) << "hung: " << r.describe();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("loaded 40 copies"), std::string::npos) << r.describe();
+  std::string error;
+  auto p = load_profile(d, &error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->notices().find("reached through the loader"), std::string::npos) << p->notices();
+  // The allocations' samples are unwound, through malloc, to main.
+  const uint64_t allocating = p->inclusive_samples("allocate_without_pause");
+  EXPECT_GE(allocating, 50u);
+  EXPECT_GE(p->inclusive_samples("main"), allocating);
+}
+
 TEST_F(Workloads, ForkChildIsItsOwnProcess) {
   const std::string d = scratch / "D";
   const RunResult r = profile({"-o", d}, {fixture("fork_workload")});

@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include "trace/records.h"
+#include "unwind/libunwind_tls.h"
 #include "unwind/loader_snapshot.h"
 
 // As preload/interpose_loader.cc: libunwind's lookups during the runtime's
@@ -116,6 +117,27 @@ TEST(NativeUnwinder, AThreadsFirstUnwindIsWholeAndSoAreTheNext) {
       EXPECT_TRUE(passes_through(reinterpret_cast<void*>(&on_signal))) << "sample " << i;
     }
   }).join();
+}
+
+// libunwind, loaded with this program, has static TLS: its imports of
+// __tls_get_addr are answered without the loader (unwind/libunwind_tls.h),
+// the same address the loader gives, on every thread; unwinds still work.
+TEST(NativeUnwinder, LibunwindsTlsIsReachedWithoutTheLoader) {
+  EXPECT_EQ(prepare_unwinder_for_process(), "");
+  EXPECT_TRUE(libunwind_tls_redirected());
+  EXPECT_TRUE(libunwind_tls_holds_on_this_thread());
+  install_sample_handler();
+  std::thread([] {
+    EXPECT_TRUE(libunwind_tls_holds_on_this_thread());
+    prepare_unwinder_for_thread(/*with_trace_cache=*/false);
+    for (int i = 0; i < 2; ++i) {  // the first makes the trace cache (libunwind's TLS), the second uses it
+      interrupt_here();
+      EXPECT_EQ(g_flags, 0u) << "sample " << i;
+      ASSERT_GT(g_depth, 2u);
+      EXPECT_TRUE(is_stack_root(g_ips[g_depth - 1])) << "sample " << i;
+    }
+  }).join();
+  EXPECT_TRUE(libunwind_tls_redirected());
 }
 
 }  // namespace
