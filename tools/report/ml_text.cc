@@ -57,30 +57,35 @@ void print_step_time(std::ostream& out, const MlView& view) {
     return;
   }
   Table table({{"Part", Align::kLeft}, {"Time", Align::kRight}, {"%", Align::kRight}});
-  const std::pair<const char*, uint64_t> parts[] = {{"computing (CPU, or runnable)", t.computing_ns()},
-                                                     {"waiting for the input pipeline", t.input_ns},
-                                                     {"waiting for the device", t.device_ns},
-                                                     {"communication (MPI, NCCL)", t.communication_ns},
-                                                     {"other waits", t.other_wait_ns}};
+  const std::pair<const char*, uint64_t> parts[] = {
+      {"computing (CPU, or runnable)", t.computing_ns()},
+      {"backward on autograd's threads", t.engine_ns},
+      {"input pipeline: waiting for batches", t.input_ns},
+      {"input pipeline: fetching them (CPU)", t.input_cpu_ns},
+      {"waiting for the device", t.device_ns},
+      {"communication (MPI, NCCL)", t.communication_ns},
+      {"other waits", t.other_wait_ns}};
   for (const auto& [part, ns] : parts) table.add_row({part, time_text(ns), percent(ns, t.step_ns)});
   table.print(out);
   const std::string workers =
       t.dataloader_workers ? " (DataLoader with " + std::to_string(t.dataloader_workers) + " workers)" : "";
-  print_bound(out, "input-bound", t.input_ns, t.step_ns, "waits for the input pipeline" + workers);
+  print_bound(out, "input-bound", t.input_total_ns(), t.step_ns,
+              "goes to the input pipeline" + workers + ": " + percent(t.input_ns, t.step_ns) + " waiting for batches, " +
+                  percent(t.input_cpu_ns, t.step_ns) + " fetching them on the step's thread");
   if (t.device) print_bound(out, "device-bound", t.device_ns, t.step_ns, "waits for the device");
   if (t.communication) print_bound(out, "communication-bound", t.communication_ns, t.step_ns, "is communication");
   // Next steps: only where a measured share points.
   std::vector<std::string> advice;
-  if (over(t.input_ns, t.step_ns, kBoundShare)) {
-    advice.push_back("more DataLoader workers (num_workers" +
-                     (t.dataloader_workers ? ", now " + std::to_string(t.dataloader_workers) : std::string()) +
-                     ") or a larger prefetch_factor: the step waits " + percent(t.input_ns, t.step_ns) +
-                     " of its time for batches");
-    const uint64_t input_samples = view.phase(Phase::kInput);
-    if (view.samples > 0 && static_cast<double>(input_samples) >= 0.1 * static_cast<double>(view.samples))
-      advice.push_back("move per-batch work into the workers (transforms, collate_fn): " +
-                       percent(input_samples, view.samples) + " of the step's CPU samples are the input pipeline's "
-                       "on the step's own thread");
+  if (over(t.input_total_ns(), t.step_ns, kBoundShare)) {
+    if (over(t.input_ns, t.step_ns, kBoundShare / 2))
+      advice.push_back("more DataLoader workers (num_workers" +
+                       (t.dataloader_workers ? ", now " + std::to_string(t.dataloader_workers) : std::string()) +
+                       ") or a larger prefetch_factor: the step waits " + percent(t.input_ns, t.step_ns) +
+                       " of its time for batches");
+    if (over(t.input_cpu_ns, t.step_ns, 0.1))
+      advice.push_back("fewer, larger batches, or per-batch work (transforms, collate_fn) moved into the workers: "
+                       "fetching batches takes the step's own thread " + percent(t.input_cpu_ns, t.step_ns) +
+                       " of step time (receiving and unpickling them, and whatever input work it does itself)");
   }
   if (over(t.device_ns, t.step_ns, kBoundShare))
     advice.push_back("a larger batch per step or mixed precision (torch.autocast) to use the device better, and fewer "

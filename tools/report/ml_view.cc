@@ -1,6 +1,7 @@
 #include "ml_view.h"
 
 #include "wait_summary.h"
+#include "otf2/selection.h"
 
 #include <algorithm>
 #include <map>
@@ -178,6 +179,7 @@ struct StepTimer::State {
     StepWait wait;  // kNone: no wait, or inside one already
     bool in_step;
     bool input;     // under a DataLoader frame
+    bool backward;  // under autograd's engine
   };
   struct Thread {
     bool running = false;  // in a stretch of the step
@@ -186,6 +188,8 @@ struct StepTimer::State {
   };
   std::map<uint64_t, Thread> threads;
   StepTime time;
+  // The time one sample stands for, in the archive's ticks (0: unknown).
+  uint64_t period_ticks = uint64_t(otf2::sample_period_seconds(archive) * double(archive.clock.resolution));
 
   const PathFacts& facts_of(uint32_t context) {
     auto [it, added] = facts.try_emplace(context);
@@ -234,7 +238,9 @@ StepTimer::~StepTimer() = default;
 
 void StepTimer::add(const otf2::SampleEvent& s) {
   State::Thread& t = state_->threads[s.location];
-  state_->touch(t, state_->facts_of(s.context).in_step, s.timestamp, s.timestamp);
+  const PathFacts& facts = state_->facts_of(s.context);
+  state_->touch(t, facts.in_step, s.timestamp, s.timestamp);
+  if (facts.in_step && facts.input) state_->time.input_cpu_ns += state_->period_ticks;
 }
 
 void StepTimer::add(const otf2::RegionEvent& e) {
@@ -247,7 +253,8 @@ void StepTimer::add(const otf2::RegionEvent& e) {
     const bool inside_wait =
         std::any_of(t.open.begin(), t.open.end(), [](const State::Open& o) { return o.wait != StepWait::kNone; });
     const PathFacts& facts = st.facts_of(e.context);
-    t.open.push_back({e.region, e.timestamp, inside_wait ? StepWait::kNone : wait, facts.in_step, facts.input});
+    t.open.push_back(
+        {e.region, e.timestamp, inside_wait ? StepWait::kNone : wait, facts.in_step, facts.input, facts.backward});
     if (wait != StepWait::kNone) st.touch(t, facts.in_step, e.timestamp, e.timestamp);
     return;
   }
@@ -266,7 +273,7 @@ void StepTimer::add(const otf2::RegionEvent& e) {
     case StepWait::kDevice: time.device_ns += ns; break;
     case StepWait::kCopy: time.device_ns += ns, time.copy_ns += ns; break;
     case StepWait::kCommunication: time.communication_ns += ns; break;
-    default: time.other_wait_ns += ns; break;
+    default: (left.backward ? time.engine_ns : time.other_wait_ns) += ns; break;
   }
 }
 

@@ -49,15 +49,26 @@ inline constexpr double kInputBoundShare = 0.5;
 // has not; the time between is the step's. Its traced waits are split by
 // what they wait for: the input pipeline (a wait under a DataLoader frame:
 // its queue, its workers' pipes), the device (CUDA synchronization and
-// synchronous copies), communication (MPI, NCCL's NVTX ranges) or other;
-// the rest is computing (CPU, or runnable).
+// synchronous copies), communication (MPI, NCCL's NVTX ranges), autograd's
+// engine (a wait under its execute: the backward pass runs on the
+// engine's threads meanwhile, as on a GPU) or other. The step thread's own
+// CPU time in the input pipeline (its samples under a DataLoader frame,
+// a period each: receiving and unpickling batches) is the pipeline's too:
+// a step measured around next(batches) counts both. The rest is computing
+// (CPU, or runnable).
 struct StepTime {
   uint64_t step_ns = 0;
   uint64_t input_ns = 0, device_ns = 0, copy_ns = 0, communication_ns = 0, other_wait_ns = 0;
+  uint64_t input_cpu_ns = 0;  // the step's threads' CPU in the input pipeline (samples x period)
+  uint64_t engine_ns = 0;     // waits for autograd's engine threads (the backward pass)
   uint32_t dataloader_workers = 0;  // distinct DataLoader worker numbers among the processes
   bool device = false, communication = false;  // the run has CUDA calls / MPI or NCCL regions at all
+  uint64_t input_total_ns() const { return input_ns + input_cpu_ns; }
   uint64_t waiting_ns() const { return input_ns + device_ns + communication_ns + other_wait_ns; }
-  uint64_t computing_ns() const { return step_ns > waiting_ns() ? step_ns - waiting_ns() : 0; }
+  uint64_t computing_ns() const {
+    const uint64_t accounted = waiting_ns() + input_cpu_ns + engine_ns;
+    return step_ns > accounted ? step_ns - accounted : 0;
+  }
 };
 
 // A bound is said from this share of the step's wall time.

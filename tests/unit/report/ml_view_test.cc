@@ -32,17 +32,29 @@ class PathArchive {
   }
   void add(const std::vector<std::string>& frames, int samples, bool on_worker = false) {
     uint32_t context = kUndefined;
-    for (const std::string& frame : frames) {
-      const uint32_t region = region_of(frame);
-      auto [it, added] = contexts_.try_emplace({region, context});
-      if (added) it->second = writer_.define_calling_context(region, kUndefined, context);
-      context = it->second;
-    }
+    for (const std::string& frame : frames) context = context_of(region_of(frame), context);
     for (int i = 0; i < samples; ++i) writer_.write_sample(on_worker ? worker_ : main_, time_ += 1'000'000, context, 1, kUndefined);
   }
+  // A traced wait of `ns` on the main thread: an OS-runtime call `name`
+  // under `frames` (its calling context's leaf).
+  void wait(const std::vector<std::string>& frames, const std::string& name, uint64_t ns) {
+    uint32_t context = kUndefined;
+    for (const std::string& frame : frames) context = context_of(region_of(frame), context);
+    auto [it, added] = regions_.try_emplace("wait:" + name);
+    if (added) it->second = writer_.define_region(name, "", 0, Paradigm::kOsRuntime);
+    context = context_of(it->second, context);
+    writer_.write_context_enter(main_, time_ += 1'000, context, 1);
+    writer_.write_context_leave(main_, time_ += ns, context);
+  }
+  void set_property(const std::string& name, const std::string& value) { writer_.set_property(name, value); }
   void close() { writer_.close({}); }
 
  private:
+  uint32_t context_of(uint32_t region, uint32_t parent) {
+    auto [it, added] = contexts_.try_emplace({region, parent});
+    if (added) it->second = writer_.define_calling_context(region, kUndefined, parent);
+    return it->second;
+  }
   uint32_t region_of(const std::string& frame) {
     auto [it, added] = regions_.try_emplace(frame);
     if (!added) return it->second;
@@ -316,6 +328,38 @@ TEST(MlStep, RestrictsTheViewToTheStepFunction) {
   EXPECT_NE(text.find("  backward             30  31.6%\n"), std::string::npos) << text;
   const std::string none = report_text({"--step=nowhere", dir.path()});
   EXPECT_NE(none.find("  no sample has the Python function nowhere on its path\n"), std::string::npos) << none;
+}
+
+// The step's time in the input pipeline is its waits there and the step
+// thread's own CPU there (samples under a DataLoader frame, a period
+// each); a wait under autograd's engine is the backward pass running on
+// the engine's threads, not an "other" wait.
+TEST(MlStep, TheInputPipelinesCpuAndAutogradsEngineAreTheirOwnParts) {
+  TempDir dir;
+  {
+    PathArchive a(dir.path());
+    a.set_property("HYBRIDPROF::PERIOD", "1000 Hz");
+    const Path next = kStep + kDataLoader;
+    const Path engine = kStep + kBackward;
+    a.add(kStep + Path{kCall, "py:Net.forward@/src/train.py"}, 10);  // 10 ms computing
+    a.add(next + Path{"py:_ForkingPickler.loads@/usr/lib/python3.12/multiprocessing/reduction.py"}, 5);  // 5 ms fetching
+    a.wait(next, "poll", 4'000'000);                                  // 4 ms waiting for a batch
+    a.wait(engine, "pthread_cond_wait", 6'000'000);                   // 6 ms of backward elsewhere
+    a.add(kStep, 1);
+    a.close();
+  }
+  const std::string text = report_text({"--step", "train_step", dir.path()});
+  EXPECT_NE(text.find("  computing (CPU, or runnable)         10.002 ms  40.0%\n"
+                      "  backward on autograd's threads        6.000 ms  24.0%\n"
+                      "  input pipeline: waiting for batches   4.000 ms  16.0%\n"
+                      "  input pipeline: fetching them (CPU)   5.000 ms  20.0%\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  other waits                           0.000 us   0.0%\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  input-bound: 36.0% of step time goes to the input pipeline: 16.0% waiting for batches, "
+                      "20.0% fetching them on the step's thread\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(MlText, SectionFollowsTheExistingOnes) {
