@@ -194,6 +194,25 @@ TEST_F(OsWaits, SwitchedOffOrOverTheThresholdNothingIsRecorded) {
   EXPECT_NE(bad.err.find("--os-wait-min needs a duration with its unit"), std::string::npos) << bad.err;
 }
 
+// The runtime's own locks are not the program's waits: at --os-wait-min 0
+// (every call recorded) a program that makes no blocking call of its own
+// but dlopen()s and dlclose()s (whose interposer takes the drain's lock)
+// has none. Recorded, they were charged to the program, and the first of a
+// process, made while holding the drain's lock, waited for that lock
+// itself: the program hung.
+TEST_F(OsWaits, TheProfilersOwnLocksAreNotRecorded) {
+  const std::string out = scratch / "out";
+  const RunResult r =
+      profile({"--os-wait-min", "0", "-o", out}, {fixture("dlopen_workload"), plugin_library()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string recorded;
+  for (const OsRegion& o : os_regions(out)) {
+    recorded += "\n  " + o.name + ":";
+    for (const std::string& f : o.path) recorded += " " + f;
+  }
+  EXPECT_EQ(recorded, "");
+}
+
 // A Python program: the main thread's waits on a queue.Queue (a lock's
 // semaphore inside Condition.wait) are regions under the Python function
 // that waited, and add up to what the program measured itself; two
