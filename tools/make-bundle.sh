@@ -103,7 +103,7 @@ done
 for soname in "${!wanted[@]}"; do patchelf --set-soname "$(private_name "$soname")" "$out/lib/$(private_name "$soname")"; done
 
 # The check, runnable from the bundle: share/hybridprof/benchmarks/gpu/check.sh BUNDLE.
-cp "$source_dir"/benchmarks/gpu/{check.sh,check.py,stack_scan.py,train_step.py,input_bound.py} "$out/share/hybridprof/benchmarks/gpu/"
+cp "$source_dir"/benchmarks/gpu/{check.sh,check.py,stack_scan.py,hang_hunt.py,train_step.py,input_bound.py} "$out/share/hybridprof/benchmarks/gpu/"
 cp "$source_dir"/benchmarks/{call_overhead.sh,cuda_overhead.sh} "$out/share/hybridprof/benchmarks/"
 
 # Every file must load from here: nothing "not found", nothing of ours from
