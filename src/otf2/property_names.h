@@ -15,6 +15,7 @@ inline constexpr const char* kKernelTime = "HYBRIDPROF::KERNEL_TIME";
 // "randomized (...)" or "fixed": how each sampling period was chosen.
 inline constexpr const char* kPeriods = "HYBRIDPROF::PERIODS";
 inline constexpr const char* kVersion = "HYBRIDPROF::VERSION";
+inline constexpr const char* kCommit = "HYBRIDPROF::COMMIT";    // the git commit the writer was built from
 inline constexpr const char* kNotices = "HYBRIDPROF::NOTICES";      // one notice per line
 // Who wrote the archive, and when: the ranks at the end of an MPI job, or
 // a launcher or hybridprof-merge from the raw data afterwards.

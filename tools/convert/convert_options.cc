@@ -24,6 +24,7 @@ const char* const kUsage =
     "  --ranks LIST       only these MPI ranks (processes in the archive's order in a run without\n"
     "                     ranks), e.g. 0,2-3\n"
     "  --threads LIST     only the threads with these TIDs (the report's TID column)\n"
+    "  --version          the version and the git commit it was built from\n"
     "  -h, --help         this help\n"
     "\n"
     "Large runs make large files: a viewer copes with a window of them (--time, --ranks).\n";
@@ -38,6 +39,8 @@ Options parse_options(const std::vector<std::string>& args) {
     };
     if (a == "-h" || a == "--help") {
       o.help = true;
+    } else if (a == "--version") {
+      o.version = true;
     } else if (a == "--to") {
       o.to = value();
       if (o.to != "chrome") throw std::invalid_argument("--to: unknown format '" + o.to + "' (chrome is known)");
@@ -57,7 +60,7 @@ Options parse_options(const std::vector<std::string>& args) {
       throw std::invalid_argument("one archive at a time ('" + a + "' too)");
     }
   }
-  if (o.help) return o;
+  if (o.help || o.version) return o;
   if (o.to.empty()) throw std::invalid_argument("say which format: --to chrome");
   if (o.archive.empty()) throw std::invalid_argument("name the archive to convert");
   if (o.output.empty()) throw std::invalid_argument("name the output: -o FILE.json");

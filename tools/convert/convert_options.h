@@ -14,6 +14,7 @@ struct Options {
   std::string output;   // FILE.json or FILE.json.gz
   otf2::Selection selection;
   bool help = false;
+  bool version = false;
 };
 
 // Throws std::invalid_argument with a one-line message for bad arguments.

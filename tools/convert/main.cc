@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "chrome_trace.h"
+#include "common/build_identity.h"
 #include "convert_options.h"
 #include "json_file.h"
 
@@ -19,6 +20,10 @@ int main(int argc, char** argv) {
   }
   if (options.help) {
     std::cout << hc::kUsage;
+    return 0;
+  }
+  if (options.version) {
+    std::cout << hybridprof::version_line("hybridprof-convert") << '\n';
     return 0;
   }
   try {

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "common/build_identity.h"
 #include "common/runtime_config.h"
 #include "finalize/adapter_writers.h"
 #include "finalize/archive_check.h"
@@ -478,7 +479,8 @@ class Finalizer {
       w.set_property(otf2::property::kKernelTime, first.kernel_time);
       w.set_property(otf2::property::kPeriod, period);
       w.set_property(otf2::property::kPeriods, first.periods);
-      w.set_property(otf2::property::kVersion, HYBRIDPROF_VERSION);
+      w.set_property(otf2::property::kVersion, build_version());
+      w.set_property(otf2::property::kCommit, build_commit());
       w.set_property(otf2::property::kNotices, join(notices, "\n"));
       w.set_property(otf2::property::kWrittenBy, options_.written_by);
     });

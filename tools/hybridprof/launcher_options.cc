@@ -65,7 +65,7 @@ Samples every thread of `program` (no rebuild) and writes one OTF2 archive.
                        build id, so a second run skips their debug information)
       --list-events    list the events this machine knows
   -h, --help           this text
-      --version        version
+      --version        the version and the git commit it was built from
 
 Under mpirun each rank writes DIR/rank-N. Afterwards: hybridprof-report DIR
 )";

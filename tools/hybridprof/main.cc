@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/build_identity.h"
 #include "common/runtime_config.h"
 #include "finalize/archive_claim.h"
 #include "finalize/exit_status_file.h"
@@ -114,7 +115,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (o.version) {
-    std::printf("hybridprof %s\n", HYBRIDPROF_VERSION);
+    std::printf("%s\n", version_line("hybridprof").c_str());
     return 0;
   }
   if (o.list_events) return list_events();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/build_identity.h"
 #include "common/runtime_config.h"
 #include "finalize/archive_claim.h"
 #include "finalize/exit_status_file.h"
@@ -26,6 +27,7 @@ the job, with a warning for each rank whose data is missing.
   --no-symbol-cache  symbolize every library afresh, neither reading nor
                   writing the symbol cache ($XDG_CACHE_HOME/hybridprof or
                   ~/.cache/hybridprof)
+  --version       the version and the git commit it was built from
 )";
 
 int fail(const std::string& message) {
@@ -46,6 +48,9 @@ int merge(int argc, char** argv) {
       setenv(hybridprof::env::kNoSymbolCache, "1", 1);  // read by the finalizer
     } else if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--version") {
+      std::printf("%s\n", hybridprof::version_line("hybridprof-merge").c_str());
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
       return fail("unknown option '" + arg + "' (see --help)");

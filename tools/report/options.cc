@@ -54,6 +54,7 @@ const char* const kUsage =
     "                 as shares of each run (its samples; a region's time against the\n"
     "                 sampled time), like perf diff; functions match by name and module\n"
     "  --absolute     with --diff: compare time (samples x period), not shares\n"
+    "  --version      the version and the git commit it was built from\n"
     "  -h, --help     this help\n"
     "\n"
     "sections, each printed where the archive has what it needs:\n"
@@ -117,6 +118,8 @@ Options parse_options(const std::vector<std::string>& args) {
       only_positional = true;
     } else if (arg == "-h" || arg == "--help") {
       options.help = true;
+    } else if (arg == "--version") {
+      options.version = true;
     } else if (arg == "--top") {
       options.top_functions = parse_count(arg, value_of(arg));
     } else if (arg.rfind("--top=", 0) == 0) {
@@ -159,7 +162,7 @@ Options parse_options(const std::vector<std::string>& args) {
       throw std::invalid_argument("unknown option '" + arg + "' (try --help)");
     }
   }
-  if (!options.help && options.archive.empty()) throw std::invalid_argument("no archive given (try --help)");
+  if (!options.help && !options.version && options.archive.empty()) throw std::invalid_argument("no archive given (try --help)");
   if (options.icicle && options.flamegraph.empty()) throw std::invalid_argument("--icicle is a form of --flamegraph FILE.svg");
   if (!options.flamegraph.empty() && options.folded) throw std::invalid_argument("--folded or --flamegraph, not both");
   if (options.absolute && options.diff_base.empty()) throw std::invalid_argument("--absolute is a form of --diff BASE NEW");

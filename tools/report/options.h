@@ -26,6 +26,7 @@ struct Options {
   std::string diff_base;          // --diff BASE NEW: compare BASE (this) with `archive` (NEW)
   bool absolute = false;          // --absolute: a diff in time, not in shares of each run
   bool help = false;
+  bool version = false;
 };
 
 // Throws std::invalid_argument with a one-line message for bad arguments.

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "capture_windows.h"
+#include "common/build_identity.h"
 #include "diff.h"
 #include "ml_text.h"
 #include "ml_view.h"
@@ -211,7 +212,9 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
                                                    " of samples)"});
   }
   table.add_row({"Archive written by", archive_property(archive, property::kWrittenBy)});
-  table.add_row({"hybridprof version", archive_property(archive, property::kVersion)});
+  const std::string commit = archive_property(archive, property::kCommit);
+  table.add_row({"hybridprof version",
+                 archive_property(archive, property::kVersion) + (commit.empty() ? "" : " (commit " + commit + ")")});
   std::ostringstream lines;
   table.print(lines);
   // The title row of a key/value table is blank: skip it.
@@ -405,6 +408,10 @@ int run_report(const std::vector<std::string>& args, std::ostream& out, std::ost
     const Options options = parse_options(args);
     if (options.help) {
       out << kUsage;
+      return 0;
+    }
+    if (options.version) {
+      out << version_line("hybridprof-report") << '\n';
       return 0;
     }
     if (!options.diff_base.empty()) return run_diff(options, out, err) == 0 ? 0 : fail("cannot write the report");
