@@ -100,35 +100,9 @@ def describe_group(pgid, out):
     waits in, its system call and a scan of its stack (stack_scan.py); then
     a debugger's backtraces where one is installed (gdb, or the CUDA
     toolkit's cuda-gdb, which may not answer in time)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid:
-                pids.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            continue
     debugger = shutil.which("gdb") or shutil.which("cuda-gdb")
-    for pid in sorted(pids):
-        try:
-            command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        out.write(f"== process {pid}: {command}\n")
-        for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
-            task = f"/proc/{pid}/task/{tid}"
-            try:
-                stat = open(f"{task}/stat").read()
-                name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
-                wchan = open(f"{task}/wchan").read()
-                syscall = open(f"{task}/syscall").read().split()[0]
-            except (OSError, ValueError, IndexError):
-                continue
-            out.write(f"  thread {tid} {name!r} state {state} wchan {wchan} syscall {syscall}\n")
-            stack_scan.scan(pid, int(tid), out)
-        out.flush()
+    for pid in stack_scan.group_members(pgid):
+        stack_scan.describe_process(pid, out)
         if debugger:
             try:
                 subprocess.run([debugger, "-batch", "-nx", "-p", str(pid), "-ex", "set pagination off",

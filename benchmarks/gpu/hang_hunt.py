@@ -19,30 +19,6 @@ import time
 import stack_scan
 
 
-def describe(pgid):
-    for entry in sorted(os.listdir("/proc")):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-            command = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if int(fields[2]) != pgid:
-            continue
-        print(f"== process {entry}: {command}")
-        for tid in sorted(os.listdir(f"/proc/{entry}/task"), key=int):
-            task = f"/proc/{entry}/task/{tid}"
-            try:
-                stat, wchan = open(f"{task}/stat").read(), open(f"{task}/wchan").read()
-            except OSError:
-                continue
-            name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
-            print(f"  thread {tid} {name!r} state {state} wchan {wchan}")
-            stack_scan.scan(int(entry), int(tid), sys.stdout)
-    sys.stdout.flush()
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("bundle")
@@ -74,7 +50,8 @@ def main():
             except subprocess.TimeoutExpired:
                 bad += 1
                 print(f"HANG: round {r}, flags {flags}, launcher {p.pid} (log {log})", flush=True)
-                describe(p.pid)
+                for pid in stack_scan.group_members(p.pid):
+                    stack_scan.describe_process(pid, sys.stdout)
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 continue

@@ -6,8 +6,9 @@ check.py when a run hangs (a GPU node may have no gdb, and cuda-gdb may
 not answer in time); needs permission to read /proc/PID/mem (root, or the
 same user with ptrace allowed).
 
-    python3 stack_scan.py PID [TID...]      (default: every thread of PID)
+    python3 stack_scan.py PID      (every thread of PID, with its state)
 """
+import os
 import shutil
 import subprocess
 import sys
@@ -114,15 +115,47 @@ def scan(pid, tid, out):
         out.write(f"      {address:#014x}  {path.rsplit('/', 1)[-1]}+{offset:#x}  {name}\n")
 
 
+def group_members(pgid):
+    """The processes of process group `pgid`, by PID."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                pids.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return sorted(pids)
+
+
+def describe_process(pid, out):
+    """Each thread of `pid`: its state, the kernel function it waits in,
+    its system call, and a scan of its stack."""
+    try:
+        command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return
+    out.write(f"== process {pid}: {command}\n")
+    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+        task = f"/proc/{pid}/task/{tid}"
+        try:
+            stat = open(f"{task}/stat").read()
+            name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+            wchan = open(f"{task}/wchan").read()
+            syscall = open(f"{task}/syscall").read().split()[0]
+        except (OSError, ValueError, IndexError):
+            continue
+        out.write(f"  thread {tid} {name!r} state {state} wchan {wchan} syscall {syscall}\n")
+        scan(pid, int(tid), out)
+    out.flush()
+
+
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) != 2:
         sys.exit(__doc__)
-    pid = int(sys.argv[1])
-    import os
-    tids = sys.argv[2:] or sorted(os.listdir(f"/proc/{pid}/task"), key=int)
-    for tid in tids:
-        sys.stdout.write(f"  thread {tid}\n")
-        scan(pid, int(tid), sys.stdout)
+    describe_process(int(sys.argv[1]), sys.stdout)
 
 
 if __name__ == "__main__":
