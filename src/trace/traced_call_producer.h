@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "trace/python_stack_memo.h"
 #include "trace/traced_call_writer.h"
 #include "unwind/caller_stack_cache.h"
 
@@ -16,10 +17,12 @@ namespace hybridprof {
 struct TracedCallProducer {
   // The stacks of the thread's recent traced calls. Made at the first one.
   std::unique_ptr<CallerStackCache> caller_stacks;
-  // The same for calls made with Python frames above them, whose records
-  // carry the whole stack (kRegionPythonFrames): it only spares the
-  // unwind, its entries are never named to the drain. Made at the first.
+  // The same for calls made with Python frames above them: it spares the
+  // unwind, its entries are never named to the drain; the pair of native
+  // and Python stacks is remembered by python_stacks, numbered by
+  // caller_stacks. Made at the first.
   std::unique_ptr<CallerStackCache> python_caller_stacks;
+  std::unique_ptr<PythonStackMemo> python_stacks;
   // A thread not yet seen running Python is looked up in the interpreter's
   // thread list again from this time on (monotonic ns), not at every call.
   uint64_t python_lookup_after_ns = 0;

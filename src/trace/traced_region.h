@@ -54,9 +54,10 @@ inline TracingHost* traced_host() {
 // many of its return addresses (in t.unwind_scratch, until the guard is
 // released) the enter record must carry (0 when the drain has seen the
 // stack already) and, on a thread running Python, how many Python frames
-// (in t.sampled.python_scratch, as long): then the stack is not
-// remembered, since one native stack runs many Python ones. Inlined, so
-// the stack begins at the producer's caller.
+// (in t.sampled.python_scratch, as long; 0 when the drain has seen the
+// pair): the pair is remembered by PythonStackMemo, since one native
+// stack runs many Python ones. Inlined, so the stack begins at the
+// producer's caller.
 struct CallerStack {
   CallerStackCache::Ref ref;
   uint32_t flags = 0;
@@ -67,12 +68,18 @@ __attribute__((always_inline)) inline CallerStack capture_caller_stack(TracingHo
   CallerStack s;
   const uint32_t max_depth = host.config().max_depth;
   s.python_depth = host.read_python_frames(t, &s.flags);
+  if (!t.traced.caller_stacks) t.traced.caller_stacks = std::make_unique<CallerStackCache>(max_depth);
   if (s.python_depth != 0) {
-    if (!t.traced.python_caller_stacks) t.traced.python_caller_stacks = std::make_unique<CallerStackCache>(max_depth);
+    if (!t.traced.python_caller_stacks) {
+      t.traced.python_caller_stacks = std::make_unique<CallerStackCache>(max_depth);
+      t.traced.python_stacks = std::make_unique<PythonStackMemo>();
+    }
     s.depth = t.traced.python_caller_stacks->capture(t.unwind_scratch, &s.flags);
+    s.ref = t.traced.python_stacks->find_or_add(t.unwind_scratch, s.depth, t.sampled.python_scratch, s.python_depth,
+                                                *t.traced.caller_stacks);
+    if (!s.ref.stored) s.depth = 0, s.python_depth = 0;
     return s;
   }
-  if (!t.traced.caller_stacks) t.traced.caller_stacks = std::make_unique<CallerStackCache>(max_depth);
   s.depth = t.traced.caller_stacks->capture(t.unwind_scratch, &s.flags, &s.ref, /*copy_remembered=*/false);
   if (s.ref.generation != 0 && !s.ref.stored) s.depth = 0;
   return s;

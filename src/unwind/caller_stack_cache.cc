@@ -113,11 +113,18 @@ void CallerStackCache::copy_stack(uint32_t leaf, uint64_t* ips) const {
   for (uint32_t id = leaf; id != kNone; id = nodes_[id].parent) ips[nodes_[id].depth - 1] = frames_[id].ip;
 }
 
+CallerStackCache::Ref CallerStackCache::hand_out() {
+  if (handed_out_ >= kMaxHandedOut) forget_all();
+  const uint32_t generation = epoch_ << kEpochShift | ++handed_out_;
+  return Ref{generation % kEntries, generation, true};
+}
+
 CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf) {
   Node& n = nodes_[leaf];
   const bool first = n.generation == 0;
-  // Fewer leaves than nodes in an epoch: the number fits below the epoch.
-  static_assert(kMaxNodes < (1u << kEpochShift));
+  // Fewer leaves than nodes in an epoch, and hand_out's share bounded: the
+  // number fits below the epoch.
+  static_assert(kMaxHandedOut + kMaxNodes < (1u << kEpochShift));
   if (first) n.generation = epoch_ << kEpochShift | ++handed_out_;
   return Ref{n.generation % kEntries, n.generation, first};
 }

@@ -85,6 +85,14 @@ class CallerStackCache {
   __attribute__((noinline)) uint32_t capture(uint64_t* ips, uint32_t* flags, Ref* ref = nullptr,
                                              bool copy_remembered = true);
 
+  // A new generation, in the same numbering as the stacks this cache
+  // remembers, for a stack its caller remembers itself (a native stack
+  // with Python frames above it: trace/python_stack_memo.h). Handed out
+  // stored. Past kMaxHandedOut in an epoch the cache starts a new one.
+  static constexpr uint32_t kMaxHandedOut = 1u << 20;
+  Ref hand_out();
+  uint32_t epoch() const { return epoch_; }
+
   uint64_t hits() const { return hits_; }
   uint64_t misses() const { return misses_; }  // captures not remembered
   uint64_t read() const { return read_; }      // misses read through known code (FrameSizes), no unwind
