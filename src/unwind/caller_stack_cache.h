@@ -89,7 +89,7 @@ class CallerStackCache {
   // remembers, for a stack its caller remembers itself (a native stack
   // with Python frames above it: trace/python_stack_memo.h). Handed out
   // stored. Past kMaxHandedOut in an epoch the cache starts a new one.
-  static constexpr uint32_t kMaxHandedOut = 1u << 20;
+  static constexpr uint32_t kMaxHandedOut = 1u << 16;  // the drain keeps each (with its frames) until the epoch ends
   Ref hand_out();
   uint32_t epoch() const { return epoch_; }
 
