@@ -63,7 +63,6 @@ uint64_t thread_pointer() {
 
 // libunwind's module as the loader describes it to the calling thread.
 struct Module {
-  const dl_phdr_info* info = nullptr;
   uint64_t address = 0;  // one inside it
   bool found = false;
   uint64_t base = 0, tls_module = 0, tls_data = 0;
