@@ -218,6 +218,51 @@ TEST_F(Mpi, TheRanksWriteTheJobArchiveTogetherAtExit) {
   EXPECT_EQ(viewer.archive().processes.size(), size_t(kRanks));
 }
 
+// The job's result file's figures (JOB/job-archive.result), by name.
+std::map<std::string, uint64_t> job_result_counts(const std::string& job_dir) {
+  std::ifstream in(job_dir + "/job-archive.result");
+  std::map<std::string, uint64_t> counts;
+  for (std::string name, value; in >> name && std::getline(in, value);)
+    if (name != "anchor" && name != "enter_leave_anchor" && name != "warning") counts[name] = std::stoull(value);
+  return counts;
+}
+
+// The ranks' calling contexts unify up a tree (definition_tree.h): every
+// rank receives the job's tables, which for ranks of one program are about
+// one rank's (all ranks' would be 5 times as large), and each rank's calls
+// still stand in their own context. Five ranks: a tree with a rank
+// (4) that has no partner in the first two rounds; ranks 0 and 1 make
+// point-to-point calls, the others only barriers, so their tables differ.
+TEST_F(Mpi, TheRanksCallingContextsUnifyUpATree) {
+  constexpr int kRanks = 5, kIters = 200, kWarmup = 10;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_pingpong"), "8", std::to_string(kIters), std::to_string(kWarmup)},
+                             {"-F", "1", "--no-os-waits"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::map<std::string, uint64_t> counts = job_result_counts(dir);
+  EXPECT_GT(counts["context_bytes_rank_max"], 0u);
+  EXPECT_GE(counts["context_bytes_job"], counts["context_bytes_rank_max"]);
+  EXPECT_LT(counts["context_bytes_job"], 2 * counts["context_bytes_rank_max"]) << "the job's tables are one rank's";
+  EXPECT_EQ(counts.count("phase_unify_ms"), 1u);
+  // Every enter of an MPI call is in the call's own context, under main.
+  MpiTrace t(dir);
+  const otf2::Archive& a = t.reader.archive();
+  std::map<int, std::map<std::string, uint64_t>> in_context;
+  t.reader.read_events([](const otf2::SampleEvent&) {},
+                       [&](const otf2::RegionEvent& e) {
+                         if (!e.enter || e.context == otf2::kUndefined) return;
+                         const otf2::ContextInfo& c = a.contexts.at(e.context);
+                         if (c.region != e.region || c.parent == otf2::kUndefined) return;
+                         if (a.regions.at(a.contexts.at(c.parent).region).name != "main") return;
+                         ++in_context[t.rank_of(e.location)][a.regions.at(e.region).name];
+                       },
+                       [](const MpiEvent&) {});
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(in_context[rank]["MPI_Barrier"], uint64_t(1 + kWarmup + kIters)) << "rank " << rank;
+    EXPECT_EQ(in_context[rank]["MPI_Send"], rank < 2 ? uint64_t(kWarmup + kIters) : 0u) << "rank " << rank;
+    EXPECT_EQ(in_context[rank]["MPI_Recv"], rank < 2 ? uint64_t(kWarmup + kIters) : 0u) << "rank " << rank;
+  }
+}
+
 // The ranks of a node name each library once between them: the libraries
 // read (debug information opened) across the job are about one rank's,
 // and every rank finds its names in the symbol cache. The job's result
@@ -227,10 +272,7 @@ TEST_F(Mpi, TheRanksOfANodeNameEachLibraryOnce) {
   const std::string cache = scratch / "cache";
   const RunResult r = mpirun(kRanks, {fixture("mpi_ring"), "3"}, {}, {{"XDG_CACHE_HOME", cache}});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  std::ifstream in(dir + "/job-archive.result");
-  std::map<std::string, uint64_t> counts;
-  for (std::string name, value; in >> name && std::getline(in, value);)
-    if (name != "anchor" && name != "enter_leave_anchor" && name != "warning") counts[name] = std::stoull(value);
+  std::map<std::string, uint64_t> counts = job_result_counts(dir);
   const uint64_t cached = counts["symbol_modules_cached"], read = counts["symbol_modules_read"];
   EXPECT_GE(read, 2u) << "the program and libc at least, once";
   EXPECT_LE(2 * read, cached) << "each rank reading its own would read about " << kRanks << " times as many";

@@ -19,6 +19,7 @@
 #include "finalize/device_order.h"
 #include "finalize/process_definitions.h"
 #include "finalize/process_roles.h"
+#include "finalize/process_tables.h"
 #include "finalize/progress.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
@@ -121,7 +122,7 @@ class Finalizer {
   Finalizer(const Options& options, ArchiveWriter::Collective* collective, Result* result)
       : options_(options), collective_(collective), result_(result) {}
 
-  void run(std::vector<ArchiveEntry>& entries) {
+  void run(const tree::Definitions& contexts, std::vector<ArchiveEntry>& entries) {
     const std::string dir = options_.archive_directory.empty() ? options_.directory : options_.archive_directory;
     ArchiveWriter::Options main_options;
     main_options.directory = dir;
@@ -151,8 +152,9 @@ class Finalizer {
     machine_ = writers_.each([](sink::TraceSink& w) {
       return w.define_system_tree_node("machine", "machine", kUndefined);
     });
+    const std::vector<uint32_t> context_refs = define_contexts(contexts);
     std::vector<ProcessRefs> refs;
-    for (const auto& e : entries) refs.push_back(define_process(*e.definitions, e.stream != nullptr));
+    for (const auto& e : entries) refs.push_back(define_process(e, context_refs));
     define_adapter_definitions(entries, refs, define_job_ranks(entries, refs));
     std::string failure;
     try {
@@ -203,7 +205,9 @@ class Finalizer {
     std::map<std::string, std::map<uint32_t, uint32_t>, std::less<>> definitions;  // by set, then id
   };
 
-  ProcessRefs define_process(const ProcessDefinitions& p, bool local) {
+  ProcessRefs define_process(const ArchiveEntry& e, const std::vector<uint32_t>& context_refs) {
+    const ProcessDefinitions& p = *e.definitions;
+    const bool local = e.stream != nullptr;
     ++result_->processes;
     ProcessRefs refs;
     const uint32_t node = writers_.each([&](sink::TraceSink& w) {
@@ -217,7 +221,10 @@ class Finalizer {
     refs.generator = writers_.each([&](sink::TraceSink& w) {
       return w.define_interrupt_generator(p.event, time_based, period);
     });
-    refs.contexts = define_contexts(p);
+    if (local && e.node_contexts) {
+      refs.contexts.reserve(e.node_contexts->size());
+      for (uint32_t c : *e.node_contexts) refs.contexts.push_back(c == tree::kNone ? kUndefined : context_refs.at(c));
+    }
     for (const ThreadDefinition& t : p.threads) {
       const bool thread = t.kind == raw::LocationKind::kThread;
       const uint64_t loc = writers_.each([&](sink::TraceSink& w) {
@@ -324,25 +331,24 @@ class Finalizer {
     });
   }
 
-  // One OTF2 calling context per frame: a node whose address lies in
-  // inlined code is a chain (the out-of-line function, then each inlined
-  // callee). Returns, per raw node, its innermost context.
-  std::vector<uint32_t> define_contexts(const ProcessDefinitions& p) {
-    std::vector<uint32_t> ctx(p.contexts.size(), kUndefined);
-    for (size_t id = 0; id < p.contexts.size(); ++id) {
-      const ContextNode& n = p.contexts[id];
-      if (!n.present) continue;
-      uint32_t parent = n.parent < ctx.size() ? ctx[n.parent] : kUndefined;
-      for (const ContextFrame& f : n.frames) {
-        parent = writers_.each([&](sink::TraceSink& w) {
-          const uint32_t region = w.define_region(f.region, f.file, f.begin_line, f.paradigm, f.module);
-          const uint32_t scl = f.line ? w.define_source_location(f.file, f.line) : kUndefined;
-          return w.define_calling_context(region, scl, parent);
-        });
-      }
-      ctx[id] = parent;
+  // The archive's calling contexts, each context of `tables` in turn (a
+  // parent before its children), so that every writer of a collective
+  // archive gives them the same refs. Returns each one's ref.
+  std::vector<uint32_t> define_contexts(const tree::Definitions& tables) {
+    std::vector<uint32_t> refs;
+    refs.reserve(tables.contexts.size());
+    for (const tree::Context& c : tables.contexts) {
+      const tree::Region& r = tables.regions.at(c.region);
+      const std::string &name = tables.strings.at(r.name), &file = tables.strings.at(r.file),
+                        &module = tables.strings.at(r.module);
+      const uint32_t parent = c.parent == tree::kNone ? kUndefined : refs.at(c.parent);
+      refs.push_back(writers_.each([&](sink::TraceSink& w) {
+        const uint32_t region = w.define_region(name, file, r.line, static_cast<Paradigm>(r.paradigm), module);
+        const uint32_t scl = c.line ? w.define_source_location(file, c.line) : kUndefined;
+        return w.define_calling_context(region, scl, parent);
+      }));
     }
-    return ctx;
+    return refs;
   }
 
   void stream_events(const RawProcess& p, const ProcessRefs& refs) {
@@ -574,10 +580,10 @@ std::vector<LocalProcess> read_processes(const std::vector<std::string>& files,
   return processes;
 }
 
-void write_archive(const Options& options, std::vector<ArchiveEntry> entries, ArchiveWriter::Collective* collective,
-                   Result* result) {
+void write_archive(const Options& options, const tree::Definitions& contexts, std::vector<ArchiveEntry> entries,
+                   ArchiveWriter::Collective* collective, Result* result) {
   if (entries.empty()) throw std::invalid_argument("write_archive: no processes");
-  Finalizer(options, collective, result).run(entries);
+  Finalizer(options, collective, result).run(contexts, entries);
 }
 
 std::vector<std::string> raw_files(const std::string& dir) {
@@ -615,12 +621,17 @@ bool finalize(const Options& options, Result* result, std::string* error) {
     *error = "no readable raw data in " + options.directory + "/raw";
     return false;
   }
+  std::vector<const ProcessDefinitions*> definitions;
+  for (const auto& p : processes) definitions.push_back(&p.definitions);
+  std::vector<std::vector<uint32_t>> node_contexts;
+  const tree::Definitions contexts = merged_context_tables(definitions, &node_contexts);
   std::vector<ArchiveEntry> entries;
-  for (const auto& p : processes) entries.push_back({&p.definitions, &p.raw});
+  for (size_t i = 0; i < processes.size(); ++i)
+    entries.push_back({&processes[i].definitions, &processes[i].raw, &node_contexts[i]});
   const std::string archive_directory = options.archive_directory.empty() ? options.directory : options.archive_directory;
   const bool archive_was_there = has_archive_part(archive_directory);
   try {
-    write_archive(options, std::move(entries), nullptr, result);
+    write_archive(options, contexts, std::move(entries), nullptr, result);
     if (options.sinks.empty())
       if (const std::string problem = incomplete_archive_problem(archive_directory); !problem.empty())
         throw std::runtime_error("the archive is incomplete: " + problem);

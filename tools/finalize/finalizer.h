@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "finalize/definition_tree.h"
 #include "finalize/process_definitions.h"
 #include "finalize/raw_process.h"
 #include "otf2/archive_writer.h"
@@ -49,11 +50,14 @@ struct Result {
   uint64_t symbol_modules_cached = 0, symbol_modules_read = 0;
   // An MPI job's archive written by its ranks (job_archive.cc): each phase's
   // time (the slowest rank's, ms), the largest rank's peak resident memory
-  // (KiB, its whole life), and the definitions' bytes: the largest rank's
-  // own, and what every rank received (all ranks').
-  uint64_t phase_read_ms = 0, phase_node_naming_ms = 0, phase_symbolize_ms = 0, phase_exchange_ms = 0,
-           phase_write_ms = 0;
-  uint64_t rank_peak_rss_kib = 0, definitions_bytes_rank_max = 0, definitions_bytes_job = 0;
+  // (KiB, its whole life); the calling contexts' tables in bytes: the
+  // largest rank's own and the job's (unified up the ranks' tree, what
+  // every rank receives); and the other definitions' bytes: the largest
+  // rank's own, and what every rank received (all ranks').
+  uint64_t phase_read_ms = 0, phase_node_naming_ms = 0, phase_symbolize_ms = 0, phase_unify_ms = 0,
+           phase_exchange_ms = 0, phase_write_ms = 0;
+  uint64_t rank_peak_rss_kib = 0, context_bytes_rank_max = 0, context_bytes_job = 0;
+  uint64_t definitions_bytes_rank_max = 0, definitions_bytes_job = 0;
   std::vector<std::string> warnings;  // data found missing or damaged
 };
 
@@ -96,16 +100,20 @@ void name_in_cache(const SymbolQueries& queries, std::vector<std::string>* warni
 bool symbol_cache_enabled();
 
 // A process image of the archive; `stream` null: another writer of a
-// collective archive copies its events.
+// collective archive copies its events. `node_contexts` (with a stream):
+// each raw node's innermost context in the archive's context tables.
 struct ArchiveEntry {
   const ProcessDefinitions* definitions = nullptr;
   const RawProcess* stream = nullptr;
+  const std::vector<uint32_t>* node_contexts = nullptr;
 };
-// Defines every entry, copies the events of those with a stream, closes.
-// With a collective, every writer passes the same definitions (in any
-// order) and the archive's parts are written by all; all writers throw if
-// one failed while copying events. Throws std::exception on failure.
-void write_archive(const Options& options, std::vector<ArchiveEntry> entries,
+// Defines the calling contexts of `contexts` (every process's, merged:
+// process_tables.h), then every entry, copies the events of those with a
+// stream, closes. With a collective, every writer passes the same contexts
+// and the same entries' definitions (in any order), and the archive's parts
+// are written by all; all writers throw if one failed while copying
+// events. Throws std::exception on failure.
+void write_archive(const Options& options, const tree::Definitions& contexts, std::vector<ArchiveEntry> entries,
                    otf2::ArchiveWriter::Collective* collective, Result* result);
 
 }  // namespace hybridprof::finalize

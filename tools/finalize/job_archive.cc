@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "finalize/archive_check.h"
+#include "finalize/definition_tree.h"
 #include "finalize/finalizer.h"
+#include "finalize/process_tables.h"
 #include "finalize/result_file.h"
 #include "otf2/otf2_error.h"
 
@@ -78,6 +80,109 @@ std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& m
   std::vector<std::string> parts;
   for (int r = 0; r < size; ++r) parts.push_back(all.substr(size_t(offsets[size_t(r)]), lengths[size_t(r)]));
   return parts;
+}
+
+// Point to point over PMPI: the length, then the bytes (none past 2 GiB,
+// an MPI count's limit: recv_bytes is false then, on both sides alike).
+constexpr uint64_t kTooLong = UINT64_MAX;
+void send_bytes(MPI_Comm comm, int to, int tag, const std::string& bytes) {
+  uint64_t n = bytes.size() <= size_t(INT_MAX) ? bytes.size() : kTooLong;
+  PMPI_Send(&n, 1, MPI_UINT64_T, to, tag, comm);
+  if (n != kTooLong) PMPI_Send(bytes.data(), int(n), MPI_BYTE, to, tag, comm);
+}
+bool recv_bytes(MPI_Comm comm, int from, int tag, std::string* bytes) {
+  uint64_t n = 0;
+  PMPI_Recv(&n, 1, MPI_UINT64_T, from, tag, comm, MPI_STATUS_IGNORE);
+  if (n == kTooLong) return false;
+  bytes->assign(n, '\0');
+  PMPI_Recv(bytes->data(), int(n), MPI_BYTE, from, tag, comm, MPI_STATUS_IGNORE);
+  return true;
+}
+// Rank 0's `bytes` on every rank (false: over 2 GiB, everywhere alike).
+bool broadcast_bytes(MPI_Comm comm, std::string* bytes) {
+  uint64_t n = bytes->size() <= size_t(INT_MAX) ? bytes->size() : kTooLong;
+  PMPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm);
+  if (n == kTooLong) return false;
+  bytes->resize(n);
+  PMPI_Bcast(bytes->data(), int(n), MPI_BYTE, 0, comm);
+  return true;
+}
+
+// The ranks' calling contexts unified up a binomial tree
+// (definition_tree.h): in round k a rank r with r mod 2^(k+1) == 2^k sends
+// its subtree's tables to r - 2^k, which merges them into its own (its own
+// entries keep their indices); rank 0 then holds the job's tables and
+// sends each child the map from the child's subtree to the job's, down the
+// same tree; last, rank 0 broadcasts the job's tables. A rank holds its
+// subtree's tables meanwhile, then the job's: for ranks of one program
+// about one rank's, however many ranks there are. Every rank makes every
+// call whatever arrives, so a rank that cannot read what it got sets
+// `*failed` and the ranks give up together after.
+struct UnifiedContexts {
+  tree::Definitions job;  // the job's tables, the same on every rank
+  tree::Map own;          // this rank's tables (given) to the job's
+  uint64_t job_bytes = 0;
+};
+UnifiedContexts unify_contexts(MPI_Comm comm, int rank, int size, tree::Definitions subtree, bool* failed) {
+  constexpr int kTablesTag = 0x6870, kMapTag = 0x6871;
+  std::vector<std::pair<int, tree::Map>> children;  // each child, and its subtree's map into this one's
+  int parent = -1;
+  for (int step = 1; step < size; step *= 2) {
+    if (rank % (2 * step) == step) {
+      parent = rank - step;
+      std::string bytes;
+      try {
+        bytes = serialize_tables(std::move(subtree));
+      } catch (const std::exception&) {
+        *failed = true;  // sent empty: the parent fails too
+      }
+      send_bytes(comm, parent, kTablesTag, bytes);
+      break;
+    }
+    if (rank + step >= size) continue;
+    std::string bytes;
+    tree::Definitions child;
+    tree::Map map;
+    try {
+      if (recv_bytes(comm, rank + step, kTablesTag, &bytes) && parse_tables(bytes, &child))
+        map = tree::merge_into(subtree, child);
+      else
+        *failed = true;
+    } catch (const std::exception&) {
+      *failed = true;
+    }
+    children.emplace_back(rank + step, std::move(map));
+  }
+  UnifiedContexts u;
+  std::string bytes;
+  try {
+    if (parent < 0) {
+      u.own = tree::identity(subtree);
+    } else if (!recv_bytes(comm, parent, kMapTag, &bytes) || !parse_map(bytes, &u.own)) {
+      *failed = true;
+    }
+  } catch (const std::exception&) {
+    *failed = true;
+  }
+  for (auto& [child, map] : children) {
+    bytes.clear();
+    try {
+      if (!*failed) bytes = serialize_map(tree::compose(map, u.own));
+    } catch (const std::exception&) {
+      *failed = true;
+    }
+    send_bytes(comm, child, kMapTag, bytes);  // empty: the child fails too
+  }
+  bytes.clear();
+  try {
+    if (rank == 0 && !*failed) bytes = serialize_tables(std::move(subtree));
+  } catch (const std::exception&) {
+    *failed = true;
+  }
+  subtree = {};
+  if (!broadcast_bytes(comm, &bytes) || !parse_tables(bytes, &u.job)) *failed = true;
+  u.job_bytes = bytes.size();
+  return u;
 }
 
 // The rank of the node that names the library at `path` (FNV-1a: the same
@@ -257,10 +362,40 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
     problem = "does not see what rank 0 made in " + job_dir + ": the job directory must be on a file system all ranks share";
   if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
 
-  // 2. Every rank gets every process's definitions (the same bytes
-  // everywhere, so a parse failure is everyone's).
+  // 2. The calling contexts unify up a tree of ranks: every rank gets the
+  // job's tables and where its processes' nodes went in them.
+  std::vector<std::vector<uint32_t>> node_contexts;
+  tree::Definitions own_tables;
+  try {
+    std::vector<const ProcessDefinitions*> definitions;
+    for (const auto& p : mine) definitions.push_back(&p.definitions);
+    own_tables = merged_context_tables(definitions, &node_contexts);
+    own_result.context_bytes_rank_max = serialize_tables(own_tables).size();
+  } catch (const std::exception& e) {
+    problem = e.what();  // sends empty tables: its parent fails, and all give up below
+  }
+  bool unify_failed = !problem.empty();
+  UnifiedContexts contexts = unify_contexts(comm, rank, size, std::move(own_tables), &unify_failed);
+  own_result.context_bytes_job = contexts.job_bytes;
+  try {
+    if (!unify_failed)
+      for (auto& nodes : node_contexts) map_contexts(contexts.own, &nodes);
+  } catch (const std::exception&) {
+    unify_failed = true;
+  }
+  if (const uint64_t failed = collective.failures(unify_failed))
+    return give_up(problem.empty() && unify_failed ? "the job's calling contexts did not unify" : problem, failed);
+  own_result.phase_unify_ms = phase_done();
+
+  // 3. Every rank gets every process's other definitions (the same bytes
+  // everywhere, so a parse failure is everyone's); their calling contexts
+  // stay home.
   std::vector<ProcessDefinitions> own;
-  for (const auto& p : mine) own.push_back(p.definitions);
+  for (auto& p : mine) {
+    p.definitions.contexts.clear();
+    p.definitions.contexts.shrink_to_fit();
+    own.push_back(p.definitions);
+  }
   std::vector<std::vector<ProcessDefinitions>> by_rank(static_cast<size_t>(size));
   const std::string own_bytes = serialize(std::move(own));
   own_result.definitions_bytes_rank_max = own_bytes.size();
@@ -273,10 +408,11 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   std::vector<ArchiveEntry> entries;
   for (int r = 0; r < size; ++r) {
     for (size_t i = 0; i < by_rank[size_t(r)].size(); ++i)
-      entries.push_back({&by_rank[size_t(r)][i], r == rank ? &mine[i].raw : nullptr});
+      entries.push_back({&by_rank[size_t(r)][i], r == rank ? &mine[i].raw : nullptr,
+                         r == rank ? &node_contexts[i] : nullptr});
   }
 
-  // 3. The archive: every rank its own threads' events, rank 0 the rest.
+  // 4. The archive: every rank its own threads' events, rank 0 the rest.
   Options options;
   options.directory = rank_dir;
   options.archive_directory = staging.string();
@@ -286,7 +422,7 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   own_result.phase_exchange_ms = phase_done();
   try {
     result.warnings = own_result.warnings;  // this rank's (a damaged cache entry)
-    write_archive(options, std::move(entries), &collective, &result);
+    write_archive(options, contexts.job, std::move(entries), &collective, &result);
   } catch (const std::exception& e) {
     problem = e.what();
   }
@@ -302,9 +438,10 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   try {
     std::vector<uint64_t> sums{own_result.symbol_modules_cached, own_result.symbol_modules_read};
     std::vector<uint64_t> maxima{own_result.phase_read_ms,      own_result.phase_node_naming_ms,
-                                 own_result.phase_symbolize_ms, own_result.phase_exchange_ms,
-                                 own_result.phase_write_ms,     own_result.rank_peak_rss_kib,
-                                 own_result.definitions_bytes_rank_max};
+                                 own_result.phase_symbolize_ms, own_result.phase_unify_ms,
+                                 own_result.phase_exchange_ms,  own_result.phase_write_ms,
+                                 own_result.rank_peak_rss_kib,  own_result.definitions_bytes_rank_max,
+                                 own_result.context_bytes_rank_max};
     collective.reduce(sums, MpiCollective::Reduce::kSum);
     collective.reduce(maxima, MpiCollective::Reduce::kMax);
     result.symbol_modules_cached = sums[0];
@@ -312,15 +449,18 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
     result.phase_read_ms = maxima[0];
     result.phase_node_naming_ms = maxima[1];
     result.phase_symbolize_ms = maxima[2];
-    result.phase_exchange_ms = maxima[3];
-    result.phase_write_ms = maxima[4];
-    result.rank_peak_rss_kib = maxima[5];
-    result.definitions_bytes_rank_max = maxima[6];
+    result.phase_unify_ms = maxima[3];
+    result.phase_exchange_ms = maxima[4];
+    result.phase_write_ms = maxima[5];
+    result.rank_peak_rss_kib = maxima[6];
+    result.definitions_bytes_rank_max = maxima[7];
+    result.context_bytes_rank_max = maxima[8];
     result.definitions_bytes_job = own_result.definitions_bytes_job;  // the same on every rank
+    result.context_bytes_job = own_result.context_bytes_job;
   } catch (const std::exception&) {
   }
 
-  // 4. Rank 0 moves it into place and leaves the launcher its Result.
+  // 5. Rank 0 moves it into place and leaves the launcher its Result.
   if (rank == 0) {
     if (const std::string incomplete = incomplete_archive_problem(staging.string()); !incomplete.empty())
       return "rank 0: the archive is incomplete: " + incomplete;

@@ -464,6 +464,11 @@ template <typename IO> void visit(IO& io, std::map<std::string, std::set<uint64_
     }
   }
 }
+template <typename IO> void visit(IO& io, tree::Region& r) { fields(io, r.name, r.file, r.module, r.line, r.paradigm); }
+template <typename IO> void visit(IO& io, tree::Context& c) { fields(io, c.region, c.line, c.parent); }
+template <typename IO> void visit(IO& io, tree::Comm& c) { fields(io, c.key, c.name, c.members); }
+template <typename IO> void visit(IO& io, tree::Definitions& d) { fields(io, d.strings, d.regions, d.contexts, d.comms); }
+template <typename IO> void visit(IO& io, tree::Map& m) { fields(io, m.strings, m.regions, m.contexts, m.comms); }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
   fields(io, p.pid, p.ppid, p.launcher_rank, p.name, p.role, p.hostname, p.command, p.python, p.exit_status,
          p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.capture_windows, p.marks,
@@ -472,25 +477,34 @@ template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
          p.warnings);
 }
 
+// One value of a type visit() knows, as bytes, and back (false: not one).
+template <typename T>
+std::string serialize_value(T value) {
+  Writer w;
+  uint64_t magic = kMagic;
+  fields(w, magic, value);
+  return std::move(w.out);
+}
+template <typename T>
+bool parse_value(const std::string& bytes, T* out) {
+  Reader r{bytes};
+  uint64_t magic = 0;
+  T value{};
+  fields(r, magic, value);
+  if (!r.ok || magic != kMagic || r.at != bytes.size()) return false;
+  *out = std::move(value);
+  return true;
+}
+
 }  // namespace
 
 // By value: visit() takes its fields by reference, for both directions.
-std::string serialize(std::vector<ProcessDefinitions> processes) {
-  Writer w;
-  uint64_t magic = kMagic;
-  fields(w, magic, processes);
-  return std::move(w.out);
-}
-
-bool parse(const std::string& bytes, std::vector<ProcessDefinitions>* out) {
-  Reader r{bytes};
-  uint64_t magic = 0;
-  std::vector<ProcessDefinitions> processes;
-  fields(r, magic, processes);
-  if (!r.ok || magic != kMagic || r.at != bytes.size()) return false;
-  *out = std::move(processes);
-  return true;
-}
+std::string serialize(std::vector<ProcessDefinitions> processes) { return serialize_value(std::move(processes)); }
+bool parse(const std::string& bytes, std::vector<ProcessDefinitions>* out) { return parse_value(bytes, out); }
+std::string serialize_tables(tree::Definitions tables) { return serialize_value(std::move(tables)); }
+bool parse_tables(const std::string& bytes, tree::Definitions* out) { return parse_value(bytes, out); }
+std::string serialize_map(tree::Map map) { return serialize_value(std::move(map)); }
+bool parse_map(const std::string& bytes, tree::Map* out) { return parse_value(bytes, out); }
 
 std::string serialize_queries(SymbolQueries queries) {
   Writer w;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "finalize/definition_tree.h"
 #include "finalize/raw_process.h"
 #include "otf2/types.h"
 
@@ -100,6 +101,12 @@ std::string join(const std::vector<std::string>& parts, const char* separator);
 // false when `bytes` is not one of these (truncated, another version).
 std::string serialize(std::vector<ProcessDefinitions>);
 bool parse(const std::string& bytes, std::vector<ProcessDefinitions>* out);
+// The same for definition tables and maps (definition_tree.h), as the ranks
+// of a job send them up and down their tree.
+std::string serialize_tables(tree::Definitions tables);
+bool parse_tables(const std::string& bytes, tree::Definitions* out);
+std::string serialize_map(tree::Map map);
+bool parse_map(const std::string& bytes, tree::Map* out);
 // The same for what processes ask the symbolizer (the ranks of a node tell each other).
 std::string serialize_queries(SymbolQueries queries);
 bool parse_queries(const std::string& bytes, SymbolQueries* out);

@@ -37,6 +37,23 @@ tree::Definitions context_tables(const ProcessDefinitions& p, std::vector<uint32
   return t;
 }
 
+tree::Definitions merged_context_tables(const std::vector<const ProcessDefinitions*>& processes,
+                                        std::vector<std::vector<uint32_t>>* node_contexts) {
+  tree::Definitions all;
+  node_contexts->assign(processes.size(), {});
+  for (size_t i = 0; i < processes.size(); ++i) {
+    std::vector<uint32_t>& nodes = (*node_contexts)[i];
+    const tree::Definitions own = context_tables(*processes[i], &nodes);
+    map_contexts(tree::merge_into(all, own), &nodes);
+  }
+  return all;
+}
+
+void map_contexts(const tree::Map& map, std::vector<uint32_t>* nodes) {
+  for (uint32_t& n : *nodes)
+    if (n != tree::kNone) n = map.contexts.at(n);
+}
+
 std::vector<ContextFrame> frames_of(const tree::Definitions& tables, uint32_t context) {
   std::vector<ContextFrame> frames;
   for (uint32_t c = context; c != tree::kNone; c = tables.contexts.at(c).parent) {

@@ -20,6 +20,16 @@ namespace hybridprof::finalize {
 // A node whose parent was lost starts at the root, as the archive has it.
 tree::Definitions context_tables(const ProcessDefinitions& p, std::vector<uint32_t>* node_contexts);
 
+// The contexts of all `processes` as one set of tables, each entry once;
+// `node_contexts[i]` gets, per raw node of processes[i], its innermost
+// context there (tree::kNone: lost). A rank's tables, before the job's
+// tree; the whole archive's, when one writer writes it.
+tree::Definitions merged_context_tables(const std::vector<const ProcessDefinitions*>& processes,
+                                        std::vector<std::vector<uint32_t>>* node_contexts);
+
+// `nodes` (contexts of some tables) as contexts of the tables `map` leads to.
+void map_contexts(const tree::Map& map, std::vector<uint32_t>* nodes);
+
 // A context of `tables` as the frames it stands for, outermost first.
 std::vector<ContextFrame> frames_of(const tree::Definitions& tables, uint32_t context);
 

@@ -20,8 +20,10 @@ void for_each_counter(Result& r, Fn&& fn) {
       {"events_skipped", &r.events_skipped}, {"missing_ranks", &r.missing_ranks},
       {"symbol_modules_cached", &r.symbol_modules_cached}, {"symbol_modules_read", &r.symbol_modules_read},
       {"phase_read_ms", &r.phase_read_ms}, {"phase_node_naming_ms", &r.phase_node_naming_ms},
-      {"phase_symbolize_ms", &r.phase_symbolize_ms}, {"phase_exchange_ms", &r.phase_exchange_ms},
+      {"phase_symbolize_ms", &r.phase_symbolize_ms}, {"phase_unify_ms", &r.phase_unify_ms},
+      {"phase_exchange_ms", &r.phase_exchange_ms},
       {"phase_write_ms", &r.phase_write_ms}, {"rank_peak_rss_kib", &r.rank_peak_rss_kib},
+      {"context_bytes_rank_max", &r.context_bytes_rank_max}, {"context_bytes_job", &r.context_bytes_job},
       {"definitions_bytes_rank_max", &r.definitions_bytes_rank_max},
       {"definitions_bytes_job", &r.definitions_bytes_job}};
   for (const auto& [name, value] : counters) fn(name, *value);
