@@ -222,5 +222,45 @@ TEST(ProcessTables, EveryNodeStandsForItsFramesBeforeAndAfterUnification) {
   EXPECT_EQ(u.job.contexts.size(), t.contexts.size() + 1) << "the one new path";
 }
 
+// One writer's archive: every process's contexts merged into one set of
+// tables, each node still standing for its own frames, shared paths once.
+TEST(ProcessTables, MergedProcessesKeepEachNodesFrames) {
+  ProcessDefinitions p, q;
+  p.contexts = {{true, UINT32_MAX, {frame("main", 3)}}, {true, 0, {frame("solve", 7)}}};
+  q.contexts = {{true, UINT32_MAX, {frame("main", 3)}}, {false, 0, {}}, {true, 0, {frame("other", 9)}}};
+  std::vector<std::vector<uint32_t>> nodes;
+  const tree::Definitions t = merged_context_tables({&p, &q}, &nodes);
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0][0], nodes[1][0]) << "main, once";
+  EXPECT_EQ(nodes[1][1], tree::kNone);
+  EXPECT_EQ(t.contexts.size(), 3u);
+  EXPECT_EQ(frames_of(t, nodes[0][1]).back().region, "solve");
+  EXPECT_EQ(frames_of(t, nodes[1][2]).back().region, "other");
+  EXPECT_EQ(frames_of(t, nodes[1][2]).front().region, "main");
+}
+
+// Tables and maps travel between ranks as bytes: read back equal, and
+// anything cut short or damaged is refused, never half read.
+TEST(ProcessTables, TablesAndMapsTravelAsBytes) {
+  ProcessDefinitions p;
+  p.contexts = {{true, UINT32_MAX, {frame("main", 3)}}, {true, 0, {frame("solve", 7), frame("helper", 12, "h.h")}}};
+  std::vector<uint32_t> nodes;
+  tree::Definitions t = context_tables(p, &nodes);
+  t.comms.push_back({42, 0, {3, 1, 2}});
+  const std::string bytes = serialize_tables(t);
+  tree::Definitions back;
+  ASSERT_TRUE(parse_tables(bytes, &back));
+  EXPECT_EQ(back, t);
+  const tree::Map m = tree::identity(t);
+  tree::Map map_back;
+  ASSERT_TRUE(parse_map(serialize_map(m), &map_back));
+  EXPECT_EQ(map_back, m);
+  for (size_t cut : {size_t(0), size_t(7), bytes.size() / 2, bytes.size() - 1})
+    EXPECT_FALSE(parse_tables(bytes.substr(0, cut), &back)) << "cut at " << cut;
+  EXPECT_FALSE(parse_tables(bytes + "x", &back));
+  EXPECT_FALSE(parse_map(bytes, &map_back)) << "tables are not a map";
+  EXPECT_EQ(back, t) << "a refused parse leaves its output alone";
+}
+
 }  // namespace
 }  // namespace hybridprof::finalize
