@@ -10,7 +10,7 @@ mode=${1:-demo}
 case "$mode" in demo|test) ;; *) echo "usage: $0 [demo|test]" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 
-packages=(g++ make cmake pkg-config patchelf
+packages=(g++ make cmake pkg-config patchelf help2man dpkg-dev file
           libpfm4-dev libunwind-dev libdw-dev libelf-dev
           libopen-trace-format2-dev otf2-tools
           libgtest-dev libgmock-dev googletest libbenchmark-dev

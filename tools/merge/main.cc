@@ -22,12 +22,12 @@ const char* kUsage = R"(usage: hybridprof-merge [--enter-leave] [--force] [--no-
 Writes DIR/traces.otf2 from the raw data in DIR/raw (one file per process),
 or, for an MPI job's directory, from every DIR/rank-N/raw: one archive for
 the job, with a warning for each rank whose data is missing.
-  --enter-leave   also write DIR/enter-leave/traces.otf2 for viewers such as ViTE
-  --force         replace an archive already in DIR
+  --enter-leave      also write DIR/enter-leave/traces.otf2 for viewers such as ViTE
+  --force            replace an archive already in DIR
   --no-symbol-cache  symbolize every library afresh, neither reading nor
-                  writing the symbol cache ($XDG_CACHE_HOME/hybridprof or
-                  ~/.cache/hybridprof)
-  --version       the version and the git commit it was built from
+                     writing the symbol cache ($XDG_CACHE_HOME/hybridprof or
+                     ~/.cache/hybridprof)
+  --version          the version and the git commit it was built from
 )";
 
 int fail(const std::string& message) {
