@@ -3,7 +3,7 @@
 // words: glibc carves a preloaded library's static TLS out of the stack of
 // every thread of the program, used or not, so the runtime keeps its
 // thread_local data small (a thread on a PTHREAD_STACK_MIN stack must
-// still start; see "Tiny stacks" in the README). Costs one TLS pointer
+// still start; see "Tiny stacks" in docs/reliability.md). Costs one TLS pointer
 // per type.
 //
 // Not for the signal path: get() allocates on a thread's first use.

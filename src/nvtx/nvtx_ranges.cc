@@ -84,7 +84,7 @@ __attribute__((noinline)) uint32_t define_region_id(TracingHost& host, Domain& d
 // Inlined, like the helpers below that push and pop use: each call level
 // the traced path goes below the program's frame costs the program a
 // mispredicted return later, once the program's stack is deeper than the
-// CPU's return stack buffer (README, "Traced calls from many call sites").
+// CPU's return stack buffer (docs/performance.md, "Traced calls from many call sites").
 __attribute__((always_inline)) inline uint32_t region_id(TracingHost& host, Domain& domain, const Label& label,
                                                          LabelCache& labels) {
   const void* key = label.registered ? static_cast<const void*>(label.registered) : label.text;
