@@ -625,6 +625,7 @@ bool finalize(const Options& options, Result* result, std::string* error) {
   for (const auto& p : processes) definitions.push_back(&p.definitions);
   std::vector<std::vector<uint32_t>> node_contexts;
   const tree::Definitions contexts = merged_context_tables(definitions, &node_contexts);
+  for (auto& p : processes) std::vector<ContextNode>().swap(p.definitions.contexts);  // in `contexts` now
   std::vector<ArchiveEntry> entries;
   for (size_t i = 0; i < processes.size(); ++i)
     entries.push_back({&processes[i].definitions, &processes[i].raw, &node_contexts[i]});

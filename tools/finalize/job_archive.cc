@@ -392,8 +392,7 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   // stay home.
   std::vector<ProcessDefinitions> own;
   for (auto& p : mine) {
-    p.definitions.contexts.clear();
-    p.definitions.contexts.shrink_to_fit();
+    std::vector<ContextNode>().swap(p.definitions.contexts);  // in the job's tables now
     own.push_back(p.definitions);
   }
   std::vector<std::vector<ProcessDefinitions>> by_rank(static_cast<size_t>(size));
