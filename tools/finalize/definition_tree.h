@@ -14,8 +14,8 @@
 // subtree's tables, and the map from its subtree's tables to the job's is
 // all it needs. This file is the merge and the maps, and the tree's rounds
 // in one process (unify_in_tree, for tests); the ranks' archive writing
-// (job_archive.cc) does not use it yet: it still gives every rank every
-// rank's definitions.
+// runs the same rounds over MPI for their calling contexts
+// (job_archive.cc: unify_contexts).
 //
 // Not the signal path: runs after the program.
 #pragma once
