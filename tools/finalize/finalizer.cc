@@ -442,8 +442,13 @@ class Finalizer {
       return;
     }
     static const std::map<uint32_t, uint32_t> kNone;
-    auto defined = refs.definitions.find(set->second.name);
-    const sink::EventRefs set_refs{defined == refs.definitions.end() ? &kNone : &defined->second};
+    // Events come in runs of one set: its definitions are looked up by
+    // name (a string compare a step) once a run, not once an event.
+    if (last_set_.refs != &refs || last_set_.base != set->first) {
+      auto defined = refs.definitions.find(set->second.name);
+      last_set_ = {&refs, set->first, defined == refs.definitions.end() ? &kNone : &defined->second};
+    }
+    const sink::EventRefs set_refs{last_set_.definitions};
     const bool written = writers_.each([&](sink::TraceSink& w) {
       return w.write_event(loc, e.timestamp_ns, set->second.name, e.kind - set->first, e.payload, set_refs);
     });
@@ -492,6 +497,12 @@ class Finalizer {
     });
   }
 
+  // write_event's last set: its process's refs, its first kind, its definitions.
+  struct LastSet {
+    const ProcessRefs* refs = nullptr;
+    uint32_t base = 0;
+    const std::map<uint32_t, uint32_t>* definitions = nullptr;
+  } last_set_;
   const Options& options_;
   ArchiveWriter::Collective* collective_;
   Result* result_;
