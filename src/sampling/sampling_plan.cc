@@ -211,6 +211,13 @@ uint32_t SamplingPlan::samples_per_draw() const {
   return uint32_t(std::clamp<uint64_t>(kMinNsBetweenDraws / period, 1, kMostSamplesPerDraw));
 }
 
+uint32_t SamplingPlan::signals_per_switch_check() const {
+  constexpr uint64_t kNsBetweenChecks = 8000000, kMostSignals = 8;
+  const uint64_t period = perf_period();
+  if (!event.software_clock || period == 0) return kMostSignals;
+  return uint32_t(std::clamp<uint64_t>(kNsBetweenChecks / period, 1, kMostSignals));
+}
+
 const char* periods_text(const SamplingPlan& plan) {
   if (plan.randomized) return "randomized (uniform from half to one and a half of the period)";
   if (plan.mechanism == Mechanism::kPosixTimer) return "fixed (CPU-time timers: samples come at scheduler ticks)";

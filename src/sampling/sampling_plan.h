@@ -62,6 +62,13 @@ struct SamplingPlan {
   // events, whose period is no time, every 4th.
   uint32_t samples_per_draw() const;
 
+  // How many perf signals a thread's switch-rate check waits for
+  // (ThreadSampler::after_owned_signal): about 8 ms of a software clock's
+  // CPU time (8 signals at 1 kHz, every one at 125 Hz and below, so that a
+  // low rate does not leave a thread that yields thousands of times a
+  // second on its perf event for seconds); every 8th for other events.
+  uint32_t signals_per_switch_check() const;
+
   // The perf event's period in its own units (ns for software clocks), or
   // 0 in the kernel's frequency mode.
   uint64_t perf_period() const;

@@ -126,7 +126,7 @@ void ThreadSampler::draw_next_period(const siginfo_t* info) {
 
 // SIGNAL PATH: system calls only.
 void ThreadSampler::after_owned_signal(const siginfo_t* info) {
-  if (fd_ >= 0 && info->si_code != SI_TIMER && ++perf_signals_ % kSwitchCheckSignals == 0) {
+  if (fd_ >= 0 && info->si_code != SI_TIMER && ++perf_signals_ % switch_check_signals_ == 0) {
     leave_perf_if_switching_itself_often();
     return;
   }
@@ -185,6 +185,7 @@ int ThreadSampler::open_perf(const SamplingPlan& plan, int signal, pid_t tid, co
   perf_event_attr attr;
   const bool kernel = plan.kernel_time == KernelTime::kSampled;
   detail::fill_sampling_attr(plan.event, plan.value, plan.frequency, kernel, &attr);
+  switch_check_signals_ = plan.signals_per_switch_check();
   jitter_period_ = plan.randomized ? plan.perf_period() : 0;
   if (jitter_period_ != 0) {
     attr.sample_period = jitter_.next(jitter_period_);  // threads start out of phase

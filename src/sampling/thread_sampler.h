@@ -118,9 +118,9 @@ class ThreadSampler {
   // Async-signal-safe (system calls only, no locks): after an owned signal
   // was handled. The first timer signal of start_at_first_period starts
   // the perf event and takes a first reading of the thread's context
-  // switches and CPU time (getrusage) and its yields (count_yield); every
-  // kSwitchCheckSignals-th perf signal reads them again (~1.5 us every 8 ms
-  // of CPU time at 1 kHz). A thread that switched itself out (blocking
+  // switches and CPU time (getrusage) and its yields (count_yield); the perf
+  // signal ending about every 8 ms of its CPU time (at least every signal:
+  // SamplingPlan::signals_per_switch_check) reads them again (~1.5 us). A thread that switched itself out (blocking
   // waits, and yields that let another thread run) more than
   // kMaxOwnSwitchesPerCpuSecond times a second of its CPU time between two
   // readings, and again by the next, leaves its perf event for a CPU-time
@@ -139,7 +139,6 @@ class ThreadSampler {
   // event stays armed after each overflow (no PERF_EVENT_IOC_REFRESH
   // limit), an interval timer re-arms itself.
   void after_owned_signal(const siginfo_t* info);
-  static constexpr uint32_t kSwitchCheckSignals = 8;
   static constexpr uint64_t kMaxOwnSwitchesPerCpuSecond = 5000;
 
   // Async-signal-safe (one system call every samples_per_draw_ calls), for an
@@ -296,6 +295,7 @@ class ThreadSampler {
   // after_owned_signal's context switch check.
   void leave_perf_if_switching_itself_often();
   uint32_t perf_signals_ = 0;
+  uint32_t switch_check_signals_ = 8;  // the plan's signals_per_switch_check()
   std::atomic<uint64_t> yields_{0};
   uint64_t checked_blocked_ = 0, checked_preempted_ = 0, checked_yields_ = 0, checked_cpu_ns_ = 0;
   uint32_t checks_over_ = 0;  // readings in a row past the rate

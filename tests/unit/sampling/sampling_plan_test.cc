@@ -327,5 +327,25 @@ TEST(PlanSampling, APeriodIsDrawnAtEverySampleAtLowRatesAndEveryFewAtHighOnes) {
   EXPECT_EQ(cycles.samples_per_draw(), 4u);
 }
 
+// A thread's switch rate is read about every 8 ms of its CPU time: every
+// 8th signal at 1 kHz, every signal at 125 Hz and below (at every 8th, a
+// yielding thread sampled at 1 Hz kept its perf event for 16 s of CPU);
+// every 8th of an event whose period is no time.
+TEST(SamplingPlan, TheSwitchRateIsCheckedAbout8msOfCpuApart) {
+  SamplingPlan clock;
+  clock.event = encoded("cpu-clock");
+  clock.frequency = true;
+  const std::pair<uint64_t, uint32_t> hz_and_signals[] = {{1, 1}, {20, 1}, {125, 1}, {250, 2}, {1000, 8}, {100000, 8}};
+  for (const auto& [hz, signals] : hz_and_signals) {
+    clock.value = hz;
+    EXPECT_EQ(clock.signals_per_switch_check(), signals) << hz << " Hz";
+  }
+  SamplingPlan cycles;
+  cycles.event = encoded("cycles");
+  cycles.frequency = false;
+  cycles.value = 1000000;
+  EXPECT_EQ(cycles.signals_per_switch_check(), 8u);
+}
+
 }  // namespace
 }  // namespace hybridprof::sampling
