@@ -1,9 +1,9 @@
 // Event selection: `cycles` falls back to cpu-clock on machines without a
 // PMU (with a notice), and HYBRIDPROF_FORCE_TIMER=1 samples with POSIX
 // timers instead of perf_event. Either way the profile is right.
-#include <tuple>
 #include <algorithm>
 #include <cstdlib>
+#include <tuple>
 
 #include "integration_support.h"
 #include "otf2/property_names.h"
