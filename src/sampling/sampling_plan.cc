@@ -204,19 +204,15 @@ uint64_t SamplingPlan::perf_period() const {
   return 1000000000ull / v > 0 ? 1000000000ull / v : 1;  // as fill_sampling_attr opens it
 }
 
-uint32_t SamplingPlan::samples_per_draw() const {
-  constexpr uint64_t kMinNsBetweenDraws = 4000000, kMostSamplesPerDraw = 4;
+uint32_t SamplingPlan::signals_in(uint64_t ns, uint32_t most) const {
   const uint64_t period = perf_period();
-  if (!event.software_clock || period == 0) return kMostSamplesPerDraw;
-  return uint32_t(std::clamp<uint64_t>(kMinNsBetweenDraws / period, 1, kMostSamplesPerDraw));
+  if (!event.software_clock || period == 0) return most;
+  return uint32_t(std::clamp<uint64_t>(ns / period, 1, most));
 }
 
-uint32_t SamplingPlan::signals_per_switch_check() const {
-  constexpr uint64_t kNsBetweenChecks = 8000000, kMostSignals = 8;
-  const uint64_t period = perf_period();
-  if (!event.software_clock || period == 0) return kMostSignals;
-  return uint32_t(std::clamp<uint64_t>(kNsBetweenChecks / period, 1, kMostSignals));
-}
+uint32_t SamplingPlan::samples_per_draw() const { return signals_in(4000000, 4); }
+
+uint32_t SamplingPlan::signals_per_switch_check() const { return signals_in(8000000, 8); }
 
 const char* periods_text(const SamplingPlan& plan) {
   if (plan.randomized) return "randomized (uniform from half to one and a half of the period)";

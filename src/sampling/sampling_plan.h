@@ -72,6 +72,11 @@ struct SamplingPlan {
   // The perf event's period in its own units (ns for software clocks), or
   // 0 in the kernel's frequency mode.
   uint64_t perf_period() const;
+
+ private:
+  // How many periods of a software clock make about `ns` (1 to `most`);
+  // `most` for an event whose period is no time.
+  uint32_t signals_in(uint64_t ns, uint32_t most) const;
 };
 // "randomized (...)", "fixed" (asked for) or "fixed (why)", for the archive.
 const char* periods_text(const SamplingPlan&);

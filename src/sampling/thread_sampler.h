@@ -118,10 +118,11 @@ class ThreadSampler {
   // Async-signal-safe (system calls only, no locks): after an owned signal
   // was handled. The first timer signal of start_at_first_period starts
   // the perf event and takes a first reading of the thread's context
-  // switches and CPU time (getrusage) and its yields (count_yield); the perf
-  // signal ending about every 8 ms of its CPU time (at least every signal:
-  // SamplingPlan::signals_per_switch_check) reads them again (~1.5 us). A thread that switched itself out (blocking
-  // waits, and yields that let another thread run) more than
+  // switches and CPU time (getrusage) and its yields (count_yield); a perf
+  // signal about every 8 ms of its CPU time (every signal at 125 Hz and
+  // below: SamplingPlan::signals_per_switch_check) reads them again
+  // (~1.5 us). A thread that switched itself out (blocking waits, and
+  // yields that let another thread run) more than
   // kMaxOwnSwitchesPerCpuSecond times a second of its CPU time between two
   // readings, and again by the next, leaves its perf event for a CPU-time
   // timer (counted in the StartFailures): a sustained rate, not a burst. A perf

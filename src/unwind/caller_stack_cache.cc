@@ -115,7 +115,7 @@ void CallerStackCache::copy_stack(uint32_t leaf, uint64_t* ips) const {
 
 CallerStackCache::Ref CallerStackCache::hand_out() {
   if (handed_out_ >= kMaxHandedOut) forget_all();
-  const uint32_t generation = epoch_ << kEpochShift | ++handed_out_;
+  const uint32_t generation = next_generation();
   return Ref{generation % kEntries, generation, true};
 }
 
@@ -125,7 +125,7 @@ CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf) {
   // Fewer leaves than nodes in an epoch, and hand_out's share bounded: the
   // number fits below the epoch.
   static_assert(kMaxHandedOut + kMaxNodes < (1u << kEpochShift));
-  if (first) n.generation = epoch_ << kEpochShift | ++handed_out_;
+  if (first) n.generation = next_generation();
   return Ref{n.generation % kEntries, n.generation, first};
 }
 

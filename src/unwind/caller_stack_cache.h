@@ -140,6 +140,7 @@ class CallerStackCache {
   std::vector<uint64_t> scratch_ips_, scratch_slots_;
   uint32_t epoch_ = 1;
   uint32_t handed_out_ = 0;  // stacks given a generation in this epoch
+  uint32_t next_generation() { return epoch_ << kEpochShift | ++handed_out_; }
   uint64_t hits_ = 0, misses_ = 0, read_ = 0;
   FrameSizes frame_sizes_;  // kept across epochs: code does not change
 };

@@ -15,18 +15,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Every chapter of the manual, one text.
 std::string manual() {
   std::string all;
   for (const auto& entry : fs::recursive_directory_iterator(fs::path(HP_SOURCE_DIR) / "docs"))
-    if (entry.path().extension() == ".md") all += read_text(entry.path()) + "\n";
+    if (entry.path().extension() == ".md") all += read_text(entry.path().string()) + "\n";
   return all;
 }
 
@@ -83,7 +76,7 @@ TEST_F(Docs, EveryOptionOfEveryToolIsInTheManual) {
 // literal of its own, and one of its literals (10 characters or more)
 // must be quoted in docs/troubleshooting.md.
 TEST_F(Docs, EveryNoticeHasATroubleshootingEntry) {
-  const std::string entries = read_text(fs::path(HP_SOURCE_DIR) / "docs" / "troubleshooting.md");
+  const std::string entries = read_text(std::string(HP_SOURCE_DIR) + "/docs/troubleshooting.md");
   ASSERT_FALSE(entries.empty()) << "docs/troubleshooting.md";
   const std::regex site(R"(raw::Notice\{|warnings(->|\.|_\.)push_back\(|return fail\(|die_plainly\(\{)");
   size_t sites = 0;
@@ -125,7 +118,7 @@ TEST_F(Docs, EveryNoticeHasATroubleshootingEntry) {
 // The getting-started chapter's console examples, each "$ " line run by
 // bash in a fresh directory, in order, as a user would type them.
 TEST_F(Docs, TheGettingStartedExamplesRun) {
-  const std::string chapter = read_text(fs::path(HP_SOURCE_DIR) / "docs" / "getting-started.md");
+  const std::string chapter = read_text(std::string(HP_SOURCE_DIR) + "/docs/getting-started.md");
   std::vector<std::string> commands;
   bool console = false;
   std::istringstream lines(chapter);

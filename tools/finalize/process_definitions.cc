@@ -469,6 +469,7 @@ template <typename IO> void visit(IO& io, tree::Context& c) { fields(io, c.regio
 template <typename IO> void visit(IO& io, tree::Comm& c) { fields(io, c.key, c.name, c.members); }
 template <typename IO> void visit(IO& io, tree::Definitions& d) { fields(io, d.strings, d.regions, d.contexts, d.comms); }
 template <typename IO> void visit(IO& io, tree::Map& m) { fields(io, m.strings, m.regions, m.contexts, m.comms); }
+template <typename IO> void visit(IO& io, SymbolQueries& q) { fields(io, q.frames, q.statements); }
 template <typename IO> void visit(IO& io, ProcessDefinitions& p) {
   fields(io, p.pid, p.ppid, p.launcher_rank, p.name, p.role, p.hostname, p.command, p.python, p.exit_status,
          p.samples_without_thread, p.event, p.mechanism, p.kernel_time, p.periods, p.capture_windows, p.marks,
@@ -506,19 +507,7 @@ bool parse_tables(const std::string& bytes, tree::Definitions* out) { return par
 std::string serialize_map(tree::Map map) { return serialize_value(std::move(map)); }
 bool parse_map(const std::string& bytes, tree::Map* out) { return parse_value(bytes, out); }
 
-std::string serialize_queries(SymbolQueries queries) {
-  Writer w;
-  fields(w, queries.frames, queries.statements);
-  return std::move(w.out);
-}
-
-bool parse_queries(const std::string& bytes, SymbolQueries* out) {
-  Reader r{bytes};
-  SymbolQueries queries;
-  fields(r, queries.frames, queries.statements);
-  if (!r.ok || r.at != bytes.size()) return false;
-  *out = std::move(queries);
-  return true;
-}
+std::string serialize_queries(SymbolQueries queries) { return serialize_value(std::move(queries)); }
+bool parse_queries(const std::string& bytes, SymbolQueries* out) { return parse_value(bytes, out); }
 
 }  // namespace hybridprof::finalize
