@@ -595,7 +595,16 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       break;
     case RecordType::kEvent: {
       const auto& e = reinterpret_cast<const EventRecord&>(h);
+      t.drained.last_event.remember(h.aux, e.payload);
       convert_event_locked(t, h.aux, clock_.to_ns(e.timestamp), e.payload);
+      break;
+    }
+    case RecordType::kEventRepeat: {
+      const uint32_t kind = h.aux & ~kEventRepeatCounts;
+      if (t.drained.last_event.kind != kind) break;  // no producer writes that
+      const EventPayload& payload = t.drained.last_event.repeat(
+          (h.aux & kEventRepeatCounts) != 0 ? EventRepeat::kCounted : EventRepeat::kSame);
+      convert_event_locked(t, kind, clock_.to_ns(reinterpret_cast<const RepeatRecord&>(h).timestamp), payload);
       break;
     }
     case RecordType::kRingFlush: {

@@ -74,6 +74,9 @@ struct DrainedThread {
   };
   static constexpr uint32_t kNoSite = CallerStackCache::kEntries;
   std::array<CallSite, CallerStackCache::kEntries> call_sites;
+  // The last EventRecord read or repeated, kept by the producer's rule
+  // (TracedCallWriter::event) so that a kEventRepeat stands for it.
+  LastEvent last_event;
   // The context of each stack the thread's CallerStackCache handed out
   // (RegionRecord's stack_generation): regions of several kinds may be
   // entered from one stack. Those of the cache's current epoch only.

@@ -30,4 +30,33 @@ inline EventPayload counted_on(EventPayload p, int64_t calls = 1) {
   return p;
 }
 
+// How an event relates to the last one its thread wrote: it says the same
+// (kSame), or the same with its serial number advanced by one (kCounted: a
+// Waitall's completions of requests made in turn). The ring (records.h,
+// kEventRepeat) and the raw stream (raw_format.h, Tag::kEventRepeat) store
+// such an event as its time alone; writer and reader each keep the last
+// event by this rule.
+enum class EventRepeat : uint8_t { kNone, kSame, kCounted };
+
+struct LastEvent {
+  static constexpr uint32_t kNoKind = ~0u;
+  uint32_t kind = kNoKind;
+  EventPayload payload;
+
+  EventRepeat repeat_of(uint32_t event_kind, const EventPayload& event) const {
+    if (event_kind != kind) return EventRepeat::kNone;
+    if (event == payload) return EventRepeat::kSame;
+    return event == counted_on(payload) ? EventRepeat::kCounted : EventRepeat::kNone;
+  }
+  void remember(uint32_t event_kind, const EventPayload& event) {
+    kind = event_kind;
+    payload = event;
+  }
+  // The payload a repeat `how` stands for, which becomes the last.
+  const EventPayload& repeat(EventRepeat how) {
+    if (how == EventRepeat::kCounted) payload = counted_on(payload);
+    return payload;
+  }
+};
+
 }  // namespace hybridprof

@@ -14,8 +14,9 @@
 //        payload = records. A record is a varint tag then its fields:
 //        integers as LEB128 varints, signed deltas zigzag-encoded, strings as
 //        varint length + bytes. Sample and region timestamps are deltas
-//        against the previous timestamp of the same location. Deltas, and the
-//        call shapes a CallRepeat refers to, start over in every chunk.
+//        against the previous timestamp of the same location. Deltas, the
+//        call shapes a CallRepeat refers to and the events an EventRepeat
+//        does, start over in every chunk.
 #pragma once
 
 #include <array>
@@ -30,7 +31,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'J'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'K'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -61,6 +62,12 @@ enum class Tag : uint32_t {
   kCallRepeat = 19,  // a recent Call again (trace/recent_calls.h: counting events advanced)
   kEventSetDef = 20,
   kMark = 21,
+  // An Event that says what its location's last Event record said, or that
+  // with its serial number advanced (LastEvent, event_payload.h): its
+  // location and time alone. Readers never see it: it reads back as the
+  // Event it stands for.
+  kEventRepeat = 22,
+  kEventCounted = 23,
 };
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under

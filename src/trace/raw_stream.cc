@@ -123,7 +123,10 @@ class Decoder {
   uint32_t local(uint32_t location) {
     if (location == last_location_ && !last_ts_.empty()) return last_local_;
     const auto [it, added] = locals_.try_emplace(location, static_cast<uint32_t>(last_ts_.size()));
-    if (added) last_ts_.push_back(0);
+    if (added) {
+      last_ts_.push_back(0);
+      last_events_.emplace_back();
+    }
     last_location_ = location;
     last_local_ = it->second;
     return last_local_;
@@ -233,6 +236,20 @@ class Decoder {
         r.location = u32(); r.timestamp_ns = timestamp(r.location);
         r.kind = u32();
         payload(r.payload);
+        if (!ok_) return false;
+        last_events_[local(r.location)].remember(r.kind, r.payload);
+        out = r;
+        break;
+      }
+      case Tag::kEventRepeat:
+      case Tag::kEventCounted: {
+        Event r;
+        r.location = u32(); r.timestamp_ns = timestamp(r.location);
+        if (!ok_) return false;
+        LastEvent& last = last_events_[local(r.location)];
+        if (last.kind == LastEvent::kNoKind) return fail() != 0;  // no event to repeat in this chunk
+        r.kind = last.kind;
+        r.payload = last.repeat(tag == Tag::kEventRepeat ? EventRepeat::kSame : EventRepeat::kCounted);
         out = r;
         break;
       }
@@ -345,6 +362,7 @@ class Decoder {
   const unsigned char* p_;
   const unsigned char* end_;
   std::vector<uint64_t> last_ts_;  // by local(location): deltas start over in every chunk
+  std::vector<LastEvent> last_events_;  // by local(location): what an EventRepeat repeats
   std::unordered_map<uint32_t, uint32_t> locals_;  // location -> local index
   uint32_t last_location_ = 0, last_local_ = 0;
   bool ok_ = true;
@@ -462,10 +480,18 @@ void StreamWriter::put(const T& r) {
       put_varint(r.timestamp_ns); put_varint(uint32_t(r.kind)); put_varint(r.location);
       put_string(r.text);
     } else if constexpr (std::is_same_v<T, Event>) {
-      tag(Tag::kEvent);
+      if (r.location >= last_events_.size()) last_events_.resize(r.location + 1);
+      LastEvent& last = last_events_[r.location];
+      const EventRepeat how = last.repeat_of(r.kind, r.payload);
+      tag(how == EventRepeat::kNone ? Tag::kEvent : how == EventRepeat::kSame ? Tag::kEventRepeat : Tag::kEventCounted);
       put_varint(r.location); put_varint(delta(r.location, r.timestamp_ns));
-      put_varint(r.kind);
-      put_payload(r.payload);
+      if (how == EventRepeat::kNone) {
+        put_varint(r.kind);
+        put_payload(r.payload);
+        last.remember(r.kind, r.payload);
+      } else {
+        last.repeat(how);
+      }
     } else if constexpr (std::is_same_v<T, EventSetDef>) {
       tag(Tag::kEventSetDef);
       put_varint(r.base); put_varint(r.kinds); put_string(r.name);
@@ -576,6 +602,7 @@ void StreamWriter::discard_pending() {
   // Deltas and recent calls restart with every chunk so each chunk decodes
   // on its own.
   last_ts_.assign(last_ts_.size(), 0);
+  last_events_.assign(last_events_.size(), LastEvent{});
   recent_calls_.forget_all();
 }
 

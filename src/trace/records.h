@@ -22,7 +22,13 @@ enum class RecordType : uint16_t {
   kRegionEnterRepeat = 6,  // RepeatRecord: the last enter from its caller stack again (RegionBody::repeated)
   kRegionLeaveRepeat = 7,  // RepeatRecord: the last leave of a call from there again
   kRingFlush = 8,     // RingFlushRecord: the thread waited while its full ring was written out
+  kEventRepeat = 9,   // RepeatRecord: the thread's last event again (LastEvent; aux: kind | kEventRepeatCounts)
 };
+
+// Bit of a kEventRepeat record's aux: the repeat is the last event with its
+// serial number advanced (EventRepeat::kCounted), not the same. Event kinds
+// are below 256.
+inline constexpr uint16_t kEventRepeatCounts = 1u << 8;
 
 // Bits of SampleRecord::flags.
 enum SampleFlags : uint32_t {
@@ -216,7 +222,9 @@ struct RingFlushRecord {
 };
 static_assert(sizeof(RingFlushRecord) == 24);
 
-// A traced event at its own time; header.aux = its kind.
+// A traced event at its own time; header.aux = its kind. One that says
+// what the thread's last EventRecord said (LastEvent, event_payload.h) is
+// a 16-byte RepeatRecord of type kEventRepeat instead.
 struct EventRecord {
   RecordHeader header;
   uint64_t timestamp;  // a trace clock reading

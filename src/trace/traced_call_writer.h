@@ -2,10 +2,11 @@
 // enter and leave into its thread's ring, as a 16-byte RepeatRecord when
 // the record would say what the last one from the same remembered caller
 // stack said (a counting event's number advanced by one:
-// RegionBody::repeated). A loop calling MPI_Send from one place then puts
-// 32 bytes a call into the ring instead of ~100, and the drain writes
-// the call without looking at what it says (it keeps the same "last"
-// records by the same rule, Drain::convert_*_locked).
+// RegionBody::repeated), and an event of its own, as a repeat when it says
+// what the thread's last event said (LastEvent). A loop calling MPI_Send
+// from one place then puts 32 bytes a call into the ring instead of ~100,
+// and the drain writes the call without looking at what it says (it keeps
+// the same "last" records by the same rule, Drain::convert_*_locked).
 //
 // Not the signal path: called by traced-call wrappers on their own thread,
 // under its busy guard (a sample handler never sees a half-written record).
@@ -107,6 +108,30 @@ class TracedCallWriter {
     return true;
   }
 
+  // An event of its own at `timestamp`: a repeat when it says what the
+  // last one written said, or that with its serial number advanced
+  // (LastEvent: a Waitall's completions are one full record, then repeats).
+  __attribute__((always_inline)) bool event(ThreadRing& ring, uint64_t timestamp, uint32_t kind,
+                                            const EventPayload& payload) {
+    const EventRepeat how = last_event_.repeat_of(kind, payload);
+    if (how != EventRepeat::kNone) {
+      const uint16_t aux = static_cast<uint16_t>(kind | (how == EventRepeat::kCounted ? kEventRepeatCounts : 0));
+      auto* r = reinterpret_cast<RepeatRecord*>(
+          ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(RecordType::kEventRepeat), aux));
+      if (r == nullptr) return false;
+      r->timestamp = timestamp;
+    } else {
+      auto* r = reinterpret_cast<EventRecord*>(ring.reserve_exclusive(
+          sizeof(EventRecord), static_cast<uint16_t>(RecordType::kEvent), static_cast<uint16_t>(kind)));
+      if (r == nullptr) return false;
+      r->timestamp = timestamp;
+      r->payload = payload;
+    }
+    ring.commit_exclusive();
+    last_event_.remember(kind, payload);
+    return true;
+  }
+
  private:
   // The last full records from one remembered stack (CallerStackCache slot).
   struct Site {
@@ -139,6 +164,7 @@ class TracedCallWriter {
   }
 
   std::array<Site, CallerStackCache::kEntries> sites_{};
+  LastEvent last_event_;  // of event()
 };
 
 }  // namespace hybridprof

@@ -31,13 +31,7 @@ const std::string& prepare_trace_clock(TracingHost& host) {
 bool write_traced_event(Drain& drain, ThreadState& t, uint32_t kind, uint64_t timestamp, const EventPayload& payload) {
   BusyScope busy(&t);
   const bool written = drain.write_or_flush(t, [&]() __attribute__((always_inline)) {
-    auto* r = reinterpret_cast<EventRecord*>(t.ring.reserve_exclusive(
-        sizeof(EventRecord), static_cast<uint16_t>(RecordType::kEvent), static_cast<uint16_t>(kind)));
-    if (r == nullptr) return false;
-    r->timestamp = timestamp;
-    r->payload = payload;
-    t.ring.commit_exclusive();
-    return true;
+    return t.traced.calls.event(t.ring, timestamp, kind, payload);
   });
   if (!written) t.traced.dropped_events.fetch_add(1, std::memory_order_relaxed);
   return written;

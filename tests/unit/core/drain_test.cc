@@ -406,6 +406,48 @@ TEST_F(DrainTest, AnEventInsideARepeatedCallIsKept) {
   EXPECT_EQ(peers_, (std::vector<uint32_t>{5, 5, 5, 9, 5}));
 }
 
+// A Waitall's completions, written by the producer as one full event and
+// repeats of it (the same, or its request number moved on), read back as
+// every event it completed, across passes and chunks, in a few bytes each.
+TEST_F(DrainTest, CompletionsWrittenAsRepeatsReadBackWhole) {
+  struct Completion {
+    uint64_t ns;
+    uint32_t kind;
+    EventPayload payload;
+  };
+  std::vector<Completion> written;
+  uint64_t request = 1;
+  const uint64_t before = drain_.bytes_written();
+  for (uint64_t window = 0; window < 40; ++window) {
+    const uint64_t end = 1000000 + 10000 * window;
+    for (int k = 0; k < 64; ++k) written.push_back({end, kRecv, message(3, 0, 8)}), written.back().payload.wide[2] = request++;
+    for (int k = 0; k < 64; ++k) written.push_back({end, kIsendComplete, {}}), written.back().payload.wide[2] = request++;
+    if (window == 5) written.push_back({end + 1, kRecv, message(4, 0, 8)});  // another peer, no number: in full
+    if (window == 6) written.push_back({end + 1, kRecv, message(4, 0, 8)});  // the same as the last: a repeat
+    for (size_t i = written.size() - (window == 5 || window == 6 ? 129 : 128); i < written.size(); ++i)
+      ASSERT_TRUE(t_->traced.calls.event(t_->ring, written[i].ns, written[i].kind, written[i].payload));
+    if (window % 10 == 9) drain_.flush_now();  // a pass, and a chunk, ends
+  }
+  drain_.flush_now();
+  const uint64_t bytes = drain_.bytes_written() - before;
+  std::vector<Completion> read;
+  std::string error;
+  ASSERT_TRUE(raw::read_stream(
+      path_,
+      [&](const raw::Record& r) {
+        if (const auto* e = std::get_if<raw::Event>(&r)) read.push_back({e->timestamp_ns, e->kind, e->payload});
+      },
+      nullptr, &error))
+      << error;
+  ASSERT_EQ(read.size(), written.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < read.size(); ++i)
+    bad += read[i].ns != written[i].ns || read[i].kind != written[i].kind || read[i].payload != written[i].payload;
+  EXPECT_EQ(bad, 0u);
+  // In full an event takes ~15 bytes here.
+  EXPECT_LT(bytes, 5 * written.size()) << bytes << " bytes for " << written.size() << " events";
+}
+
 // Calls with nothing inside them are stored whole: markedly fewer bytes
 // than the same calls written as enter, event and leave.
 TEST_F(DrainTest, WholeCallsTakeFewerBytes) {

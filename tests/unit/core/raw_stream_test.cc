@@ -345,6 +345,56 @@ TEST(RawStream, RepeatedCallsAreShortAndReadBackWhole) {
   std::remove(path.c_str());
 }
 
+// An Event that says what its location's last Event said, or that with
+// its number moved on, is its location and time alone; it reads back as
+// the Event it stands for, per location, and every chunk starts over.
+TEST(RawStream, RepeatedEventsAreShortAndReadBackWhole) {
+  const std::string path = temp_path("events");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  std::vector<Event> written;
+  auto event = [&](uint32_t location, uint64_t ns, uint32_t kind, EventPayload p, uint64_t number) {
+    p.wide[2] = number;
+    written.push_back(Event{location, ns, kind, p});
+    w.append(written.back());
+  };
+  for (uint64_t i = 0; i < 500; ++i) {
+    event(0, 1000 + i, 4, payload(1, 2, 8), 100 + i);              // numbered in turn
+    event(1, 5000 + 10 * i, 5, payload(7, 7, 64), 9);              // the same on another location
+    if (i % 100 == 50) event(0, 1000 + i, 6, payload(0, 0, 0), 0);  // a different kind between
+  }
+  const size_t bytes_one_chunk = w.pending_bytes();
+  ASSERT_TRUE(w.flush());
+  event(0, 2000000, 4, payload(1, 2, 8), 600);  // its last was in the chunk before: written in full
+  event(0, 2000001, 4, payload(1, 2, 8), 601);
+  w.close();
+  EXPECT_LT(bytes_one_chunk, 1000 * 5 + 20 * 25) << "repeats must be short";
+
+  ReadSummary summary;
+  const std::vector<Record> r = read_all(path, &summary);
+  EXPECT_TRUE(summary.problem.empty()) << summary.problem;
+  EXPECT_EQ(summary.chunks, 2u);
+  ASSERT_EQ(r.size(), written.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const auto* e = std::get_if<Event>(&r[i]);
+    bad += !(e && e->location == written[i].location && e->timestamp_ns == written[i].timestamp_ns &&
+             e->kind == written[i].kind && e->payload == written[i].payload);
+  }
+  EXPECT_EQ(bad, 0u);
+  std::remove(path.c_str());
+}
+
+// A repeat with no Event before it in its chunk (a corrupt or spliced
+// stream) is undecodable, not an event made up.
+TEST(RawStream, AnEventRepeatWithNothingToRepeatIsUndecodable) {
+  const unsigned char payload[] = {static_cast<unsigned char>(Tag::kEventRepeat), 0, 2};
+  uint64_t records = 0;
+  EXPECT_FALSE(decode_chunk(payload, sizeof payload, [](const Record&) {}, &records));
+  EXPECT_EQ(records, 0u);
+}
+
 // A loop over many call sites (LULESH's thirty OpenMP regions, each from
 // its own place) repeats every site's call after the first round: the
 // table of recent calls is not replaced in turn.

@@ -25,7 +25,8 @@ RegionBody bare(uint32_t region) { return RegionBody{region, 0, {}}; }
 class TracedCallWriterTest : public ::testing::Test {
  protected:
   // What was written since the last call: 'E'/'L' full enter/leave (with
-  // the size), 'e'/'l' repeats (with the slot).
+  // the size), 'e'/'l' repeats (with the slot); 'V' a full event (with the
+  // size), 'v'/'c' its repeat as it was / counted on (with the kind).
   std::vector<std::string> written() {
     std::vector<std::string> out;
     ring_.consume([&](const RecordHeader& h) {
@@ -34,6 +35,10 @@ class TracedCallWriterTest : public ::testing::Test {
         case RecordType::kRegionLeave: out.push_back("L" + std::to_string(h.size)); break;
         case RecordType::kRegionEnterRepeat: out.push_back("e" + std::to_string(h.aux)); break;
         case RecordType::kRegionLeaveRepeat: out.push_back("l" + std::to_string(h.aux)); break;
+        case RecordType::kEvent: out.push_back("V" + std::to_string(h.size)); break;
+        case RecordType::kEventRepeat:
+          out.push_back(((h.aux & kEventRepeatCounts) ? "c" : "v") + std::to_string(h.aux & 0xff));
+          break;
         default: out.push_back("?"); break;
       }
     });
@@ -139,6 +144,44 @@ TEST_F(TracedCallWriterTest, ARecordThatFoundNoRoomIsNotRemembered) {
   writer_.enter(ring_, 400, carrying(kSend, 2), stack, nullptr, 0);
   writer_.leave(ring_, 450, bare(kSend), stack);
   EXPECT_EQ(written(), (Written{"E72", "L32", "e0", "l0"}));
+}
+
+// A run of events that say what the last one said (a Waitall completing
+// the same kind of message), or that with their number moved on by one
+// (requests made in turn), is one full record and 16-byte repeats; any
+// other kind, payload or number is written in full; an event lost to a
+// full ring is not the last one.
+TEST_F(TracedCallWriterTest, AnEventSayingWhatTheLastSaidIsARepeat) {
+  EventPayload completion;
+  completion.word[1] = 3, completion.wide[1] = 8, completion.wide[2] = 40;  // from 3, 8 bytes, request 40
+  auto numbered = [&](uint64_t id) {
+    EventPayload p = completion;
+    p.wide[2] = id;
+    return p;
+  };
+  ASSERT_TRUE(writer_.event(ring_, 100, kRecv, numbered(40)));
+  ASSERT_TRUE(writer_.event(ring_, 100, kRecv, numbered(41)));
+  ASSERT_TRUE(writer_.event(ring_, 100, kRecv, numbered(42)));
+  ASSERT_TRUE(writer_.event(ring_, 100, kRecv, numbered(42)));  // the same again
+  ASSERT_TRUE(writer_.event(ring_, 100, kSend, numbered(43)));  // another kind
+  ASSERT_TRUE(writer_.event(ring_, 100, kSend, numbered(45)));  // a number skipped
+  EventPayload other_peer = numbered(46);
+  other_peer.word[1] = 4;
+  ASSERT_TRUE(writer_.event(ring_, 100, kSend, other_peer));
+  EXPECT_EQ(written(), (Written{"V56", "c2", "c2", "v2", "V56", "V56", "V56"}));
+
+  uint32_t filler = 0;
+  while (ring_.reserve_exclusive(sizeof(RecordHeader), uint16_t(RecordType::kSample), 0) != nullptr) {
+    ring_.commit_exclusive();
+    ++filler;
+  }
+  EventPayload lost = other_peer;
+  lost.wide[2] = 47;
+  EXPECT_FALSE(writer_.event(ring_, 200, kSend, lost)) << "the ring is full";
+  ASSERT_EQ(written().size(), filler);
+  ASSERT_TRUE(writer_.event(ring_, 300, kSend, lost));  // 46 counted on: the lost 47 is not the last
+  ASSERT_TRUE(writer_.event(ring_, 300, kSend, lost));
+  EXPECT_EQ(written(), (Written{"c1", "v1"}));
 }
 
 // An enter from a thread running Python carries its Python frames after
