@@ -744,10 +744,9 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   call.enter_ns = ns;
   call.site = slot;
   call.shape_at_site = true;
-  const DrainedThread::RememberedStack* known = t.drained.remembered(t.drained.call_sites[slot].generation);
-  call.encloses = (t.drained.call_sites[slot].enter.flags & kRegionEnclosesCode) != 0;
-  if (call.encloses) {  // the site's generation is the stack's
-    if (known)
+  call.encloses = (site.enter.flags & kRegionEnclosesCode) != 0;
+  if (call.encloses) {  // the site's generation is the stack's (a lookup only code-enclosing regions need)
+    if (const DrainedThread::RememberedStack* known = t.drained.remembered(site.generation))
       call.frames = known->frames;
     else
       call.frames.clear();

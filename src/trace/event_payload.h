@@ -6,17 +6,21 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 namespace hybridprof {
 
 struct EventPayload {
   uint32_t word[4] = {};
   uint64_t wide[3] = {};
-  bool operator==(const EventPayload& o) const { return std::memcmp(this, &o, sizeof o) == 0; }
+  // Word by word: the traced-call path compares payloads at every call,
+  // and a call into the C library costs more than the seven compares.
+  bool operator==(const EventPayload& o) const {
+    return word[0] == o.word[0] && word[1] == o.word[1] && word[2] == o.word[2] && word[3] == o.word[3] &&
+           wide[0] == o.wide[0] && wide[1] == o.wide[1] && wide[2] == o.wide[2];
+  }
   bool operator!=(const EventPayload& o) const { return !(*this == o); }
 };
-static_assert(sizeof(EventPayload) == 40, "no padding: payloads compare as bytes");
+static_assert(sizeof(EventPayload) == 40, "no padding: the ring and the raw stream carry it as it is");
 
 // A counting event's payload (RegionFlags' kRegionEventCounts, raw
 // CallShape::Event::counts) holds in wide[2] a serial number that the next
