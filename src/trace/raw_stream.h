@@ -131,7 +131,7 @@ class StreamWriter {
   std::vector<unsigned char> chunk_;  // grows, never shrinks; used_ bytes pending
   size_t used_ = 0;
   std::vector<uint64_t> last_ts_;  // per thread, for timestamp deltas
-  std::vector<LastEvent> last_events_;  // per thread, of the pending chunk (Tag::kEventRepeat)
+  std::vector<LastEvent> last_events_;  // per location, of the pending chunk (Tag::kEventRepeat)
   RecentCalls recent_calls_;       // of the pending chunk
   uint64_t bytes_written_ = 0;
   uint64_t limit_ = 0;             // for data, closing reserve excluded; 0: none
