@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -557,6 +558,7 @@ std::vector<LocalProcess> read_raw_processes(const std::vector<std::string>& fil
 
 void describe_processes(std::vector<LocalProcess>& processes, const std::map<uint64_t, std::string>& exit_statuses,
                         std::vector<std::string>* warnings, Result* result) {
+  const auto start = std::chrono::steady_clock::now();
   std::optional<symbolizer::SymbolCache> cache = symbol_cache();
   symbolizer::Symbolizer symbolizer(cache ? &*cache : nullptr);
   size_t done = 0;
@@ -566,6 +568,9 @@ void describe_processes(std::vector<LocalProcess>& processes, const std::map<uin
   }
   symbolizer.save();
   note_symbol_cache_use(symbolizer, cache, warnings, result);
+  if (result)
+    result->phase_symbolize_ms = uint64_t(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
   std::vector<ProcessDefinitions*> named;
   for (LocalProcess& p : processes) named.push_back(&p.definitions);
   name_processes(named);

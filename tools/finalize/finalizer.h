@@ -49,7 +49,8 @@ struct Result {
   // from the symbol cache, or read (debug information opened).
   uint64_t symbol_modules_cached = 0, symbol_modules_read = 0;
   // An MPI job's archive written by its ranks (job_archive.cc): each phase's
-  // time (the slowest rank's, ms), the largest rank's peak resident memory
+  // time (the slowest rank's, ms; phase_symbolize_ms also for any run: the
+  // time its processes' frames took to name), the largest rank's peak resident memory
   // (KiB, its whole life); the calling contexts' tables in bytes: the
   // largest rank's own and the job's (unified up the ranks' tree, what
   // every rank receives); and the other definitions' bytes: the largest

@@ -290,9 +290,10 @@ int run(int argc, char** argv) {
                  job.size);
   else if (result.traced_events)
     std::fprintf(stderr, "hybridprof: %llu traced events\n", (unsigned long long)result.traced_events);
-  if (result.symbol_modules_cached)
-    std::fprintf(stderr, "hybridprof: symbol cache: %llu libraries named from it, %llu read\n",
-                 (unsigned long long)result.symbol_modules_cached, (unsigned long long)result.symbol_modules_read);
+  if (result.symbol_modules_cached || result.symbol_modules_read)  // the cache was used
+    std::fprintf(stderr, "hybridprof: symbol cache: %llu libraries named from it, %llu read; naming took %llu ms\n",
+                 (unsigned long long)result.symbol_modules_cached, (unsigned long long)result.symbol_modules_read,
+                (unsigned long long)result.phase_symbolize_ms);
   std::fprintf(stderr, "hybridprof: archive %s\n", result.anchor.c_str());
   if (!result.enter_leave_anchor.empty())
     std::fprintf(stderr, "hybridprof: enter/leave archive for viewers %s\n", result.enter_leave_anchor.c_str());

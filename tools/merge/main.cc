@@ -101,9 +101,10 @@ int merge(int argc, char** argv) {
   if (result.traced_events || result.missing_ranks)
     std::printf("%llu traced events; %llu rank%s missing\n", (unsigned long long)result.traced_events,
                 (unsigned long long)result.missing_ranks, result.missing_ranks == 1 ? "" : "s");
-  if (result.symbol_modules_cached)
-    std::printf("symbol cache: %llu libraries named from it, %llu read\n",
-                (unsigned long long)result.symbol_modules_cached, (unsigned long long)result.symbol_modules_read);
+  if (result.symbol_modules_cached || result.symbol_modules_read)  // the cache was used
+    std::printf("symbol cache: %llu libraries named from it, %llu read; naming took %llu ms\n",
+                (unsigned long long)result.symbol_modules_cached, (unsigned long long)result.symbol_modules_read,
+                (unsigned long long)result.phase_symbolize_ms);
   std::printf("archive: %s\n", result.anchor.c_str());
   if (!result.enter_leave_anchor.empty()) std::printf("enter/leave archive for viewers: %s\n", result.enter_leave_anchor.c_str());
   return 0;
