@@ -33,6 +33,20 @@ class ModuleDebugInfo {
   std::vector<SourceFrame> frames_at(uint64_t elf_vaddr, uint64_t* same_from = nullptr, uint64_t* same_to = nullptr);
   // See Symbolizer::call_is_statement.
   bool call_is_statement(uint64_t elf_vaddr);
+  // A module without DWARF, whose symbol table alone answers frames_at:
+  // every stretch of its loadable code answered alike and naming a symbol,
+  // as fn(lo, hi, raw name) in ELF vaddrs and address order. False (fn not
+  // called) for a module with DWARF.
+  template <typename Fn>
+  bool each_symbol_stretch(Fn&& fn) {
+    if (!indexed_) index_compilation_units();
+    if (!cu_ranges_.empty()) return false;
+    if (!symbols_) symbols_ = std::make_unique<SymbolTable>(module_);
+    Dwarf_Addr low = 0, high = 0;
+    dwfl_module_info(module_, nullptr, &low, &high, nullptr, nullptr, nullptr, nullptr);
+    symbols_->each_stretch(low, high, [&](uint64_t lo, uint64_t hi, const char* name) { fn(lo - bias_, hi - bias_, name); });
+    return true;
+  }
 
  private:
   ModuleDebugInfo(Dwfl* dwfl, Dwfl_Module* module, Dwarf_Addr bias);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
 namespace hybridprof::symbolizer {
@@ -22,6 +23,8 @@ namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'H', 'P', 'S', 'Y', 'M', 'C', '\0', '\1'};
 constexpr uint8_t kInlined = 1, kResolved = 2;
+// Stretches are written as they are in memory (the format number covers the layout).
+static_assert(sizeof(CachedModule::Stretch) == 24 && std::is_trivially_copyable_v<CachedModule::Stretch>);
 
 uint64_t checksum(const char* data, size_t size) {  // FNV-1a, 64 bits
   uint64_t h = 0xcbf29ce484222325ull;
@@ -37,6 +40,11 @@ class Writer {
   }
   void put(const std::string& s) {
     put(uint32_t(s.size()));
+    out_ += s;
+  }
+  void put_bytes(const void* data, size_t size) { out_.append(static_cast<const char*>(data), size); }
+  void put_long(const std::string& s) {
+    put(uint64_t(s.size()));
     out_ += s;
   }
   std::string finish() {
@@ -66,6 +74,25 @@ class Reader {
   }
   std::string get_string() {
     const uint32_t n = get<uint32_t>();
+    if (!ok || in_.size() - at_ < n) {
+      ok = false;
+      return {};
+    }
+    std::string s = in_.substr(at_, n);
+    at_ += n;
+    return s;
+  }
+  void get_bytes(void* data, size_t size) {
+    if (in_.size() - at_ < size) {
+      ok = false;
+      at_ = in_.size();
+      return;
+    }
+    std::memcpy(data, in_.data() + at_, size);
+    at_ += size;
+  }
+  std::string get_long_string() {
+    const uint64_t n = get<uint64_t>();
     if (!ok || in_.size() - at_ < n) {
       ok = false;
       return {};
@@ -109,17 +136,15 @@ std::string serialize(const std::string& build_id, const CachedModule& m) {
     w.put(address);
     put_frames(w, frames);
   }
-  w.put(uint64_t(m.ranges.size()));
-  for (const auto& [start, range] : m.ranges) {
-    w.put(start);
-    w.put(range.end);
-    put_frames(w, range.frames);
-  }
   w.put(uint64_t(m.statements.size()));
   for (const auto& [address, statement] : m.statements) {
     w.put(address);
     w.put(uint8_t(statement));
   }
+  w.put(uint8_t(m.whole_table));
+  w.put(uint64_t(m.stretches.size()));
+  w.put_bytes(m.stretches.data(), m.stretches.size() * sizeof(CachedModule::Stretch));
+  w.put_long(m.names);
   return w.finish();
 }
 
@@ -157,21 +182,22 @@ Parsed parse(const std::string& bytes, const std::string& build_id, CachedModule
     const auto address = r.get<uint64_t>();
     m->frames[address] = get_frames();
   }
-  const uint64_t ranges = r.get_count(8 + 8 + 4);
-  uint64_t last_end = 0;
-  for (uint64_t i = 0; r.ok && i < ranges; ++i) {
-    const auto start = r.get<uint64_t>();
-    CachedRange range;
-    range.end = r.get<uint64_t>();
-    range.frames = get_frames();
-    if (start < last_end || range.end <= start) r.ok = false;  // overlapping or empty: not ours
-    last_end = range.end;
-    m->ranges[start] = std::move(range);
-  }
   const uint64_t statements = r.get_count(8 + 1);
   for (uint64_t i = 0; r.ok && i < statements; ++i) {
     const auto address = r.get<uint64_t>();
     m->statements[address] = r.get<uint8_t>() != 0;
+  }
+  const uint8_t whole_table = r.get<uint8_t>();
+  if (whole_table > 1) r.ok = false;
+  m->whole_table = whole_table == 1;
+  m->stretches.resize(r.get_count(sizeof(CachedModule::Stretch)));
+  r.get_bytes(m->stretches.data(), m->stretches.size() * sizeof(CachedModule::Stretch));
+  m->names = r.get_long_string();
+  uint64_t last_end = 0;
+  for (const CachedModule::Stretch& t : m->stretches) {
+    // Overlapping, empty, or naming past the names: not ours.
+    if (t.start < last_end || t.end <= t.start || uint64_t(t.name) + t.name_size > m->names.size()) r.ok = false;
+    last_end = t.end;
   }
   if (!r.ok || !r.at_end()) {
     *m = {};
@@ -191,12 +217,25 @@ bool read_file(const std::string& path, std::string* bytes) {
 
 }  // namespace
 
+void CachedModule::add_stretch(uint64_t start, uint64_t end, const char* name) {
+  const size_t size = std::strlen(name);
+  stretches.push_back({start, end, uint32_t(names.size()), uint32_t(size)});
+  names.append(name, size);
+}
+
+std::vector<SourceFrame> CachedModule::symbol_frames(uint64_t address) const {
+  const auto after = std::upper_bound(stretches.begin(), stretches.end(), address,
+                                      [](uint64_t a, const Stretch& t) { return a < t.start; });
+  if (after == stretches.begin() || address >= std::prev(after)->end) return {};
+  const Stretch& t = *std::prev(after);
+  SourceFrame frame;
+  frame.function = demangle(names.substr(t.name, t.name_size));
+  return {std::move(frame)};
+}
+
 const std::vector<SourceFrame>* CachedModule::find(uint64_t address) const {
-  if (auto it = frames.find(address); it != frames.end()) return &it->second;
-  auto after = ranges.upper_bound(address);
-  if (after == ranges.begin()) return nullptr;
-  const auto& [start, range] = *std::prev(after);
-  return address < range.end ? &range.frames : nullptr;
+  const auto it = frames.find(address);
+  return it != frames.end() ? &it->second : nullptr;
 }
 
 std::string build_id_of(const std::string& path) {
@@ -260,8 +299,12 @@ bool SymbolCache::store(const std::string& build_id, const CachedModule& added) 
   for (const auto& [address, frames] : added.frames) merged.frames[address] = frames;
   // Ranges of one build never overlap unless equal (each is where the
   // symbol table answers alike).
-  for (const auto& [start, range] : added.ranges) merged.ranges[start] = range;
   for (const auto& [address, statement] : added.statements) merged.statements[address] = statement;
+  if (added.whole_table) {  // one module build's table is the same whoever read it
+    merged.whole_table = true;
+    merged.stretches = added.stretches;
+    merged.names = added.names;
+  }
   const std::string bytes = serialize(build_id, merged);
   const std::string path = entry_path(build_id);
   std::random_device random;

@@ -26,28 +26,41 @@ namespace hybridprof::symbolizer {
 
 // Bump when the symbolizer answers differently for the same module
 // (names, files, lines, inlining): entries of another format are misses.
-inline constexpr uint32_t kSymbolCacheFormat = 2;
+inline constexpr uint32_t kSymbolCacheFormat = 3;
 
 // The GNU build id of the ELF file at `path`, in hex; "" when it has none
 // or is not a readable ELF file (such modules are not cached).
 std::string build_id_of(const std::string& path);
 
 // What one module's entry holds: frames by ELF address (empty: nothing
-// resolved there, unresolved_frame() is the answer), frames of address
-// ranges answered alike (a module without DWARF: a symbol's whole range),
-// and the answers of call_is_statement by address.
-struct CachedRange {
-  uint64_t end = 0;  // the range is [its key, end)
-  std::vector<SourceFrame> frames;
-  friend bool operator==(const CachedRange&, const CachedRange&) = default;
-};
+// resolved there, unresolved_frame() is the answer), and the answers of
+// call_is_statement by address. A module without DWARF is kept whole
+// instead, at its first opening: every stretch of its symbol table
+// answered alike (ModuleDebugInfo::each_symbol_stretch), with the symbol's
+// raw name, demangled when read back; an address in none has no symbol. A
+// later run's address in a function no run reached then opens nothing.
 struct CachedModule {
   std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
-  std::map<uint64_t, CachedRange> ranges;  // by start; they do not overlap
   std::unordered_map<uint64_t, bool> statements;
-  bool empty() const { return frames.empty() && ranges.empty() && statements.empty(); }
+  // The whole symbol table, when kept: stretches by start (they do not
+  // overlap), each naming names[name, name + name_size).
+  struct Stretch {
+    uint64_t start = 0, end = 0;
+    uint32_t name = 0, name_size = 0;
+    friend bool operator==(const Stretch&, const Stretch&) = default;
+  };
+  bool whole_table = false;
+  std::vector<Stretch> stretches;
+  std::string names;  // raw (mangled) names, one after another
+
+  bool empty() const { return frames.empty() && statements.empty() && !whole_table; }
   // The frames cached for `address`, or null.
   const std::vector<SourceFrame>* find(uint64_t address) const;
+  // Adds the next stretch of the whole table (in address order).
+  void add_stretch(uint64_t start, uint64_t end, const char* name);
+  // With the whole table: what the symbol table answers at `address`
+  // (no frame: no symbol there).
+  std::vector<SourceFrame> symbol_frames(uint64_t address) const;
 };
 
 class SymbolCache {

@@ -39,6 +39,28 @@ class SymbolTable {
   // either side (the answer changes nowhere else), less a global label's
   // own address, which alone skips the local symbols.
   void constant_range(uint64_t address, uint64_t* lo, uint64_t* hi);
+  // Every stretch of [low, high) where name_at answers alike and names a
+  // symbol, in address order, as fn(lo, hi, name): the whole table as a
+  // list of what name_at would answer (adjacent stretches of one name joined).
+  template <typename Fn>
+  void each_stretch(uint64_t low, uint64_t high, Fn&& fn) {
+    uint64_t start = 0, end = 0;
+    const char* name = nullptr;
+    for (uint64_t at = low; at < high;) {
+      uint64_t lo = 0, hi = 0;
+      constant_range(at, &lo, &hi);
+      hi = hi > high ? high : hi;
+      const char* here = name_at(at);
+      if (here != name) {  // a stretch of another symbol (or of none) begins
+        if (name != nullptr) fn(start, end, name);
+        start = at;
+        name = here;
+      }
+      end = hi;
+      at = hi;
+    }
+    if (name != nullptr) fn(start, end, name);
+  }
 
  private:
   struct Symbol {

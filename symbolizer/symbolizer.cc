@@ -61,16 +61,20 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
     if (cached == nullptr && module.found) cached = module.found->find(address);
     if (cached) {
       frames = *cached;
+    } else if (const CachedModule* whole = whole_table(module)) {
+      frames = whole->symbol_frames(address);
     } else {
       uint64_t from = address, to = address + 1;
-      if (ModuleDebugInfo* info = debug_info(module, module_path)) frames = info->frames_at(address, &from, &to);
+      ModuleDebugInfo* info = debug_info(module, module_path);
+      if (info) frames = info->frames_at(address, &from, &to);
       // Stored without the unresolved frame: it names the module by the
       // path it was loaded from, which another run may spell otherwise.
-      // A module without DWARF answers a symbol's whole range alike: a
-      // later run's address in it is answered too.
+      // A module without DWARF answers a symbol's whole range alike: its
+      // whole symbol table is kept at once (a later run's address in any
+      // function is answered from the cache).
       if (module.found) {
         if (to - from > 1)
-          module.found->ranges[from] = {to, frames};
+          keep_symbol_table(*info, module.found.get());
         else
           module.found->frames[address] = frames;
       }
@@ -86,6 +90,19 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
       return {};
     }
   }
+}
+
+const CachedModule* Symbolizer::whole_table(const Module& module) {
+  if (module.cached && module.cached->whole_table) return module.cached.get();
+  if (module.found && module.found->whole_table) return module.found.get();
+  return nullptr;
+}
+
+void Symbolizer::keep_symbol_table(ModuleDebugInfo& info, CachedModule* found) {
+  found->stretches.clear();
+  found->names.clear();
+  found->whole_table =
+      info.each_symbol_stretch([&](uint64_t lo, uint64_t hi, const char* name) { found->add_stretch(lo, hi, name); });
 }
 
 void Symbolizer::save() {

@@ -72,6 +72,10 @@ class Symbolizer {
     std::unordered_map<uint64_t, std::vector<SourceFrame>> frames_by_address;
   };
   Module& module_for(const std::string& module_path);
+  // The module's whole symbol table, when the cache or this run holds it.
+  static const CachedModule* whole_table(const Module& module);
+  // Keeps `info`'s whole symbol table (a module without DWARF) in `found`.
+  static void keep_symbol_table(ModuleDebugInfo& info, CachedModule* found);
   ModuleDebugInfo* debug_info(Module& module, const std::string& module_path);
 
   SymbolCache* cache_;
