@@ -36,17 +36,16 @@ class Writer {
  public:
   template <typename T>
   void put(T value) {
+    static_assert(std::is_trivially_copyable_v<T>, "strings go through put_string");
     out_.append(reinterpret_cast<const char*>(&value), sizeof value);
   }
-  void put(const std::string& s) {
-    put(uint32_t(s.size()));
+  // A string with its length as a Size.
+  template <typename Size = uint32_t>
+  void put_string(const std::string& s) {
+    put(Size(s.size()));
     out_ += s;
   }
   void put_bytes(const void* data, size_t size) { out_.append(static_cast<const char*>(data), size); }
-  void put_long(const std::string& s) {
-    put(uint64_t(s.size()));
-    out_ += s;
-  }
   std::string finish() {
     put(checksum(out_.data(), out_.size()));
     return std::move(out_);
@@ -72,8 +71,10 @@ class Reader {
     at_ += sizeof value;
     return value;
   }
+  // What put_string<Size> wrote.
+  template <typename Size = uint32_t>
   std::string get_string() {
-    const uint32_t n = get<uint32_t>();
+    const uint64_t n = get<Size>();
     if (!ok || in_.size() - at_ < n) {
       ok = false;
       return {};
@@ -90,16 +91,6 @@ class Reader {
     }
     std::memcpy(data, in_.data() + at_, size);
     at_ += size;
-  }
-  std::string get_long_string() {
-    const uint64_t n = get<uint64_t>();
-    if (!ok || in_.size() - at_ < n) {
-      ok = false;
-      return {};
-    }
-    std::string s = in_.substr(at_, n);
-    at_ += n;
-    return s;
   }
   // Counts come from the file: one larger than the bytes left is damage,
   // not a reason to reserve gigabytes.
@@ -119,8 +110,8 @@ class Reader {
 void put_frames(Writer& w, const std::vector<SourceFrame>& frames) {
   w.put(uint32_t(frames.size()));
   for (const SourceFrame& f : frames) {
-    w.put(f.function);
-    w.put(f.file);
+    w.put_string(f.function);
+    w.put_string(f.file);
     w.put(f.line);
     w.put(uint8_t((f.inlined ? kInlined : 0) | (f.resolved ? kResolved : 0)));
   }
@@ -130,7 +121,7 @@ std::string serialize(const std::string& build_id, const CachedModule& m) {
   Writer w;
   for (char c : kMagic) w.put(c);
   w.put(kSymbolCacheFormat);
-  w.put(build_id);
+  w.put_string(build_id);
   w.put(uint64_t(m.frames.size()));
   for (const auto& [address, frames] : m.frames) {
     w.put(address);
@@ -144,7 +135,7 @@ std::string serialize(const std::string& build_id, const CachedModule& m) {
   w.put(uint8_t(m.whole_table));
   w.put(uint64_t(m.stretches.size()));
   w.put_bytes(m.stretches.data(), m.stretches.size() * sizeof(CachedModule::Stretch));
-  w.put_long(m.names);
+  w.put_string<uint64_t>(m.names);
   return w.finish();
 }
 
@@ -192,7 +183,7 @@ Parsed parse(const std::string& bytes, const std::string& build_id, CachedModule
   m->whole_table = whole_table == 1;
   m->stretches.resize(r.get_count(sizeof(CachedModule::Stretch)));
   r.get_bytes(m->stretches.data(), m->stretches.size() * sizeof(CachedModule::Stretch));
-  m->names = r.get_long_string();
+  m->names = r.get_string<uint64_t>();
   uint64_t last_end = 0;
   for (const CachedModule::Stretch& t : m->stretches) {
     // Overlapping, empty, or naming past the names: not ours.
@@ -297,8 +288,6 @@ bool SymbolCache::store(const std::string& build_id, const CachedModule& added) 
   // What another process stored meanwhile stays.
   CachedModule merged = load(build_id);
   for (const auto& [address, frames] : added.frames) merged.frames[address] = frames;
-  // Ranges of one build never overlap unless equal (each is where the
-  // symbol table answers alike).
   for (const auto& [address, statement] : added.statements) merged.statements[address] = statement;
   if (added.whole_table) {  // one module build's table is the same whoever read it
     merged.whole_table = true;
