@@ -45,7 +45,9 @@ class Writer {
     put(Size(s.size()));
     out_ += s;
   }
-  void put_bytes(const void* data, size_t size) { out_.append(static_cast<const char*>(data), size); }
+  void put_bytes(const void* data, size_t size) {
+    if (size != 0) out_.append(static_cast<const char*>(data), size);  // data may be null when size is 0
+  }
   std::string finish() {
     put(checksum(out_.data(), out_.size()));
     return std::move(out_);
@@ -84,6 +86,7 @@ class Reader {
     return s;
   }
   void get_bytes(void* data, size_t size) {
+    if (size == 0) return;  // data may be null (an empty vector's): no memcpy at all
     if (in_.size() - at_ < size) {
       ok = false;
       at_ = in_.size();
