@@ -103,6 +103,20 @@ void append_scopes_containing(Dwarf_Die* parent, Dwarf_Addr pc, std::vector<Dwar
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 
+void append_edges_below(Dwarf_Die* parent, Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges, int depth) {
+  Dwarf_Die child;
+  if (depth > kMaxScopeDepth || dwarf_child(parent, &child) != 0) return;
+  do {
+    if (scope_kind(dwarf_tag(&child)) != ScopeKind::kCode) continue;
+    Dwarf_Addr base = 0, low = 0, high = 0;
+    for (ptrdiff_t offset = 0; (offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0;) {
+      if (lo < low && low < hi) edges->push_back(low);
+      if (lo < high && high < hi) edges->push_back(high);
+    }
+    append_edges_below(&child, lo, hi, edges, depth + 1);
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
 }  // namespace
 
 bool is_function(int tag) {
@@ -145,6 +159,11 @@ std::vector<Dwarf_Die> scopes_containing(const Dwarf_Die& function, Dwarf_Addr p
   Dwarf_Die outer = function;
   append_scopes_containing(&outer, pc, &path, 1);
   return path;
+}
+
+void append_scope_edges(const Dwarf_Die& function, Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges) {
+  Dwarf_Die outer = function;
+  append_edges_below(&outer, lo, hi, edges, 1);
 }
 
 }  // namespace hybridprof::symbolizer

@@ -30,4 +30,9 @@ RangeIndex index_functions(Dwarf_Die* cu);
 // `function` and the scopes inside it containing `pc`, outermost first.
 std::vector<Dwarf_Die> scopes_containing(const Dwarf_Die& function, Dwarf_Addr pc);
 
+// Appends the edges (starts and ends) of every scope inside `function`
+// (inlined instances, blocks) that lie in [lo, hi): the addresses where
+// scopes_containing may answer differently.
+void append_scope_edges(const Dwarf_Die& function, Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges);
+
 }  // namespace hybridprof::symbolizer

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "symbolizer/dwarf_names.h"
@@ -19,9 +20,33 @@ namespace {
 // tree where distributions' -dbg/-dbgsym packages install separate debug files.
 char* g_debuginfo_path = nullptr;
 
+// libdw's standard search for a separate debug file, with the symbol
+// cache's decompressed copy of it first (the module's user data: its
+// DebugCopies, or null), made at the file's first opening.
+int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name, Dwarf_Addr base,
+                   const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                   char** debuginfo_file_name) {
+  const auto* copies = static_cast<const DebugCopies*>(*userdata);
+  if (copies) {
+    if (const int fd = open_debug_copy(*copies); fd >= 0) {
+      *debuginfo_file_name = strdup(copies->path().c_str());
+      return fd;
+    }
+  }
+  const int fd = dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name, debuglink_file,
+                                              debuglink_crc, debuginfo_file_name);
+  if (fd < 0 || copies == nullptr) return fd;
+  const int copy = make_debug_copy(fd, *copies);
+  if (copy < 0) return fd;
+  close(fd);
+  free(*debuginfo_file_name);
+  *debuginfo_file_name = strdup(copies->path().c_str());
+  return copy;
+}
+
 const Dwfl_Callbacks kCallbacks = {
     .find_elf = dwfl_build_id_find_elf,  // unused: we hand the file to dwfl_report_elf
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .section_address = dwfl_offline_section_address,  // only for ET_REL, never ours
     .debuginfo_path = &g_debuginfo_path,
 };
@@ -67,9 +92,60 @@ void call_site(Dwarf_Die* inlined, SourceFrame* caller) {
   }
 }
 
+// Narrows [*lo, *hi) to the range of `index` holding `pc`, or to the gap
+// between ranges where `pc` lies.
+void narrow_to(const RangeIndex& index, Dwarf_Addr pc, Dwarf_Addr* lo, Dwarf_Addr* hi) {
+  auto after = std::upper_bound(index.begin(), index.end(), pc,
+                                [](Dwarf_Addr a, const DieRange& range) { return a < range.low; });
+  if (after != index.end()) *hi = std::min(*hi, after->low);
+  if (after == index.begin()) return;
+  const DieRange& below = *(after - 1);
+  if (pc < below.high) {
+    *lo = std::max(*lo, below.low);
+    *hi = std::min(*hi, below.high);
+  } else {
+    *lo = std::max(*lo, below.high);
+  }
+}
+
+// Appends the edges of `index`'s ranges that lie inside (lo, hi) (ranges
+// nested in the one holding an address, as a nested function's).
+void append_range_edges(const RangeIndex& index, Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges) {
+  auto from = std::lower_bound(index.begin(), index.end(), lo,
+                               [](const DieRange& range, Dwarf_Addr a) { return range.low < a; });
+  for (auto r = from; r != index.end() && r->low < hi; ++r) {
+    if (lo < r->low) edges->push_back(r->low);
+    if (lo < r->high && r->high < hi) edges->push_back(r->high);
+  }
+}
+
+// Appends the addresses of `cu`'s line rows inside (lo, hi) (libdw keeps
+// them sorted by address).
+void append_line_edges(Dwarf_Die* cu, Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges) {
+  Dwarf_Lines* lines = nullptr;
+  size_t count = 0;
+  if (dwarf_getsrclines(cu, &lines, &count) != 0) return;
+  const auto address_of = [lines](size_t i) {
+    Dwarf_Addr a = 0;
+    Dwarf_Line* row = dwarf_onesrcline(lines, i);
+    return row != nullptr && dwarf_lineaddr(row, &a) == 0 ? a : 0;
+  };
+  size_t first = 0, last = count;  // the first row at or past lo
+  while (first < last) {
+    const size_t mid = first + (last - first) / 2;
+    if (address_of(mid) <= lo) first = mid + 1;
+    else last = mid;
+  }
+  for (size_t i = first; i < count; ++i) {
+    const Dwarf_Addr a = address_of(i);
+    if (a >= hi) break;
+    if (lo < a) edges->push_back(a);
+  }
+}
+
 }  // namespace
 
-std::unique_ptr<ModuleDebugInfo> ModuleDebugInfo::open(const std::string& path) {
+std::unique_ptr<ModuleDebugInfo> ModuleDebugInfo::open(const std::string& path, const DebugCopies* copies) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
   // Only regular files: device nodes (GPU drivers map /dev/...) are not ELF files
   // and reading them may have side effects.
@@ -102,7 +178,15 @@ std::unique_ptr<ModuleDebugInfo> ModuleDebugInfo::open(const std::string& path) 
     dwfl_end(dwfl);
     return nullptr;
   }
-  return std::unique_ptr<ModuleDebugInfo>(new ModuleDebugInfo(dwfl, module, bias));
+  std::unique_ptr<ModuleDebugInfo> info(new ModuleDebugInfo(dwfl, module, bias));
+  if (copies) {
+    // The debug file is looked for at the first DWARF lookup (find_debuginfo).
+    info->copies_ = *copies;
+    void** userdata = nullptr;
+    dwfl_module_info(module, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    if (userdata) *userdata = &*info->copies_;
+  }
+  return info;
 }
 
 ModuleDebugInfo::ModuleDebugInfo(Dwfl* dwfl, Dwfl_Module* module, Dwarf_Addr bias)
@@ -174,6 +258,54 @@ std::vector<SourceFrame> ModuleDebugInfo::frames_at(uint64_t elf_vaddr, uint64_t
   frame.function = std::move(name);
   if (found != nullptr) innermost_line(&cu, dwarf_address, &frame);
   return {std::move(frame)};
+}
+
+bool ModuleDebugInfo::answers_around(uint64_t elf_vaddr, size_t max_stretches, std::vector<Answer>* out) {
+  out->clear();
+  const Dwarf_Addr address = elf_vaddr + bias_;
+  if (dwfl_addrmodule(dwfl_, address) != module_) return false;
+  if (!indexed_) index_compilation_units();
+  if (cu_ranges_.empty() || address < dwarf_bias_) return false;
+  // Where the module and its symbol table answer alike (Dwfl addresses)...
+  if (!symbols_) symbols_ = std::make_unique<SymbolTable>(module_);
+  Dwarf_Addr module_low = 0, module_high = 0;
+  dwfl_module_info(module_, nullptr, &module_low, &module_high, nullptr, nullptr, nullptr, nullptr);
+  uint64_t symbol_lo = 0, symbol_hi = 0;
+  symbols_->constant_range(address, &symbol_lo, &symbol_hi);
+  Dwarf_Addr lo = std::max<Dwarf_Addr>({symbol_lo, module_low, dwarf_bias_}) - dwarf_bias_;
+  Dwarf_Addr hi = std::min<Dwarf_Addr>(symbol_hi, module_high) - dwarf_bias_;
+  // ... then (DWARF addresses) in one unit or between units, one function
+  // or between functions.
+  const Dwarf_Addr pc = address - dwarf_bias_;
+  narrow_to(cu_ranges_, pc, &lo, &hi);
+  std::vector<Dwarf_Addr> edges;
+  append_range_edges(cu_ranges_, lo, hi, &edges);
+  if (const DieRange* unit = find_range(cu_ranges_, pc)) {
+    Dwarf_Die cu = unit->die;
+    const RangeIndex& functions = functions_of(&cu);
+    narrow_to(functions, pc, &lo, &hi);
+    append_range_edges(functions, lo, hi, &edges);
+    if (const DieRange* function = find_range(functions, pc)) append_scope_edges(function->die, lo, hi, &edges);
+    append_line_edges(&cu, lo, hi, &edges);
+  }
+  if (!(lo <= pc && pc < hi)) return false;
+  edges.push_back(lo);
+  edges.push_back(hi);
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  if (edges.size() - 1 > max_stretches) return false;
+  // frames_at answers from the symbol, the unit and function, the line row
+  // and the scopes holding an address: alike between these edges.
+  const uint64_t to_elf = dwarf_bias_ - bias_;  // DWARF address + to_elf = ELF vaddr (wrapping)
+  for (size_t i = 0; i + 1 < edges.size(); ++i) {
+    const uint64_t from = edges[i] + to_elf, to = edges[i + 1] + to_elf;
+    std::vector<SourceFrame> frames = frames_at(from);
+    if (!out->empty() && out->back().frames == frames)
+      out->back().hi = to;
+    else
+      out->push_back({from, to, std::move(frames)});
+  }
+  return true;
 }
 
 bool ModuleDebugInfo::cu_at(Dwarf_Addr dwarf_address, Dwarf_Die* cu) {

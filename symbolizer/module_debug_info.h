@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "symbolizer/debug_copy.h"
 #include "symbolizer/dwarf_scopes.h"
 #include "symbolizer/symbol_table.h"
 #include "symbolizer/symbolizer.h"
@@ -20,7 +22,9 @@ namespace hybridprof::symbolizer {
 class ModuleDebugInfo {
  public:
   // Null when `path` is not a readable regular ELF file ("[vdso]", deleted, a FIFO...).
-  static std::unique_ptr<ModuleDebugInfo> open(const std::string& path);
+  // With `copies`, a compressed separate debug file is read from (and
+  // kept as) a decompressed copy in the symbol cache (debug_copy.h).
+  static std::unique_ptr<ModuleDebugInfo> open(const std::string& path, const DebugCopies* copies = nullptr);
   ~ModuleDebugInfo();
   ModuleDebugInfo(const ModuleDebugInfo&) = delete;
   ModuleDebugInfo& operator=(const ModuleDebugInfo&) = delete;
@@ -33,6 +37,20 @@ class ModuleDebugInfo {
   std::vector<SourceFrame> frames_at(uint64_t elf_vaddr, uint64_t* same_from = nullptr, uint64_t* same_to = nullptr);
   // See Symbolizer::call_is_statement.
   bool call_is_statement(uint64_t elf_vaddr);
+
+  // What frames_at answers over the whole function around an address
+  // (outside DWARF's functions: over the code between them that one
+  // symbol covers), cut wherever the answer may change: line rows, the
+  // edges of inlined calls and blocks, of functions, units and symbols.
+  struct Answer {
+    uint64_t lo = 0, hi = 0;  // ELF vaddrs, [lo, hi)
+    std::vector<SourceFrame> frames;
+  };
+  // The answers around `elf_vaddr`, in address order (adjacent stretches
+  // that answer alike joined). False (`out` empty) in a module without
+  // DWARF (each_symbol_stretch answers for it), outside the module, or
+  // where the function would take more than `max_stretches`.
+  bool answers_around(uint64_t elf_vaddr, size_t max_stretches, std::vector<Answer>* out);
   // A module without DWARF, whose symbol table alone answers frames_at:
   // every stretch of its loadable code answered alike and naming a symbol,
   // as fn(lo, hi, raw name) in ELF vaddrs and address order. False (fn not
@@ -71,6 +89,7 @@ class ModuleDebugInfo {
   // lives): many sampled addresses share a function, and qualifying a name walks a CU.
   std::unordered_map<const void*, std::string> function_names_;
   std::unique_ptr<SymbolTable> symbols_;  // read at the first symbol lookup
+  std::optional<DebugCopies> copies_;      // the module's user data for find_debuginfo
 };
 
 }  // namespace hybridprof::symbolizer

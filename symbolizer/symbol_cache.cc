@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -22,13 +22,32 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'H', 'P', 'S', 'Y', 'M', 'C', '\0', '\1'};
-constexpr uint8_t kInlined = 1, kResolved = 2;
-// Stretches are written as they are in memory (the format number covers the layout).
+// Stretches, frames and ranges are written as they are in memory (the
+// format number covers the layout).
 static_assert(sizeof(CachedModule::Stretch) == 24 && std::is_trivially_copyable_v<CachedModule::Stretch>);
+static_assert(sizeof(CachedModule::Frame) == 16 && std::is_trivially_copyable_v<CachedModule::Frame>);
+struct AddressRecord {
+  uint64_t address;
+  CachedModule::Answer answer;
+};
+struct RangeRecord {
+  uint64_t start, end;
+  CachedModule::Answer answer;
+};
+static_assert(sizeof(AddressRecord) == 16 && sizeof(RangeRecord) == 24);
 
-uint64_t checksum(const char* data, size_t size) {  // FNV-1a, 64 bits
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < size; ++i) h = (h ^ uint8_t(data[i])) * 0x100000001b3ull;
+// Eight bytes a step (a multiply and a rotate each), then the tail: an
+// entry of megabytes checks in a fraction of a millisecond.
+uint64_t checksum(const char* data, size_t size) {
+  uint64_t h = 0xcbf29ce484222325ull ^ size;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, data + i, 8);
+    h = ((h ^ word) * 0x100000001b3ull);
+    h ^= h >> 29;
+  }
+  for (; i < size; ++i) h = (h ^ uint8_t(data[i])) * 0x100000001b3ull;
   return h;
 }
 
@@ -60,7 +79,7 @@ class Writer {
 // Reads what Writer wrote; any read past the end makes ok false.
 class Reader {
  public:
-  explicit Reader(const std::string& in) : in_(in) {}
+  explicit Reader(std::string_view in) : in_(in) {}
   template <typename T>
   T get() {
     T value{};
@@ -81,7 +100,7 @@ class Reader {
       ok = false;
       return {};
     }
-    std::string s = in_.substr(at_, n);
+    std::string s(in_.substr(at_, n));
     at_ += n;
     return s;
   }
@@ -106,18 +125,16 @@ class Reader {
   bool ok = true;
 
  private:
-  const std::string& in_;
+  std::string_view in_;
   size_t at_ = 0;
 };
 
-void put_frames(Writer& w, const std::vector<SourceFrame>& frames) {
-  w.put(uint32_t(frames.size()));
-  for (const SourceFrame& f : frames) {
-    w.put_string(f.function);
-    w.put_string(f.file);
-    w.put(f.line);
-    w.put(uint8_t((f.inlined ? kInlined : 0) | (f.resolved ? kResolved : 0)));
-  }
+// Puts `items` as a count and their bytes.
+template <typename T>
+void put_items(Writer& w, const std::vector<T>& items) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  w.put(uint64_t(items.size()));
+  w.put_bytes(items.data(), items.size() * sizeof(T));
 }
 
 std::string serialize(const std::string& build_id, const CachedModule& m) {
@@ -125,56 +142,71 @@ std::string serialize(const std::string& build_id, const CachedModule& m) {
   for (char c : kMagic) w.put(c);
   w.put(kSymbolCacheFormat);
   w.put_string(build_id);
-  w.put(uint64_t(m.frames.size()));
-  for (const auto& [address, frames] : m.frames) {
-    w.put(address);
-    put_frames(w, frames);
-  }
+  w.put(uint64_t(m.strings.size()));
+  for (const std::string& s : m.strings) w.put_string(s);
+  put_items(w, m.frames);
+  std::vector<AddressRecord> addresses;
+  addresses.reserve(m.addresses.size());
+  for (const auto& [address, answer] : m.addresses) addresses.push_back({address, answer});
+  put_items(w, addresses);
+  std::vector<RangeRecord> ranges;
+  ranges.reserve(m.ranges.size());
+  for (const auto& [start, range] : m.ranges) ranges.push_back({start, range.end, range.answer});
+  put_items(w, ranges);
   w.put(uint64_t(m.statements.size()));
   for (const auto& [address, statement] : m.statements) {
     w.put(address);
     w.put(uint8_t(statement));
   }
   w.put(uint8_t(m.whole_table));
-  w.put(uint64_t(m.stretches.size()));
-  w.put_bytes(m.stretches.data(), m.stretches.size() * sizeof(CachedModule::Stretch));
+  put_items(w, m.stretches);
   w.put_string<uint64_t>(m.names);
   return w.finish();
 }
 
 enum class Parsed { kOk, kOtherFormat, kDamaged };
 
+// Reads what put_items wrote.
+template <typename T>
+std::vector<T> get_items(Reader& r) {
+  std::vector<T> items(r.get_count(sizeof(T)));
+  r.get_bytes(items.data(), items.size() * sizeof(T));
+  return items;
+}
+
 Parsed parse(const std::string& bytes, const std::string& build_id, CachedModule* m) {
   if (bytes.size() < sizeof kMagic + 4 + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return Parsed::kDamaged;
+  // Another format's entry (an older hybridprof's, whose checksum may be
+  // another too) is not damage: it is a miss, and rewritten.
+  uint32_t format = 0;
+  std::memcpy(&format, bytes.data() + sizeof kMagic, 4);
+  if (format != kSymbolCacheFormat) return Parsed::kOtherFormat;
   const size_t body = bytes.size() - 8;
   uint64_t sum = 0;
   std::memcpy(&sum, bytes.data() + body, 8);
   if (sum != checksum(bytes.data(), body)) return Parsed::kDamaged;
-  const std::string content = bytes.substr(0, body);
-  Reader r(content);
+  Reader r(std::string_view(bytes.data(), body));
   for (size_t i = 0; i < sizeof kMagic; ++i) r.get<char>();
-  if (r.get<uint32_t>() != kSymbolCacheFormat) return Parsed::kOtherFormat;
+  r.get<uint32_t>();  // the format, checked
   if (r.get_string() != build_id) return Parsed::kDamaged;  // a file under another build's name
-  const auto get_frames = [&r] {
-    const auto n = r.get<uint32_t>();
-    std::vector<SourceFrame> frames;
-    for (uint32_t k = 0; r.ok && k < n; ++k) {
-      SourceFrame f;
-      f.function = r.get_string();
-      f.file = r.get_string();
-      f.line = r.get<uint32_t>();
-      const auto flags = r.get<uint8_t>();
-      f.inlined = flags & kInlined;
-      f.resolved = flags & kResolved;
-      frames.push_back(std::move(f));
-    }
-    return frames;
-  };
-  const uint64_t entries = r.get_count(8 + 4);
-  for (uint64_t i = 0; r.ok && i < entries; ++i) {
-    const auto address = r.get<uint64_t>();
-    m->frames[address] = get_frames();
+  m->strings.resize(r.get_count(4));
+  for (std::string& s : m->strings) s = r.get_string();
+  m->frames = get_items<CachedModule::Frame>(r);
+  for (const CachedModule::Frame& f : m->frames)
+    if (f.function >= m->strings.size() || f.file >= m->strings.size() || f.flags > 3) r.ok = false;
+  // An answer within the frames, or not ours.
+  const auto answer_ok = [&](CachedModule::Answer a) { return uint64_t(a.first) + a.count <= m->frames.size(); };
+  for (const AddressRecord& a : get_items<AddressRecord>(r)) {
+    if (!answer_ok(a.answer)) r.ok = false;
+    m->addresses.emplace(a.address, a.answer);
+  }
+  uint64_t last_end = 0;
+  for (const RangeRecord& range : get_items<RangeRecord>(r)) {
+    // In order, not overlapping, not empty, answered: else not ours.
+    if (range.start < last_end || range.end <= range.start || !answer_ok(range.answer)) r.ok = false;
+    last_end = range.end;
+    m->ranges.emplace_hint(m->ranges.end(), range.start, CachedModule::Range{range.end, range.answer});
   }
   const uint64_t statements = r.get_count(8 + 1);
   for (uint64_t i = 0; r.ok && i < statements; ++i) {
@@ -184,10 +216,9 @@ Parsed parse(const std::string& bytes, const std::string& build_id, CachedModule
   const uint8_t whole_table = r.get<uint8_t>();
   if (whole_table > 1) r.ok = false;
   m->whole_table = whole_table == 1;
-  m->stretches.resize(r.get_count(sizeof(CachedModule::Stretch)));
-  r.get_bytes(m->stretches.data(), m->stretches.size() * sizeof(CachedModule::Stretch));
+  m->stretches = get_items<CachedModule::Stretch>(r);
   m->names = r.get_string<uint64_t>();
-  uint64_t last_end = 0;
+  last_end = 0;
   for (const CachedModule::Stretch& t : m->stretches) {
     // Overlapping, empty, or naming past the names: not ours.
     if (t.start < last_end || t.end <= t.start || uint64_t(t.name) + t.name_size > m->names.size()) r.ok = false;
@@ -201,12 +232,20 @@ Parsed parse(const std::string& bytes, const std::string& build_id, CachedModule
 }
 
 bool read_file(const std::string& path, std::string* bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *bytes = std::move(s).str();
-  return bool(in) || in.eof();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = fstat(fd, &st) == 0 && st.st_size >= 0;
+  if (ok) {
+    bytes->resize(size_t(st.st_size));
+    for (size_t at = 0; ok && at < bytes->size();) {
+      const ssize_t n = ::read(fd, bytes->data() + at, bytes->size() - at);
+      if (n <= 0) ok = false;  // shorter than it said: someone rewrote it (a rename makes a new file)
+      else at += size_t(n);
+    }
+  }
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace
@@ -227,9 +266,58 @@ std::vector<SourceFrame> CachedModule::symbol_frames(uint64_t address) const {
   return {std::move(frame)};
 }
 
-const std::vector<SourceFrame>* CachedModule::find(uint64_t address) const {
-  const auto it = frames.find(address);
-  return it != frames.end() ? &it->second : nullptr;
+bool CachedModule::find(uint64_t address, std::vector<SourceFrame>* out) const {
+  if (const auto it = addresses.find(address); it != addresses.end()) {
+    *out = frames_of(it->second);
+    return true;
+  }
+  auto after = ranges.upper_bound(address);
+  if (after == ranges.begin()) return false;
+  const auto& [start, range] = *std::prev(after);
+  if (address >= range.end) return false;
+  *out = frames_of(range.answer);
+  return true;
+}
+
+std::vector<SourceFrame> CachedModule::frames_of(Answer answer) const {
+  std::vector<SourceFrame> out;
+  out.reserve(answer.count);
+  for (uint32_t i = answer.first; i < answer.first + answer.count; ++i) {
+    const Frame& f = frames[i];
+    out.push_back({strings[f.function], strings[f.file], f.line, (f.flags & kInlined) != 0, (f.flags & kResolved) != 0});
+  }
+  return out;
+}
+
+uint32_t CachedModule::string_index(const std::string& s) {
+  if (string_indices_.size() != strings.size()) {  // read from a file, or copied: index it now
+    string_indices_.clear();
+    for (uint32_t i = 0; i < strings.size(); ++i) string_indices_.emplace(strings[i], i);
+  }
+  auto [it, added] = string_indices_.try_emplace(s, uint32_t(strings.size()));
+  if (added) strings.push_back(s);
+  return it->second;
+}
+
+CachedModule::Answer CachedModule::add_answer(const std::vector<SourceFrame>& answer) {
+  const Answer a{uint32_t(frames.size()), uint32_t(answer.size())};
+  for (const SourceFrame& f : answer)
+    frames.push_back({string_index(f.function), string_index(f.file), f.line,
+                      (f.inlined ? kInlined : 0u) | (f.resolved ? kResolved : 0u)});
+  return a;
+}
+
+void CachedModule::add_address(uint64_t address, const std::vector<SourceFrame>& answer) {
+  addresses[address] = add_answer(answer);
+}
+
+bool CachedModule::add_range(uint64_t start, uint64_t end, const std::vector<SourceFrame>& answer) {
+  if (end <= start) return false;
+  const auto after = ranges.lower_bound(start);
+  if (after != ranges.end() && after->first < end) return false;
+  if (after != ranges.begin() && std::prev(after)->second.end > start) return false;
+  ranges.emplace_hint(after, start, Range{end, add_answer(answer)});
+  return true;
 }
 
 std::string build_id_of(const std::string& path) {
@@ -290,8 +378,9 @@ bool SymbolCache::store(const std::string& build_id, const CachedModule& added) 
   fs::create_directories(directory_, ec);
   // What another process stored meanwhile stays.
   CachedModule merged = load(build_id);
-  for (const auto& [address, frames] : added.frames) merged.frames[address] = frames;
+  for (const auto& [address, answer] : added.addresses) merged.add_address(address, added.frames_of(answer));
   for (const auto& [address, statement] : added.statements) merged.statements[address] = statement;
+  for (const auto& [start, range] : added.ranges) merged.add_range(start, range.end, added.frames_of(range.answer));
   if (added.whole_table) {  // one module build's table is the same whoever read it
     merged.whole_table = true;
     merged.stretches = added.stretches;
@@ -330,7 +419,7 @@ void SymbolCache::trim() {
   uint64_t total = 0;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(directory_, ec)) {
-    if (e.path().extension() != ".hps") continue;
+    if (e.path().extension() != ".hps" && e.path().extension() != ".debug") continue;
     std::error_code stat_ec;
     const uint64_t bytes = e.file_size(stat_ec);
     const auto used = e.last_write_time(stat_ec);

@@ -15,31 +15,57 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "symbolizer/debug_copy.h"
 #include "symbolizer/symbolizer.h"
 
 namespace hybridprof::symbolizer {
 
 // Bump when the symbolizer answers differently for the same module
 // (names, files, lines, inlining): entries of another format are misses.
-inline constexpr uint32_t kSymbolCacheFormat = 3;
+inline constexpr uint32_t kSymbolCacheFormat = 4;
 
 // The GNU build id of the ELF file at `path`, in hex; "" when it has none
 // or is not a readable ELF file (such modules are not cached).
 std::string build_id_of(const std::string& path);
 
-// What one module's entry holds: frames by ELF address (empty: nothing
-// resolved there, unresolved_frame() is the answer), and the answers of
-// call_is_statement by address. A module without DWARF is kept whole
-// instead, at its first opening: every stretch of its symbol table
+// What one module's entry holds: answers of the symbolizer by ELF address
+// (no frame: nothing resolved there, unresolved_frame() is the answer),
+// and the answers of call_is_statement by address. A module with DWARF is
+// kept a function at a time: the answers over the whole function an
+// address lies in (ModuleDebugInfo::answers_around), so a later run's
+// sample elsewhere in that function opens nothing. A module without DWARF
+// is kept whole, at its first opening: every stretch of its symbol table
 // answered alike (ModuleDebugInfo::each_symbol_stretch), with the symbol's
 // raw name, demangled when read back; an address in none has no symbol. A
 // later run's address in a function no run reached then opens nothing.
+//
+// Answers are kept as plain numbers (frames naming their function and
+// file by index in one list of strings), so that an entry of a library's
+// thousands of answers reads back as a few copies, not an allocation per
+// name.
 struct CachedModule {
-  std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
+  static constexpr uint32_t kInlined = 1, kResolved = 2;  // Frame::flags
+  struct Frame {
+    uint32_t function = 0, file = 0;  // indices in strings
+    uint32_t line = 0, flags = 0;
+  };
+  struct Answer {
+    uint32_t first = 0, count = 0;  // frames[first, first + count)
+  };
+  struct Range {
+    uint64_t end = 0;
+    Answer answer;
+  };
+  std::vector<std::string> strings;  // function names and files, each once
+  std::vector<Frame> frames;         // every answer's frames, one answer after another
+  std::unordered_map<uint64_t, Answer> addresses;  // answers of single addresses
+  // Functions kept whole: stretches [start, end) by start, not overlapping.
+  std::map<uint64_t, Range> ranges;
   std::unordered_map<uint64_t, bool> statements;
   // The whole symbol table, when kept: stretches by start (they do not
   // overlap), each naming names[name, name + name_size).
@@ -52,14 +78,26 @@ struct CachedModule {
   std::vector<Stretch> stretches;
   std::string names;  // raw (mangled) names, one after another
 
-  bool empty() const { return frames.empty() && statements.empty() && !whole_table; }
-  // The frames cached for `address`, or null.
-  const std::vector<SourceFrame>* find(uint64_t address) const;
+  bool empty() const { return addresses.empty() && statements.empty() && ranges.empty() && !whole_table; }
+  // The frames cached for `address` (alone, or in a function kept whole):
+  // false when there are none.
+  bool find(uint64_t address, std::vector<SourceFrame>* out) const;
+  void add_address(uint64_t address, const std::vector<SourceFrame>& frames);
+  // Keeps [start, end) answered by `frames`, unless it is empty or
+  // overlaps a stretch kept already (false then).
+  bool add_range(uint64_t start, uint64_t end, const std::vector<SourceFrame>& frames);
+  // The frames of a kept answer.
+  std::vector<SourceFrame> frames_of(Answer answer) const;
   // Adds the next stretch of the whole table (in address order).
   void add_stretch(uint64_t start, uint64_t end, const char* name);
   // With the whole table: what the symbol table answers at `address`
   // (no frame: no symbol there).
   std::vector<SourceFrame> symbol_frames(uint64_t address) const;
+
+ private:
+  Answer add_answer(const std::vector<SourceFrame>& frames);
+  uint32_t string_index(const std::string& s);
+  std::unordered_map<std::string, uint32_t> string_indices_;  // of strings, made at the first add
 };
 
 class SymbolCache {
@@ -80,6 +118,9 @@ class SymbolCache {
   bool store(const std::string& build_id, const CachedModule& added);
 
   const std::string& directory() const { return directory_; }
+  // Where a module's decompressed debug copy goes (debug_copy.h): beside
+  // the entries, counted in the bound, a copy at most a quarter of it.
+  DebugCopies debug_copies(const std::string& build_id) const { return {directory_, build_id, max_bytes_ / 4}; }
   // What went wrong since the last call, one line each.
   std::vector<std::string> take_warnings();
 

@@ -30,7 +30,10 @@ ModuleDebugInfo* Symbolizer::debug_info(Module& module, const std::string& modul
   // A file that failed to open stays null: we try each path once, not per address.
   if (!module.opened) {
     module.opened = true;
-    module.debug_info = ModuleDebugInfo::open(module_path);
+    // With a cache, a compressed debug file is read from its decompressed copy there.
+    const std::optional<DebugCopies> copies =
+        cache_ && !module.build_id.empty() ? std::optional(cache_->debug_copies(module.build_id)) : std::nullopt;
+    module.debug_info = ModuleDebugInfo::open(module_path, copies ? &*copies : nullptr);
   }
   return module.debug_info.get();
 }
@@ -57,27 +60,12 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
       return it->second;
     }
     std::vector<SourceFrame> frames;
-    const std::vector<SourceFrame>* cached = module.cached ? module.cached->find(address) : nullptr;
-    if (cached == nullptr && module.found) cached = module.found->find(address);
-    if (cached) {
-      frames = *cached;
-    } else if (const CachedModule* whole = whole_table(module)) {
-      frames = whole->symbol_frames(address);
-    } else {
-      uint64_t from = address, to = address + 1;
-      ModuleDebugInfo* info = debug_info(module, module_path);
-      if (info) frames = info->frames_at(address, &from, &to);
-      // Stored without the unresolved frame: it names the module by the
-      // path it was loaded from, which another run may spell otherwise.
-      // A module without DWARF answers a symbol's whole range alike: its
-      // whole symbol table is kept at once (a later run's address in any
-      // function is answered from the cache).
-      if (module.found) {
-        if (to - from > 1)
-          keep_symbol_table(*info, module.found.get());
-        else
-          module.found->frames[address] = frames;
-      }
+    // Kept by an earlier run, or earlier in this one; else read.
+    if (!(module.cached && module.cached->find(address, &frames)) && !(module.found && module.found->find(address, &frames))) {
+      if (const CachedModule* whole = whole_table(module))
+        frames = whole->symbol_frames(address);
+      else
+        frames = read_frames(module, module_path, address);
     }
     if (frames.empty()) frames.push_back(unresolved_frame(module_path, address));
     // Insert only complete results, so an exception cannot leave an empty entry.
@@ -92,6 +80,26 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
   }
 }
 
+std::vector<SourceFrame> Symbolizer::read_frames(Module& module, const std::string& module_path, uint64_t address) {
+  std::vector<SourceFrame> frames;
+  uint64_t from = address, to = address + 1;
+  ModuleDebugInfo* info = debug_info(module, module_path);
+  if (info) frames = info->frames_at(address, &from, &to);
+  // Stored without the unresolved frame: it names the module by the path
+  // it was loaded from, which another run may spell otherwise. A module
+  // without DWARF answers a symbol's whole range alike: its whole symbol
+  // table is kept at once; one with DWARF keeps the address's whole
+  // function (a later run's address anywhere in them is answered from the
+  // cache).
+  if (module.found) {
+    if (to - from > 1)
+      keep_symbol_table(*info, module.found.get());
+    else if (!(info && keep_function(*info, address, module.found.get())))
+      module.found->add_address(address, frames);
+  }
+  return frames;
+}
+
 const CachedModule* Symbolizer::whole_table(const Module& module) {
   if (module.cached && module.cached->whole_table) return module.cached.get();
   if (module.found && module.found->whole_table) return module.found.get();
@@ -103,6 +111,16 @@ void Symbolizer::keep_symbol_table(ModuleDebugInfo& info, CachedModule* found) {
   found->names.clear();
   found->whole_table =
       info.each_symbol_stretch([&](uint64_t lo, uint64_t hi, const char* name) { found->add_stretch(lo, hi, name); });
+}
+
+bool Symbolizer::keep_function(ModuleDebugInfo& info, uint64_t address, CachedModule* found) {
+  // A function of more stretches is kept an address at a time (a few
+  // generated functions hold tens of thousands of line rows).
+  constexpr size_t kMostStretches = 4096;
+  std::vector<ModuleDebugInfo::Answer> answers;
+  if (!info.answers_around(address, kMostStretches, &answers)) return false;
+  for (const auto& a : answers) found->add_range(a.lo, a.hi, a.frames);
+  return true;
 }
 
 void Symbolizer::save() {

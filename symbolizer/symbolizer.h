@@ -72,10 +72,15 @@ class Symbolizer {
     std::unordered_map<uint64_t, std::vector<SourceFrame>> frames_by_address;
   };
   Module& module_for(const std::string& module_path);
+  // What the module's file answers at `address` (kept for later runs).
+  std::vector<SourceFrame> read_frames(Module& module, const std::string& module_path, uint64_t address);
   // The module's whole symbol table, when the cache or this run holds it.
   static const CachedModule* whole_table(const Module& module);
   // Keeps `info`'s whole symbol table (a module without DWARF) in `found`.
   static void keep_symbol_table(ModuleDebugInfo& info, CachedModule* found);
+  // Keeps the answers over the whole function around `address` (a module
+  // with DWARF) in `found`; false when they cannot be kept whole.
+  static bool keep_function(ModuleDebugInfo& info, uint64_t address, CachedModule* found);
   ModuleDebugInfo* debug_info(Module& module, const std::string& module_path);
 
   SymbolCache* cache_;
