@@ -78,45 +78,6 @@ void collect_functions(Dwarf_Die* parent, RangeIndex* index, int depth) {
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 
-// Appends to `path` the scopes below `parent` (a function) whose ranges contain
-// `pc`, outermost first: the physical nesting, where an inlined callee sits inside
-// its caller. (dwarf_getscopes instead continues from an inlined instance into the
-// scopes of its abstract definition, which is what variable lookup wants.)
-void append_scopes_containing(Dwarf_Die* parent, Dwarf_Addr pc, std::vector<Dwarf_Die>* path,
-                              int depth) {
-  Dwarf_Die child;
-  if (depth > kMaxScopeDepth || dwarf_child(parent, &child) != 0) return;
-  do {
-    const int tag = dwarf_tag(&child);
-    if (scope_kind(tag) != ScopeKind::kCode) continue;
-    if (dwarf_haspc(&child, pc) == 1) {
-      path->push_back(child);
-      append_scopes_containing(&child, pc, path, depth + 1);
-      return;  // sibling scopes do not overlap
-    }
-    // A block without addresses of its own may still hold scopes that have some.
-    if (!is_function(tag) && !has_addresses(&child)) {
-      const size_t before = path->size();
-      append_scopes_containing(&child, pc, path, depth + 1);
-      if (path->size() > before) return;
-    }
-  } while (dwarf_siblingof(&child, &child) == 0);
-}
-
-void append_edges_below(Dwarf_Die* parent, Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges, int depth) {
-  Dwarf_Die child;
-  if (depth > kMaxScopeDepth || dwarf_child(parent, &child) != 0) return;
-  do {
-    if (scope_kind(dwarf_tag(&child)) != ScopeKind::kCode) continue;
-    Dwarf_Addr base = 0, low = 0, high = 0;
-    for (ptrdiff_t offset = 0; (offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0;) {
-      if (lo < low && low < hi) edges->push_back(low);
-      if (lo < high && high < hi) edges->push_back(high);
-    }
-    append_edges_below(&child, lo, hi, edges, depth + 1);
-  } while (dwarf_siblingof(&child, &child) == 0);
-}
-
 }  // namespace
 
 bool is_function(int tag) {
@@ -154,16 +115,61 @@ RangeIndex index_functions(Dwarf_Die* cu) {
   return index;
 }
 
-std::vector<Dwarf_Die> scopes_containing(const Dwarf_Die& function, Dwarf_Addr pc) {
-  std::vector<Dwarf_Die> path{function};
-  Dwarf_Die outer = function;
-  append_scopes_containing(&outer, pc, &path, 1);
+ScopeTree::ScopeTree(const Dwarf_Die& function) {
+  nodes_.push_back({function, true, true, {}, {}});
+  add_children(0, 1);
+}
+
+void ScopeTree::add_children(uint32_t parent, int depth) {
+  Dwarf_Die child;
+  if (depth > kMaxScopeDepth || dwarf_child(&nodes_[parent].die, &child) != 0) return;
+  do {
+    const int tag = dwarf_tag(&child);
+    if (scope_kind(tag) != ScopeKind::kCode) continue;
+    Node node{child, is_function(tag), has_addresses(&child), {}, {}};
+    Dwarf_Addr base = 0, low = 0, high = 0;
+    for (ptrdiff_t offset = 0; (offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0;)
+      node.ranges.emplace_back(low, high);
+    const auto index = uint32_t(nodes_.size());
+    nodes_.push_back(std::move(node));
+    nodes_[parent].children.push_back(index);
+    add_children(index, depth + 1);
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+bool ScopeTree::append_containing(uint32_t parent, Dwarf_Addr pc, std::vector<Dwarf_Die>* path, int depth) const {
+  if (depth > kMaxScopeDepth) return false;
+  for (uint32_t child : nodes_[parent].children) {
+    const Node& node = nodes_[child];
+    const bool holds = std::any_of(node.ranges.begin(), node.ranges.end(),
+                                   [pc](const auto& r) { return r.first <= pc && pc < r.second; });
+    if (holds) {
+      path->push_back(node.die);
+      append_containing(child, pc, path, depth + 1);
+      return true;
+    }
+    if (!node.function && !node.has_addresses) {
+      const size_t before = path->size();
+      append_containing(child, pc, path, depth + 1);
+      if (path->size() > before) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<Dwarf_Die> ScopeTree::containing(Dwarf_Addr pc) const {
+  std::vector<Dwarf_Die> path{nodes_[0].die};
+  append_containing(0, pc, &path, 1);
   return path;
 }
 
-void append_scope_edges(const Dwarf_Die& function, Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges) {
-  Dwarf_Die outer = function;
-  append_edges_below(&outer, lo, hi, edges, 1);
+void ScopeTree::append_edges(Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges) const {
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    for (const auto& [low, high] : nodes_[i].ranges) {
+      if (lo < low && low < hi) edges->push_back(low);
+      if (lo < high && high < hi) edges->push_back(high);
+    }
+  }
 }
 
 }  // namespace hybridprof::symbolizer

@@ -4,6 +4,7 @@
 
 #include <elfutils/libdw.h>
 
+#include <utility>
 #include <vector>
 
 namespace hybridprof::symbolizer {
@@ -27,12 +28,33 @@ const DieRange* find_range(const RangeIndex& index, Dwarf_Addr address);
 // The out-of-line functions of a CU, wherever the DIE tree nests them.
 RangeIndex index_functions(Dwarf_Die* cu);
 
-// `function` and the scopes inside it containing `pc`, outermost first.
-std::vector<Dwarf_Die> scopes_containing(const Dwarf_Die& function, Dwarf_Addr pc);
+// A function's scopes (inlined instances, blocks), their ranges read once
+// for all the addresses asked about in it.
+class ScopeTree {
+ public:
+  explicit ScopeTree(const Dwarf_Die& function);
+  // The function and the scopes inside it containing `pc`, outermost
+  // first: the physical nesting, where an inlined callee sits inside its
+  // caller. (dwarf_getscopes instead continues from an inlined instance
+  // into the scopes of its abstract definition, which is what variable
+  // lookup wants.) A block without addresses of its own may still hold
+  // scopes that have some; sibling scopes do not overlap.
+  std::vector<Dwarf_Die> containing(Dwarf_Addr pc) const;
+  // Appends the edges (starts and ends) of the scopes' ranges inside
+  // (lo, hi): the addresses where containing() may answer differently.
+  void append_edges(Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges) const;
 
-// Appends the edges (starts and ends) of every scope inside `function`
-// (inlined instances, blocks) that lie in [lo, hi): the addresses where
-// scopes_containing may answer differently.
-void append_scope_edges(const Dwarf_Die& function, Dwarf_Addr lo, Dwarf_Addr hi, std::vector<Dwarf_Addr>* edges);
+ private:
+  struct Node {
+    Dwarf_Die die;
+    bool function = false;       // is_function(its tag)
+    bool has_addresses = false;  // low_pc or ranges
+    std::vector<std::pair<Dwarf_Addr, Dwarf_Addr>> ranges;
+    std::vector<uint32_t> children;  // code scopes, in DIE order
+  };
+  void add_children(uint32_t parent, int depth);
+  bool append_containing(uint32_t parent, Dwarf_Addr pc, std::vector<Dwarf_Die>* path, int depth) const;
+  std::vector<Node> nodes_;  // [0]: the function
+};
 
 }  // namespace hybridprof::symbolizer

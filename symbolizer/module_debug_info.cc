@@ -213,6 +213,11 @@ void ModuleDebugInfo::index_compilation_units() {
   sort_ranges(&cu_ranges_);
 }
 
+const ScopeTree& ModuleDebugInfo::scope_tree(const Dwarf_Die& function) {
+  auto [entry, inserted] = scope_trees_.try_emplace(function.addr, function);
+  return entry->second;
+}
+
 const RangeIndex& ModuleDebugInfo::functions_of(Dwarf_Die* cu) {
   auto [entry, inserted] = functions_by_cu_.try_emplace(cu->addr);
   if (inserted) entry->second = index_functions(cu);
@@ -285,7 +290,7 @@ bool ModuleDebugInfo::answers_around(uint64_t elf_vaddr, size_t max_stretches, s
     const RangeIndex& functions = functions_of(&cu);
     narrow_to(functions, pc, &lo, &hi);
     append_range_edges(functions, lo, hi, &edges);
-    if (const DieRange* function = find_range(functions, pc)) append_scope_edges(function->die, lo, hi, &edges);
+    if (const DieRange* function = find_range(functions, pc)) scope_tree(function->die).append_edges(lo, hi, &edges);
     append_line_edges(&cu, lo, hi, &edges);
   }
   if (!(lo <= pc && pc < hi)) return false;
@@ -348,7 +353,7 @@ bool ModuleDebugInfo::call_is_statement(uint64_t elf_vaddr) {
 std::vector<SourceFrame> ModuleDebugInfo::dwarf_frames(Dwarf_Die* cu, Dwarf_Addr pc) {
   const DieRange* function = find_range(functions_of(cu), pc);
   if (function == nullptr) return {};
-  std::vector<Dwarf_Die> path = scopes_containing(function->die, pc);  // outermost first
+  std::vector<Dwarf_Die> path = scope_tree(function->die).containing(pc);  // outermost first
   std::vector<SourceFrame> frames;
   Dwarf_Die* callee = nullptr;  // the inlined_subroutine of the previous frame
   for (auto scope = path.rbegin(); scope != path.rend(); ++scope) {  // innermost first

@@ -70,6 +70,7 @@ class ModuleDebugInfo {
   ModuleDebugInfo(Dwfl* dwfl, Dwfl_Module* module, Dwarf_Addr bias);
   void index_compilation_units();
   const RangeIndex& functions_of(Dwarf_Die* cu);
+  const ScopeTree& scope_tree(const Dwarf_Die& function);
   std::vector<SourceFrame> dwarf_frames(Dwarf_Die* cu, Dwarf_Addr dwarf_address);
   std::string symbol_name(uint64_t dwfl_address);
   // The CU whose ranges hold `dwarf_address`; false when none does.
@@ -88,6 +89,8 @@ class ModuleDebugInfo {
   // Function names by DIE (its address in the loaded debug data, stable while dwfl_
   // lives): many sampled addresses share a function, and qualifying a name walks a CU.
   std::unordered_map<const void*, std::string> function_names_;
+  // Scope trees of the functions asked about, by DIE (as function_names_).
+  std::unordered_map<const void*, ScopeTree> scope_trees_;
   std::unique_ptr<SymbolTable> symbols_;  // read at the first symbol lookup
   std::optional<DebugCopies> copies_;      // the module's user data for find_debuginfo
 };
