@@ -3,13 +3,15 @@
 // reads names from the cache instead of opening DWARF (libtorch's debug
 // information is gigabytes), and ranks of one node can share one rank's work.
 //
-// Files live in DIRECTORY/symbols-v1/<build id>.hps. An entry is written
+// Files live in DIRECTORY/symbols-v1/<build id>.hps (and <build id>.debug,
+// a compressed debug file decompressed: debug_copy.h). An entry is written
 // whole to a temporary file and renamed into place, so a reader never sees
 // half of one and concurrent writers cannot corrupt it (the last rename
 // wins; what the other added is asked again next time). Each file carries
 // a checksum: one that does not match is removed and rebuilt, with a
-// warning, never trusted. The directory is kept under a size bound by
-// removing the entries used least recently (a read touches its file).
+// warning, never trusted (an older format's is a miss, quietly). The
+// directory is kept under a size bound by removing the files used least
+// recently (a read touches its file).
 //
 // Not the signal path: used by the finalizer after the run.
 #pragma once
