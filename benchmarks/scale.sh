@@ -6,7 +6,9 @@
 # the largest rank's peak resident memory, the calling contexts' tables
 # (the largest rank's own, and the job's, unified up a tree of ranks: what
 # every rank receives) and the other definitions' bytes (the largest
-# rank's own, and what every rank receives: all ranks'). Per-rank memory
+# rank's own, and what rank 0 gathers, all ranks', to define every process;
+# the other ranks keep their own and adopt rank 0's refs: recv_def_B, the
+# most bytes of refs one was handed). Per-rank memory
 # should stay flat as ranks grow and the time grow at most like log N;
 # this prints the growth against the smallest job.
 #
@@ -34,8 +36,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 field() { awk -v k="$1" '$1 == k {print $2}' "$2"; }
 
-printf "%6s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n" ranks read_ms name_ms symb_ms unify_ms exch_ms write_ms rss_MiB \
-  own_ctx_KiB job_ctx_KiB own_def_KiB all_def_KiB
+printf "%6s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n" ranks read_ms name_ms symb_ms unify_ms exch_ms write_ms rss_MiB \
+  own_ctx_KiB job_ctx_KiB own_def_KiB all_def_KiB recv_def_B
 first_rss="" first_write=""
 for n in $ranks; do
   rm -rf "$work/job" "$work/cache"
@@ -48,11 +50,12 @@ for n in $ranks; do
   [ -f "$r" ] || { echo "scale.sh: no $r (the ranks did not write the archive)" >&2; tail -20 "$work/out" >&2; exit 1; }
   rss=$(( $(field rank_peak_rss_kib "$r") / 1024 ))
   write=$(field phase_write_ms "$r")
-  printf "%6d %8d %8d %8d %8d %8d %8d %8d %8d %8d %8d %8d\n" "$n" "$(field phase_read_ms "$r")" \
+  printf "%6d %8d %8d %8d %8d %8d %8d %8d %8d %8d %8d %8d %8d\n" "$n" "$(field phase_read_ms "$r")" \
     "$(field phase_node_naming_ms "$r")" "$(field phase_symbolize_ms "$r")" "$(field phase_unify_ms "$r")" \
     "$(field phase_exchange_ms "$r")" "$write" "$rss" \
     $(( $(field context_bytes_rank_max "$r") / 1024 )) $(( $(field context_bytes_job "$r") / 1024 )) \
-    $(( $(field definitions_bytes_rank_max "$r") / 1024 )) $(( $(field definitions_bytes_job "$r") / 1024 ))
+    $(( $(field definitions_bytes_rank_max "$r") / 1024 )) $(( $(field definitions_bytes_job "$r") / 1024 )) \
+    "$(field definitions_bytes_received_max "$r")"
   [ -n "$first_rss" ] || { first_rss=$rss first_write=$write first_n=$n; }
   last_rss=$rss last_write=$write last_n=$n
 done

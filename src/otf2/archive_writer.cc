@@ -88,8 +88,9 @@ void prepare_directory(const ArchiveWriter::Options& options) {
 }  // namespace
 
 struct ArchiveWriter::Thread {
-  uint32_t name;
-  uint32_t process;  // or the device, for a stream
+  uint64_t ref = 0;
+  uint32_t name = kUndefined;
+  uint32_t process = kUndefined;  // or the device, for a stream
   bool stream = false;
   OTF2_EvtWriter* writer = nullptr;  // created at the first event
   bool ended = false;
@@ -289,7 +290,9 @@ uint64_t ArchiveWriter::define_stream(uint32_t device, const std::string& name) 
   require_open("define_stream");
   check_ref(device, processes_.size(), "device");
   if (processes_[device].creator == kUndefined) throw std::invalid_argument("ArchiveWriter: a stream of a process");
+  if (follower()) throw std::logic_error("ArchiveWriter: define_stream is the collective archive's master's");
   Thread stream;
+  stream.ref = threads_.size();
   stream.name = define_string(name);
   stream.process = device;
   stream.stream = true;
@@ -301,7 +304,9 @@ uint64_t ArchiveWriter::define_thread(uint32_t process, const std::string& name)
   require_open("define_thread");
   check_ref(process, processes_.size(), "process");
   if (processes_[process].creator != kUndefined) throw std::invalid_argument("ArchiveWriter: a thread of a device");
+  if (follower()) throw std::logic_error("ArchiveWriter: define_thread is the collective archive's master's");
   Thread thread;
+  thread.ref = threads_.size();
   thread.name = define_string(name);
   thread.process = process;
   threads_.push_back(std::move(thread));
@@ -309,9 +314,37 @@ uint64_t ArchiveWriter::define_thread(uint32_t process, const std::string& name)
 }
 
 void ArchiveWriter::set_thread_remote(uint64_t location) {
-  check_ref(location, threads_.size(), "location");
+  Thread& thread = thread_at(location);
   if (!options_.collective) throw std::logic_error("ArchiveWriter: set_thread_remote without a collective");
-  threads_[location].remote = true;
+  thread.remote = true;
+}
+
+void ArchiveWriter::adopt(const AdoptedRefs& refs) {
+  require_open("adopt");
+  if (!follower()) throw std::logic_error("ArchiveWriter: adopt is for a collective archive's writers but its master");
+  if (!threads_.empty() || adopted_generators_ || adopted_comms_)
+    throw std::logic_error("ArchiveWriter: adopt called twice");
+  for (const auto& [ref, stream] : refs.locations) {
+    Thread thread;
+    thread.ref = ref;
+    thread.stream = stream;
+    if (!adopted_.emplace(ref, threads_.size()).second)
+      throw std::invalid_argument("ArchiveWriter: location ref " + std::to_string(ref) + " adopted twice");
+    threads_.push_back(std::move(thread));
+  }
+  adopted_generators_ = refs.interrupt_generators;
+  adopted_comms_ = refs.comms;
+}
+
+ArchiveWriter::Thread& ArchiveWriter::thread_at(uint64_t location) {
+  if (follower()) {
+    const auto it = adopted_.find(location);
+    if (it == adopted_.end())
+      throw std::invalid_argument("ArchiveWriter: unknown location ref " + std::to_string(location) + " (not adopted)");
+    return threads_[it->second];
+  }
+  check_ref(location, threads_.size(), "location");
+  return threads_[location];
 }
 
 void ArchiveWriter::set_process_property(uint32_t process, const std::string& name, const std::string& value) {
@@ -320,7 +353,7 @@ void ArchiveWriter::set_process_property(uint32_t process, const std::string& na
 }
 
 void ArchiveWriter::set_thread_property(uint64_t location, const std::string& name, uint64_t value) {
-  check_ref(location, threads_.size(), "location");
+  thread_at(location);
   thread_properties_[{location, define_string(name)}] = value;
 }
 
@@ -336,8 +369,7 @@ void ArchiveWriter::open_writer(Thread& thread, uint64_t location) {
 
 ArchiveWriter::Thread& ArchiveWriter::thread_for_event(uint64_t location, uint64_t& timestamp) {
   require_open("write_*");
-  check_ref(location, threads_.size(), "location");
-  Thread& thread = threads_[location];
+  Thread& thread = thread_at(location);
   if (thread.ended) throw std::logic_error("ArchiveWriter: event for " + location_text(location) + " after end_thread");
   if (thread.remote) throw std::logic_error("ArchiveWriter: event for " + location_text(location) + ", another writer's");
   open_writer(thread, location);
@@ -355,7 +387,8 @@ ArchiveWriter::Thread& ArchiveWriter::thread_for_event(uint64_t location, uint64
 void ArchiveWriter::write_sample(uint64_t location, uint64_t timestamp, uint32_t calling_context,
                                  uint32_t unwind_distance, uint32_t interrupt_generator) {
   check_ref(calling_context, contexts_.size(), "calling context");
-  check_optional_ref(interrupt_generator, interrupt_generators_.size(), "interrupt generator");
+  check_optional_ref(interrupt_generator, follower() ? adopted_generators_ : interrupt_generators_.size(),
+                     "interrupt generator");
   Thread& thread = thread_for_event(location, timestamp);
   if (options_.enter_leave) {
     move_to_context(thread, location, timestamp, calling_context);
@@ -440,7 +473,9 @@ bool ArchiveWriter::write_event(uint64_t location, uint64_t timestamp, std::stri
   return true;
 }
 
-void ArchiveWriter::check_comm(uint32_t comm) const { check_ref(comm, comms_.size(), "communicator"); }
+void ArchiveWriter::check_comm(uint32_t comm) const {
+  check_ref(comm, follower() ? adopted_comms_ : comms_.size(), "communicator");
+}
 
 const ArchiveWriter::Group& ArchiveWriter::comm_locations_of(Paradigm paradigm, const char* what) const {
   // OTF2 readers resolve COMM_GROUP and COMM_SELF groups through their
@@ -456,7 +491,7 @@ void ArchiveWriter::define_comm_locations(Paradigm paradigm, const std::vector<u
   require_open("define_comm_locations");
   if (comm_locations_.count(paradigm))
     throw std::logic_error("ArchiveWriter: define_comm_locations called twice for a paradigm");
-  for (uint64_t location : locations) check_ref(location, threads_.size(), "location");
+  for (uint64_t location : locations) thread_at(location);
   comm_locations_[paradigm] = uint32_t(groups_.size());
   groups_.push_back({GroupType::kCommLocations, paradigm, locations});
 }
@@ -488,7 +523,7 @@ uint32_t ArchiveWriter::define_comm_self(Paradigm paradigm, const std::string& n
 
 void ArchiveWriter::add_clock_offset(uint64_t location, uint64_t time, int64_t offset, double stddev) {
   require_open("add_clock_offset");
-  check_ref(location, threads_.size(), "location");
+  thread_at(location);
   std::vector<ClockOffset>& offsets = clock_offsets_[location];
   // OTF2's reader fails on two offsets at one time and interpolates as if
   // they were in time order.
@@ -517,8 +552,7 @@ uint64_t ArchiveWriter::corrected_time(const std::vector<ClockOffset>& offsets, 
 
 void ArchiveWriter::end_thread(uint64_t location, uint64_t timestamp) {
   require_open("end_thread");
-  check_ref(location, threads_.size(), "location");
-  Thread& thread = threads_[location];
+  Thread& thread = thread_at(location);
   if (thread.ended) return;
   if (thread.remote) {
     thread.ended = true;
@@ -544,10 +578,8 @@ void ArchiveWriter::close_thread_writer(Thread& thread) {
 void ArchiveWriter::close(const ClockInfo& clock_in) {
   require_open("close");
   try {
-    for (uint64_t location = 0; location < threads_.size(); ++location) {
-      if (!threads_[location].ended) {
-        end_thread(location, threads_[location].last_timestamp);
-      }
+    for (const Thread& thread : threads_) {
+      if (!thread.ended) end_thread(thread.ref, thread.last_timestamp);
     }
     OTF2_Archive* a = archive_->handle;
     check(OTF2_Archive_CloseEvtFiles(a), "OTF2_Archive_CloseEvtFiles");
@@ -581,26 +613,32 @@ void ArchiveWriter::abandon() {
   archive_->handle = nullptr;
 }
 
+// Each location's event count and time range as its writer saw them,
+// and the time range of all events, at the master: what the global
+// definitions say.
 void ArchiveWriter::gather_thread_totals() {
-  const size_t n = threads_.size();
-  std::vector<uint64_t> events(n), firsts(n + 1), lasts(n + 1);
-  for (size_t i = 0; i < n; ++i) {
-    events[i] = threads_[i].events;
-    firsts[i] = threads_[i].first_timestamp;
-    lasts[i] = threads_[i].last_timestamp;
+  struct Totals {
+    uint64_t ref, events, first, last;
+  };
+  std::vector<Totals> mine{{UINT64_MAX, 0, first_timestamp_, last_timestamp_}};  // all of this writer's first
+  for (const Thread& t : threads_)
+    if (!t.remote) mine.push_back({t.ref, t.events, t.first_timestamp, t.last_timestamp});
+  const std::vector<std::string> parts = options_.collective->gather(
+      std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(Totals)));
+  for (const std::string& part : parts) {  // the master's only
+    if (part.empty() || part.size() % sizeof(Totals) != 0)
+      throw std::runtime_error("ArchiveWriter: a writer's event totals did not arrive whole");
+    std::vector<Totals> theirs(part.size() / sizeof(Totals));
+    std::memcpy(theirs.data(), part.data(), part.size());
+    first_timestamp_ = std::min(first_timestamp_, theirs[0].first);
+    last_timestamp_ = std::max(last_timestamp_, theirs[0].last);
+    for (size_t i = 1; i < theirs.size(); ++i) {
+      Thread& t = thread_at(theirs[i].ref);
+      t.events = theirs[i].events;
+      t.first_timestamp = theirs[i].first;
+      t.last_timestamp = theirs[i].last;
+    }
   }
-  firsts[n] = first_timestamp_;
-  lasts[n] = last_timestamp_;
-  options_.collective->reduce(events, Collective::Reduce::kSum);
-  options_.collective->reduce(firsts, Collective::Reduce::kMin);
-  options_.collective->reduce(lasts, Collective::Reduce::kMax);
-  for (size_t i = 0; i < n; ++i) {
-    threads_[i].events = events[i];
-    threads_[i].first_timestamp = firsts[i];
-    threads_[i].last_timestamp = lasts[i];
-  }
-  first_timestamp_ = firsts[n];
-  last_timestamp_ = lasts[n];
 }
 
 // Readers (otf2-print, ViTE) open <location>.def for every location: it
@@ -608,8 +646,9 @@ void ArchiveWriter::gather_thread_totals() {
 void ArchiveWriter::write_local_definitions() {
   OTF2_Archive* a = archive_->handle;
   check(OTF2_Archive_OpenDefFiles(a), "OTF2_Archive_OpenDefFiles");
-  for (uint64_t location = 0; location < threads_.size(); ++location) {
-    if (threads_[location].remote) continue;
+  for (const Thread& thread : threads_) {
+    if (thread.remote) continue;
+    const uint64_t location = thread.ref;
     OTF2_DefWriter* writer = OTF2_Archive_GetDefWriter(a, location);
     if (writer == nullptr) {
       throw std::runtime_error("ArchiveWriter: cannot create the local definition writer of " +

@@ -27,11 +27,15 @@
 //     (~16k samples at the default 256 KiB). End threads when they exit.
 //
 //  6. Collective mode (Options::collective): several processes write one
-//     archive together, each with its own ArchiveWriter making the same
-//     definitions in the same order (so refs agree). Each writes the events
-//     and local definitions of the locations it has not marked remote; the
-//     master also writes the global definitions and the anchor. The
-//     constructor and close() are collective: all writers call them.
+//     archive together, each with its own ArchiveWriter. The master defines
+//     every process and location (marking the others' remote) and writes
+//     the global definitions and the anchor; every writer makes the
+//     definitions its events name directly (regions, calling contexts,
+//     event sets' parameters) in the same order, so their refs agree, and
+//     adopts the master's refs of its own locations (adopt()): a writer
+//     holds its own locations, not the job's. Each writes the events and
+//     local definitions of its own locations. The constructor and close()
+//     are collective: all writers call them.
 //
 // Not thread-safe: one thread (the drain) drives a writer.
 #pragma once
@@ -70,6 +74,14 @@ class ArchiveWriter final : public sink::TraceSink {
     virtual bool is_master() const = 0;
     // Element-wise over all writers; every writer gets the result.
     virtual void reduce(std::vector<uint64_t>& values, Reduce op) = 0;
+    // How many writers there are, and this one's place among them (the master's: 0).
+    virtual uint32_t writers() const = 0;
+    virtual uint32_t writer() const = 0;
+    // Every writer's `mine` at the master, in writer order (elsewhere: none).
+    virtual std::vector<std::string> gather(const std::string& mine) = 0;
+    // The master's parts[w] at writer w (the master passes one per writer;
+    // the others pass none).
+    virtual std::string scatter(const std::vector<std::string>& parts) = 0;
   };
 
   struct Options {
@@ -145,6 +157,11 @@ class ArchiveWriter final : public sink::TraceSink {
   // Collective mode: another writer writes this location's events and local
   // definitions (events for it here are a std::logic_error).
   void set_thread_remote(uint64_t location) override;
+  // Collective mode, a writer other than the master (rule 6): its own
+  // locations by the master's refs, and how many interrupt generators and
+  // communicators the master defined (the refs its events may name). Once,
+  // before any event; define_thread and define_stream are the master's.
+  void adopt(const AdoptedRefs&) override;
   void set_process_property(uint32_t process, const std::string& name, const std::string& value) override;  // string
   void set_thread_property(uint64_t location, const std::string& name, uint64_t value) override;             // uint64
 
@@ -256,6 +273,10 @@ class ArchiveWriter final : public sink::TraceSink {
   };
   using TripleMap = std::unordered_map<std::tuple<uint32_t, uint32_t, uint64_t>, uint32_t, TripleHash>;
 
+  // Rule 6: this writer defines no location and adopts its own.
+  bool follower() const { return options_.collective && !options_.collective->is_master(); }
+  // The location `location` (std::invalid_argument when there is none).
+  Thread& thread_at(uint64_t location);
   void open_writer(Thread&, uint64_t location);
   Thread& thread_for_event(uint64_t location, uint64_t& timestamp);
   void close_thread_writer(Thread&);
@@ -286,7 +307,9 @@ class ArchiveWriter final : public sink::TraceSink {
   std::vector<SystemTreeNode> system_tree_nodes_;
   TripleMap system_tree_node_refs_;
   std::vector<Process> processes_;
-  std::vector<Thread> threads_;
+  std::vector<Thread> threads_;  // by ref; a follower's: its own, adopted
+  std::unordered_map<uint64_t, size_t> adopted_;  // a follower's: threads_ index by ref
+  uint32_t adopted_generators_ = 0, adopted_comms_ = 0;  // a follower's: the master's counts
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> process_properties_;  // (process, name) -> value string
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> thread_properties_;   // (location, name) -> value
   std::map<std::string, std::string> archive_properties_;

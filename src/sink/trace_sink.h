@@ -11,8 +11,10 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "otf2/types.h"
@@ -67,6 +69,16 @@ class TraceSink : public CommSink {
   virtual uint64_t define_stream(uint32_t device, const std::string& name) = 0;
   // Another writer of a collective archive writes this location's events.
   virtual void set_thread_remote(uint64_t location) = 0;
+  // A writer of a collective archive other than its master, which defines
+  // the processes: the refs the master gave this writer's own locations
+  // and what its events name. (Not every sink writes collective archives:
+  // those throw std::logic_error.)
+  struct AdoptedRefs {
+    std::vector<std::pair<uint64_t, bool>> locations;  // each ref, and whether a device stream
+    uint32_t interrupt_generators = 0;                 // refs below it are defined
+    uint32_t comms = 0;
+  };
+  virtual void adopt(const AdoptedRefs&) { throw std::logic_error("this sink defines every location itself"); }
   virtual void set_process_property(uint32_t process, const std::string& name, const std::string& value) = 0;
   virtual void set_thread_property(uint64_t location, const std::string& name, uint64_t value) = 0;
   // At local `time`, global time = local time + `offset`.

@@ -150,13 +150,8 @@ class Finalizer {
       const int64_t ra = a.job_rank ? a.job_rank->rank : INT64_MAX, rb = b.job_rank ? b.job_rank->rank : INT64_MAX;
       return std::tie(ra, a.begin_monotonic_ns, a.pid) < std::tie(rb, b.begin_monotonic_ns, b.pid);
     });
-    machine_ = writers_.each([](sink::TraceSink& w) {
-      return w.define_system_tree_node("machine", "machine", kUndefined);
-    });
     const std::vector<uint32_t> context_refs = define_contexts(contexts);
-    std::vector<ProcessRefs> refs;
-    for (const auto& e : entries) refs.push_back(define_process(e, context_refs));
-    define_adapter_definitions(entries, refs, define_job_ranks(entries, refs));
+    std::vector<ProcessRefs> refs = follower() ? adopt_refs(entries, context_refs) : define_processes(entries, context_refs);
     std::string failure;
     try {
       for (size_t i = 0; i < entries.size(); ++i) {
@@ -183,7 +178,7 @@ class Finalizer {
       result_->warnings.push_back(std::to_string(result_->events_skipped) +
                                   " traced events not written: their event set is unknown to this build, or a "
                                   "definition they name was in a lost chunk of the raw data");
-    write_archive_properties(entries);
+    if (!follower()) write_archive_properties(entries);
     otf2::ClockInfo clock;
     uint64_t first = UINT64_MAX, last = 0;
     for (const auto& e : entries) {
@@ -205,6 +200,100 @@ class Finalizer {
     uint32_t generator = kUndefined;
     std::map<std::string, std::map<uint32_t, uint32_t>, std::less<>> definitions;  // by set, then id
   };
+
+  // A writer of a collective archive other than its master (which defines
+  // every process; the others adopt its refs of their own).
+  bool follower() const { return collective_ && !collective_->is_master(); }
+
+  // Every process and what its adapters define; with a collective, each
+  // other writer is then handed its processes' refs. All writers go on
+  // from here or none: a failure here is every writer's.
+  std::vector<ProcessRefs> define_processes(const std::vector<ArchiveEntry>& entries,
+                                            const std::vector<uint32_t>& context_refs) {
+    std::vector<ProcessRefs> refs;
+    std::vector<std::vector<DefinedRefs>> handed(collective_ ? collective_->writers() : 0);
+    std::string failure;
+    try {
+      machine_ = writers_.each([](sink::TraceSink& w) {
+        return w.define_system_tree_node("machine", "machine", kUndefined);
+      });
+      for (const auto& e : entries) refs.push_back(define_process(e, context_refs));
+      define_adapter_definitions(entries, refs, define_job_ranks(entries, refs));
+      for (size_t i = 0; collective_ && i < entries.size(); ++i) {
+        const ArchiveEntry& e = entries[i];
+        if (e.writer == collective_->writer()) continue;
+        if (e.writer >= handed.size()) throw std::logic_error("a process of writer " + std::to_string(e.writer) +
+                                                              " of " + std::to_string(handed.size()));
+        handed[e.writer].push_back({e.definitions->pid, e.definitions->begin_monotonic_ns, refs[i].generator,
+                                    refs[i].locations, refs[i].definitions});
+      }
+    } catch (const std::exception& e) {
+      if (!collective_) throw;
+      failure = e.what();
+    }
+    if (collective_) {
+      std::vector<std::string> parts(handed.size());
+      for (size_t w = 0; failure.empty() && w < handed.size(); ++w) parts[w] = serialize_refs(std::move(handed[w]));
+      collective_->scatter(parts);  // empty parts after a failure: the other writers fail too
+      agree_or_throw(failure);
+    }
+    return refs;
+  }
+
+  // This writer's processes' refs, as the master defined them.
+  std::vector<ProcessRefs> adopt_refs(const std::vector<ArchiveEntry>& entries,
+                                      const std::vector<uint32_t>& context_refs) {
+    std::vector<ProcessRefs> refs(entries.size());
+    std::string failure;
+    try {
+      std::vector<DefinedRefs> handed;
+      const std::string bytes = collective_->scatter({});
+      result_->definitions_bytes_received_max = bytes.size();
+      if (!parse_refs(bytes, &handed)) throw std::runtime_error("the master's refs did not arrive whole");
+      sink::TraceSink::AdoptedRefs adopted;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const ProcessDefinitions& p = *entries[i].definitions;
+        const auto it = std::find_if(handed.begin(), handed.end(), [&](const DefinedRefs& d) {
+          return d.pid == p.pid && d.begin_monotonic_ns == p.begin_monotonic_ns;
+        });
+        if (it == handed.end()) throw std::runtime_error("the master defined no process " + std::to_string(p.pid));
+        ProcessRefs& r = refs[i];
+        r.generator = it->generator;
+        r.locations = it->locations;
+        r.definitions = it->definitions;
+        if (entries[i].node_contexts)
+          for (uint32_t c : *entries[i].node_contexts) r.contexts.push_back(c == tree::kNone ? kUndefined : context_refs.at(c));
+        adopted.interrupt_generators = std::max(adopted.interrupt_generators, r.generator + 1);
+        for (const ThreadDefinition& t : p.threads) {
+          const auto loc = r.locations.find(t.index);
+          if (loc == r.locations.end()) throw std::runtime_error("the master defined no location of thread " + std::to_string(t.tid));
+          adopted.locations.emplace_back(loc->second, t.kind != raw::LocationKind::kThread);
+        }
+        for (const auto& [set, ids] : r.definitions)
+          for (const auto& [id, ref] : ids) adopted.comms = std::max(adopted.comms, ref + 1);
+      }
+      writers_.each([&](sink::TraceSink& w) { w.adopt(adopted); });
+      for (size_t i = 0; i < entries.size(); ++i)
+        for (const ThreadDefinition& t : entries[i].definitions->threads)
+          for (const auto& c : entries[i].definitions->clock_offsets)
+            writers_.each([&](sink::TraceSink& w) {
+              w.add_clock_offset(refs[i].locations.at(t.index), c.timestamp_ns, c.offset_ns, double(c.stddev_ns));
+            });
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    agree_or_throw(failure);
+    return refs;
+  }
+
+  // Collective: all writers go on, or all give up (abandoning the archive).
+  void agree_or_throw(const std::string& failure) {
+    std::vector<uint64_t> failed{failure.empty() ? 0u : 1u};
+    collective_->reduce(failed, ArchiveWriter::Collective::Reduce::kSum);
+    if (failed[0] == 0) return;
+    writers_.each([](sink::TraceSink& w) { w.abandon(); });
+    throw std::runtime_error(failure.empty() ? std::to_string(failed[0]) + " other writer(s) failed" : failure);
+  }
 
   ProcessRefs define_process(const ArchiveEntry& e, const std::vector<uint32_t>& context_refs) {
     const ProcessDefinitions& p = *e.definitions;

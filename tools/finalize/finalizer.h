@@ -54,11 +54,15 @@ struct Result {
   // (KiB, its whole life); the calling contexts' tables in bytes: the
   // largest rank's own and the job's (unified up the ranks' tree, what
   // every rank receives); and the other definitions' bytes: the largest
-  // rank's own, and what every rank received (all ranks').
+  // rank's own, and what rank 0 gathered (all ranks'; the others keep
+  // their own).
   uint64_t phase_read_ms = 0, phase_node_naming_ms = 0, phase_symbolize_ms = 0, phase_unify_ms = 0,
            phase_exchange_ms = 0, phase_write_ms = 0;
   uint64_t rank_peak_rss_kib = 0, context_bytes_rank_max = 0, context_bytes_job = 0;
   uint64_t definitions_bytes_rank_max = 0, definitions_bytes_job = 0;
+  // What the writers other than the master received of it: the most bytes
+  // of refs one was handed (its own processes'; collective archives).
+  uint64_t definitions_bytes_received_max = 0;
   std::vector<std::string> warnings;  // data found missing or damaged
 };
 
@@ -101,19 +105,23 @@ void name_in_cache(const SymbolQueries& queries, std::vector<std::string>* warni
 bool symbol_cache_enabled();
 
 // A process image of the archive; `stream` null: another writer of a
-// collective archive copies its events. `node_contexts` (with a stream):
-// each raw node's innermost context in the archive's context tables.
+// collective archive copies its events (writer `writer`). `node_contexts`
+// (with a stream): each raw node's innermost context in the archive's
+// context tables.
 struct ArchiveEntry {
   const ProcessDefinitions* definitions = nullptr;
   const RawProcess* stream = nullptr;
   const std::vector<uint32_t>* node_contexts = nullptr;
+  uint32_t writer = 0;
 };
 // Defines the calling contexts of `contexts` (every process's, merged:
 // process_tables.h), then every entry, copies the events of those with a
-// stream, closes. With a collective, every writer passes the same contexts
-// and the same entries' definitions (in any order), and the archive's parts
-// are written by all; all writers throw if one failed while copying
-// events. Throws std::exception on failure.
+// stream, closes. With a collective, every writer passes the same
+// contexts; the master passes every process's entry (in any order) and
+// defines them, the others their own only, and adopt the master's refs of
+// them; the archive's parts are written by all, and all writers throw if
+// one failed while defining or copying events. Throws std::exception on
+// failure.
 void write_archive(const Options& options, const tree::Definitions& contexts, std::vector<ArchiveEntry> entries,
                    otf2::ArchiveWriter::Collective* collective, Result* result);
 

@@ -34,33 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 using otf2::ArchiveWriter;
 
-class MpiCollective final : public ArchiveWriter::Collective {
- public:
-  MpiCollective(MPI_Comm comm, int rank) : comm_(comm), rank_(rank) {}
-
-  void install(OTF2_Archive* archive) override {
-    otf2::detail::check(OTF2_MPI_Archive_SetCollectiveCallbacks(archive, comm_, MPI_COMM_NULL),
-                        "OTF2_MPI_Archive_SetCollectiveCallbacks");
-  }
-  bool is_master() const override { return rank_ == 0; }
-  void reduce(std::vector<uint64_t>& values, Reduce op) override {
-    const MPI_Op mpi_op = op == Reduce::kSum ? MPI_SUM : op == Reduce::kMin ? MPI_MIN : MPI_MAX;
-    if (PMPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_UINT64_T, mpi_op, comm_) != MPI_SUCCESS)
-      throw std::runtime_error("MPI_Allreduce failed");
-  }
-
-  // How many ranks say they failed.
-  uint64_t failures(bool failed) {
-    std::vector<uint64_t> n{failed ? 1u : 0u};
-    reduce(n, Reduce::kSum);
-    return n[0];
-  }
-
- private:
-  MPI_Comm comm_;
-  int rank_;
-};
-
 // Every rank's `mine`, in rank order.
 std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& mine) {
   uint64_t length = mine.size();
@@ -81,6 +54,110 @@ std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& m
   for (int r = 0; r < size; ++r) parts.push_back(all.substr(size_t(offsets[size_t(r)]), lengths[size_t(r)]));
   return parts;
 }
+
+// MPI counts and displacements are ints: a total past 2 GiB is refused
+// (every rank that computes it throws alike).
+std::vector<int> int_counts(const std::vector<uint64_t>& lengths, std::vector<int>* offsets) {
+  std::vector<int> counts;
+  uint64_t total = 0;
+  for (uint64_t n : lengths) {
+    counts.push_back(int(n));
+    offsets->push_back(int(total));
+    total += n;
+  }
+  if (total > uint64_t(INT_MAX)) throw std::runtime_error("more than 2 GiB for one rank to receive");
+  return counts;
+}
+
+// Every rank's `mine` at rank 0, in rank order (elsewhere: none). Rank 0
+// alone holds what all sent: the other ranks' memory does not grow with
+// the job.
+std::vector<std::string> gather_bytes(MPI_Comm comm, int rank, int size, const std::string& mine) {
+  uint64_t length = mine.size();
+  std::vector<uint64_t> lengths(rank == 0 ? size_t(size) : 0);
+  PMPI_Gather(&length, 1, MPI_UINT64_T, lengths.data(), 1, MPI_UINT64_T, 0, comm);
+  std::vector<int> offsets;
+  std::vector<int> counts;
+  std::string all;
+  bool fits = true;
+  if (rank == 0) {
+    try {
+      counts = int_counts(lengths, &offsets);
+      all.resize(size_t(offsets.back()) + lengths.back());
+    } catch (const std::exception&) {
+      fits = false;  // receives nothing: the parts come back empty, which their readers refuse
+      counts.assign(size_t(size), 0);
+      offsets.assign(size_t(size), 0);
+    }
+  }
+  PMPI_Gatherv(mine.data(), int(length), MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, 0, comm);
+  std::vector<std::string> parts;
+  for (int r = 0; rank == 0 && r < size; ++r)
+    parts.push_back(fits ? all.substr(size_t(offsets[size_t(r)]), lengths[size_t(r)]) : std::string());
+  return parts;
+}
+
+// Rank 0's parts[r] at rank r.
+std::string scatter_bytes(MPI_Comm comm, int rank, int size, const std::vector<std::string>& parts) {
+  std::vector<uint64_t> lengths(size_t(size), 0);
+  std::string all;
+  std::vector<int> counts, offsets;
+  bool fits = true;
+  if (rank == 0) {
+    for (int r = 0; r < size && size_t(r) < parts.size(); ++r) lengths[size_t(r)] = parts[size_t(r)].size();
+    try {
+      counts = int_counts(lengths, &offsets);
+      for (int r = 0; r < size && size_t(r) < parts.size(); ++r) all += parts[size_t(r)];
+    } catch (const std::exception&) {
+      fits = false;
+    }
+    if (!fits) {
+      lengths.assign(size_t(size), 0);
+      counts.assign(size_t(size), 0);
+      offsets.assign(size_t(size), 0);
+      all.clear();
+    }
+  }
+  uint64_t length = 0;
+  PMPI_Scatter(lengths.data(), 1, MPI_UINT64_T, &length, 1, MPI_UINT64_T, 0, comm);
+  std::string mine(length, '\0');
+  PMPI_Scatterv(all.data(), counts.data(), offsets.data(), MPI_BYTE, mine.data(), int(length), MPI_BYTE, 0, comm);
+  return mine;
+}
+
+class MpiCollective final : public ArchiveWriter::Collective {
+ public:
+  MpiCollective(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+
+  void install(OTF2_Archive* archive) override {
+    otf2::detail::check(OTF2_MPI_Archive_SetCollectiveCallbacks(archive, comm_, MPI_COMM_NULL),
+                        "OTF2_MPI_Archive_SetCollectiveCallbacks");
+  }
+  bool is_master() const override { return rank_ == 0; }
+  void reduce(std::vector<uint64_t>& values, Reduce op) override {
+    const MPI_Op mpi_op = op == Reduce::kSum ? MPI_SUM : op == Reduce::kMin ? MPI_MIN : MPI_MAX;
+    if (PMPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_UINT64_T, mpi_op, comm_) != MPI_SUCCESS)
+      throw std::runtime_error("MPI_Allreduce failed");
+  }
+
+  uint32_t writers() const override { return uint32_t(size_); }
+  uint32_t writer() const override { return uint32_t(rank_); }
+  std::vector<std::string> gather(const std::string& mine) override { return gather_bytes(comm_, rank_, size_, mine); }
+  std::string scatter(const std::vector<std::string>& parts) override {
+    return scatter_bytes(comm_, rank_, size_, parts);
+  }
+
+  // How many ranks say they failed.
+  uint64_t failures(bool failed) {
+    std::vector<uint64_t> n{failed ? 1u : 0u};
+    reduce(n, Reduce::kSum);
+    return n[0];
+  }
+
+ private:
+  MPI_Comm comm_;
+  int rank_, size_;
+};
 
 // Point to point over PMPI: the length, then the bytes (none past 2 GiB,
 // an MPI count's limit: recv_bytes is false then, on both sides alike).
@@ -300,7 +377,7 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
   int rank = 0, size = 0;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
-  MpiCollective collective(comm, rank);
+  MpiCollective collective(comm, rank, size);
   const fs::path staging = fs::path(job_dir) / ".job-archive";
   // Made by rank 0; a rank that does not see it has another file system at
   // JOB (a node-local path), and its part would never reach the archive.
@@ -387,29 +464,29 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
     return give_up(problem.empty() && unify_failed ? "the job's calling contexts did not unify" : problem, failed);
   own_result.phase_unify_ms = phase_done();
 
-  // 3. Every rank gets every process's other definitions (the same bytes
-  // everywhere, so a parse failure is everyone's); their calling contexts
-  // stay home.
+  // 3. Rank 0 gets every process's other definitions (it defines them
+  // all); every rank keeps its own, and their calling contexts stay home.
   std::vector<ProcessDefinitions> own;
   for (auto& p : mine) {
     std::vector<ContextNode>().swap(p.definitions.contexts);  // in the job's tables now
     own.push_back(p.definitions);
   }
-  std::vector<std::vector<ProcessDefinitions>> by_rank(static_cast<size_t>(size));
   const std::string own_bytes = serialize(std::move(own));
   own_result.definitions_bytes_rank_max = own_bytes.size();
-  const std::vector<std::string> parts = allgather(comm, size, own_bytes);
-  for (const std::string& part : parts) own_result.definitions_bytes_job += part.size();
-  for (int r = 0; r < size; ++r) {
-    if (!parse(parts[size_t(r)], &by_rank[size_t(r)]))
-      return give_up("the definitions of rank " + std::to_string(r) + " did not arrive whole", 1);
+  std::vector<std::vector<ProcessDefinitions>> by_rank(rank == 0 ? static_cast<size_t>(size) : 0);
+  {
+    const std::vector<std::string> parts = gather_bytes(comm, rank, size, own_bytes);
+    for (size_t r = 0; r < parts.size() && problem.empty(); ++r) {
+      own_result.definitions_bytes_job += parts[r].size();
+      if (r > 0 && !parse(parts[r], &by_rank[r])) problem = "the definitions of rank " + std::to_string(r) + " did not arrive whole";
+    }
   }
+  if (const uint64_t failed = collective.failures(!problem.empty())) return give_up(problem, failed);
   std::vector<ArchiveEntry> entries;
-  for (int r = 0; r < size; ++r) {
-    for (size_t i = 0; i < by_rank[size_t(r)].size(); ++i)
-      entries.push_back({&by_rank[size_t(r)][i], r == rank ? &mine[i].raw : nullptr,
-                         r == rank ? &node_contexts[i] : nullptr});
-  }
+  for (size_t i = 0; i < mine.size(); ++i)
+    entries.push_back({&mine[i].definitions, &mine[i].raw, &node_contexts[i], uint32_t(rank)});
+  for (int r = 1; r < int(by_rank.size()); ++r)  // rank 0: the others' processes, streamed by their ranks
+    for (const ProcessDefinitions& p : by_rank[size_t(r)]) entries.push_back({&p, nullptr, nullptr, uint32_t(r)});
 
   // 4. The archive: every rank its own threads' events, rank 0 the rest.
   Options options;
@@ -440,7 +517,7 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
                                  own_result.phase_symbolize_ms, own_result.phase_unify_ms,
                                  own_result.phase_exchange_ms,  own_result.phase_write_ms,
                                  own_result.rank_peak_rss_kib,  own_result.definitions_bytes_rank_max,
-                                 own_result.context_bytes_rank_max};
+                                 own_result.context_bytes_rank_max, result.definitions_bytes_received_max};
     collective.reduce(sums, MpiCollective::Reduce::kSum);
     collective.reduce(maxima, MpiCollective::Reduce::kMax);
     result.symbol_modules_cached = sums[0];
@@ -454,7 +531,8 @@ std::string write_job_archive(MPI_Comm comm, const std::string& job_dir, const s
     result.rank_peak_rss_kib = maxima[6];
     result.definitions_bytes_rank_max = maxima[7];
     result.context_bytes_rank_max = maxima[8];
-    result.definitions_bytes_job = own_result.definitions_bytes_job;  // the same on every rank
+    result.definitions_bytes_received_max = maxima[9];
+    result.definitions_bytes_job = own_result.definitions_bytes_job;  // rank 0's: what it gathered
     result.context_bytes_job = own_result.context_bytes_job;
   } catch (const std::exception&) {
   }

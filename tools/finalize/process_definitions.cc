@@ -374,6 +374,8 @@ template <typename IO> void visit(IO& io, raw::Definition& d);
 template <typename IO> void visit(IO& io, std::optional<raw::JobRank>& r);
 template <typename IO> void visit(IO& io, ProcessDefinitions& p);
 template <typename IO> void visit(IO& io, std::map<std::string, std::set<uint64_t>>& m);
+template <typename IO, typename K, typename V, typename C> void visit(IO& io, std::map<K, V, C>& m);
+template <typename IO> void visit(IO& io, DefinedRefs& r);
 
 template <typename IO, typename T>
 std::enable_if_t<(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_enum_v<T>> visit(IO& io, T& v) {
@@ -464,6 +466,28 @@ template <typename IO> void visit(IO& io, std::map<std::string, std::set<uint64_
     }
   }
 }
+// Maps: the count, then each key and value.
+template <typename IO, typename K, typename V, typename C> void visit(IO& io, std::map<K, V, C>& m) {
+  uint64_t n = m.size();
+  io.scalar(n);
+  if constexpr (std::is_same_v<IO, Reader>) {
+    if (!io.count_fits(n)) return void(io.ok = false);
+    for (uint64_t i = 0; i < n && io.ok; ++i) {
+      K key{};
+      V value{};
+      fields(io, key, value);
+      m.emplace(std::move(key), std::move(value));
+    }
+  } else {
+    for (auto& [key, value] : m) {
+      K k = key;
+      fields(io, k, value);
+    }
+  }
+}
+template <typename IO> void visit(IO& io, DefinedRefs& r) {
+  fields(io, r.pid, r.begin_monotonic_ns, r.generator, r.locations, r.definitions);
+}
 template <typename IO> void visit(IO& io, tree::Region& r) { fields(io, r.name, r.file, r.module, r.line, r.paradigm); }
 template <typename IO> void visit(IO& io, tree::Context& c) { fields(io, c.region, c.line, c.parent); }
 template <typename IO> void visit(IO& io, tree::Comm& c) { fields(io, c.key, c.name, c.members); }
@@ -506,6 +530,9 @@ std::string serialize_tables(tree::Definitions tables) { return serialize_value(
 bool parse_tables(const std::string& bytes, tree::Definitions* out) { return parse_value(bytes, out); }
 std::string serialize_map(tree::Map map) { return serialize_value(std::move(map)); }
 bool parse_map(const std::string& bytes, tree::Map* out) { return parse_value(bytes, out); }
+
+std::string serialize_refs(std::vector<DefinedRefs> refs) { return serialize_value(std::move(refs)); }
+bool parse_refs(const std::string& bytes, std::vector<DefinedRefs>* out) { return parse_value(bytes, out); }
 
 std::string serialize_queries(SymbolQueries queries) { return serialize_value(std::move(queries)); }
 bool parse_queries(const std::string& bytes, SymbolQueries* out) { return parse_value(bytes, out); }

@@ -82,6 +82,17 @@ struct ProcessDefinitions {
   std::vector<std::string> warnings;             // what reading the stream found missing or damaged
 };
 
+// What the master of a collective archive defined for a process that
+// another writer streams (finalizer.cc): the process's interrupt
+// generator, its threads' locations and its adapters' definitions, by the
+// master's refs, for that writer to adopt.
+struct DefinedRefs {
+  uint64_t pid = 0, begin_monotonic_ns = 0;  // which process
+  uint32_t generator = 0;
+  std::map<uint32_t, uint64_t> locations;  // by raw thread index
+  std::map<std::string, std::map<uint32_t, uint32_t>, std::less<>> definitions;  // by set, then id
+};
+
 // What describe_process asks the symbolizer about `p`: addresses to
 // resolve and calls to judge (call_is_statement), by module path.
 struct SymbolQueries {
@@ -107,6 +118,9 @@ std::string serialize_tables(tree::Definitions tables);
 bool parse_tables(const std::string& bytes, tree::Definitions* out);
 std::string serialize_map(tree::Map map);
 bool parse_map(const std::string& bytes, tree::Map* out);
+// The same for the refs a master hands the other writers.
+std::string serialize_refs(std::vector<DefinedRefs> refs);
+bool parse_refs(const std::string& bytes, std::vector<DefinedRefs>* out);
 // The same for what processes ask the symbolizer (the ranks of a node tell each other).
 std::string serialize_queries(SymbolQueries queries);
 bool parse_queries(const std::string& bytes, SymbolQueries* out);

@@ -25,7 +25,8 @@ void for_each_counter(Result& r, Fn&& fn) {
       {"phase_write_ms", &r.phase_write_ms}, {"rank_peak_rss_kib", &r.rank_peak_rss_kib},
       {"context_bytes_rank_max", &r.context_bytes_rank_max}, {"context_bytes_job", &r.context_bytes_job},
       {"definitions_bytes_rank_max", &r.definitions_bytes_rank_max},
-      {"definitions_bytes_job", &r.definitions_bytes_job}};
+      {"definitions_bytes_job", &r.definitions_bytes_job},
+      {"definitions_bytes_received_max", &r.definitions_bytes_received_max}};
   for (const auto& [name, value] : counters) fn(name, *value);
 }
 

@@ -24,14 +24,19 @@ class PretendGroup final : public ArchiveWriter::Collective {
   explicit PretendGroup(bool master) : master_(master) {}
   void install(OTF2_Archive_struct* archive) override { OTF2_Archive_SetSerialCollectiveCallbacks(archive); }
   bool is_master() const override { return master_; }
-  void reduce(std::vector<uint64_t>& v, Reduce op) override {
-    ++reductions;
-    if (v.size() < 2) return;
-    if (op == Reduce::kSum) v[1] += 4;
-    if (op == Reduce::kMin) v[1] = std::min<uint64_t>(v[1], 50), v.back() = std::min<uint64_t>(v.back(), 50);
-    if (op == Reduce::kMax) v[1] = std::max<uint64_t>(v[1], 900), v.back() = std::max<uint64_t>(v.back(), 900);
+  void reduce(std::vector<uint64_t>&, Reduce) override { ++reductions; }
+  uint32_t writers() const override { return 2; }
+  uint32_t writer() const override { return master_ ? 0 : 1; }
+  // The other writer's event totals (ArchiveWriter::gather_thread_totals):
+  // its whole range, then location 1's.
+  std::vector<std::string> gather(const std::string& mine) override {
+    ++gathers;
+    if (!master_) return {};
+    const uint64_t other[] = {UINT64_MAX, 0, 50, 900, 1, 4, 50, 900};
+    return {mine, std::string(reinterpret_cast<const char*>(other), sizeof other)};
   }
-  int reductions = 0;
+  std::string scatter(const std::vector<std::string>&) override { return {}; }
+  int reductions = 0, gathers = 0;
 
  private:
   bool master_;
@@ -65,7 +70,7 @@ TEST(CollectiveWriter, TheMasterWritesEveryLocationsCountsButOnlyItsOwnEvents) {
     w.add_clock_offset(t.other, 100, 0, 0);
     w.close({});
   }
-  EXPECT_EQ(group.reductions, 3);
+  EXPECT_EQ(group.gathers, 1) << "the locations' totals, once";
   ArchiveReader reader(dir.path());
   const Archive& a = reader.archive();
   ASSERT_EQ(a.threads.size(), 2u);
@@ -79,17 +84,39 @@ TEST(CollectiveWriter, TheMasterWritesEveryLocationsCountsButOnlyItsOwnEvents) {
   EXPECT_FALSE(fs::exists(dir / "traces/1.def"));
 }
 
-TEST(CollectiveWriter, AnotherWriterLeavesTheGlobalDefinitionsToTheMaster) {
+// A writer other than the master defines no process or location: it
+// adopts the master's refs of its own locations (here location 1, the
+// master's second) and writes their events and local definitions only.
+TEST(CollectiveWriter, AnotherWriterAdoptsItsLocationsAndLeavesTheGlobalDefinitionsToTheMaster) {
   TempDir dir;
   PretendGroup group(false);
   {
     ArchiveWriter w({.directory = dir.path(), .collective = &group});
-    const TwoThreads t = define(w);
-    w.write_sample(t.own, 100, t.context, 1, t.generator);
+    const uint32_t context =
+        w.define_calling_context(w.define_region("main", "a.c", 0, Paradigm::kSampling), kUndefined, kUndefined);
+    EXPECT_THROW(w.define_thread(0, "main thread"), std::logic_error) << "the master's";
+    w.adopt({{{1, false}}, 1, 0});
+    EXPECT_THROW(w.adopt({{{2, false}}, 1, 0}), std::logic_error) << "once";
+    w.write_sample(1, 100, context, 1, 0);
+    EXPECT_THROW(w.write_sample(0, 200, context, 1, 0), std::invalid_argument) << "not this writer's location";
+    EXPECT_THROW(w.write_sample(1, 200, context, 1, 1), std::invalid_argument) << "an interrupt generator the master did not define";
+    EXPECT_THROW(w.check_comm(0), std::invalid_argument) << "no communicator adopted";
+    w.add_clock_offset(1, 100, 0, 0);
     w.close({});
   }
-  EXPECT_TRUE(fs::exists(dir / "traces/0.evt"));
+  EXPECT_EQ(group.gathers, 1) << "its totals, to the master";
+  EXPECT_TRUE(fs::exists(dir / "traces/1.evt")) << "named by the master's ref";
+  EXPECT_TRUE(fs::exists(dir / "traces/1.def"));
+  EXPECT_FALSE(fs::exists(dir / "traces/0.evt"));
   EXPECT_FALSE(fs::exists(dir / "traces.def")) << "global definitions are the master's";
+}
+
+TEST(CollectiveWriter, OnlyAnotherWriterAdopts) {
+  TempDir dir;
+  PretendGroup group(true);
+  ArchiveWriter w({.directory = dir.path(), .collective = &group});
+  EXPECT_THROW(w.adopt({{{0, false}}, 1, 0}), std::logic_error) << "the master defines its locations";
+  w.abandon();
 }
 
 TEST(CollectiveWriter, AbandonedWritesNoDefinitions) {
