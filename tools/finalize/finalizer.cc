@@ -261,8 +261,7 @@ class Finalizer {
         r.generator = it->generator;
         r.locations = it->locations;
         r.definitions = it->definitions;
-        if (entries[i].node_contexts)
-          for (uint32_t c : *entries[i].node_contexts) r.contexts.push_back(c == tree::kNone ? kUndefined : context_refs.at(c));
+        r.contexts = node_context_refs(entries[i], context_refs);
         adopted.interrupt_generators = std::max(adopted.interrupt_generators, r.generator + 1);
         for (const ThreadDefinition& t : p.threads) {
           const auto loc = r.locations.find(t.index);
@@ -275,10 +274,7 @@ class Finalizer {
       writers_.each([&](sink::TraceSink& w) { w.adopt(adopted); });
       for (size_t i = 0; i < entries.size(); ++i)
         for (const ThreadDefinition& t : entries[i].definitions->threads)
-          for (const auto& c : entries[i].definitions->clock_offsets)
-            writers_.each([&](sink::TraceSink& w) {
-              w.add_clock_offset(refs[i].locations.at(t.index), c.timestamp_ns, c.offset_ns, double(c.stddev_ns));
-            });
+          add_clock_offsets(*entries[i].definitions, refs[i].locations.at(t.index));
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -293,6 +289,21 @@ class Finalizer {
     if (failed[0] == 0) return;
     writers_.each([](sink::TraceSink& w) { w.abandon(); });
     throw std::runtime_error(failure.empty() ? std::to_string(failed[0]) + " other writer(s) failed" : failure);
+  }
+
+  // Each raw node's context ref, for a process this writer streams.
+  static std::vector<uint32_t> node_context_refs(const ArchiveEntry& e, const std::vector<uint32_t>& context_refs) {
+    std::vector<uint32_t> refs;
+    if (!e.node_contexts) return refs;
+    refs.reserve(e.node_contexts->size());
+    for (uint32_t c : *e.node_contexts) refs.push_back(c == tree::kNone ? kUndefined : context_refs.at(c));
+    return refs;
+  }
+
+  // The process's clock offsets, for its location `loc`.
+  void add_clock_offsets(const ProcessDefinitions& p, uint64_t loc) {
+    for (const auto& c : p.clock_offsets)
+      writers_.each([&](sink::TraceSink& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
   }
 
   ProcessRefs define_process(const ArchiveEntry& e, const std::vector<uint32_t>& context_refs) {
@@ -311,10 +322,7 @@ class Finalizer {
     refs.generator = writers_.each([&](sink::TraceSink& w) {
       return w.define_interrupt_generator(p.event, time_based, period);
     });
-    if (local && e.node_contexts) {
-      refs.contexts.reserve(e.node_contexts->size());
-      for (uint32_t c : *e.node_contexts) refs.contexts.push_back(c == tree::kNone ? kUndefined : context_refs.at(c));
-    }
+    if (local) refs.contexts = node_context_refs(e, context_refs);
     for (const ThreadDefinition& t : p.threads) {
       const bool thread = t.kind == raw::LocationKind::kThread;
       const uint64_t loc = writers_.each([&](sink::TraceSink& w) {
@@ -324,8 +332,7 @@ class Finalizer {
       refs.locations[t.index] = loc;
       if (thread) set_thread_properties(p, t, loc);
       else ++result_->streams;
-      for (const auto& c : p.clock_offsets)
-        writers_.each([&](sink::TraceSink& w) { w.add_clock_offset(loc, c.timestamp_ns, c.offset_ns, double(c.stddev_ns)); });
+      add_clock_offsets(p, loc);
     }
     for (const auto& w : p.warnings) result_->warnings.push_back(w);
     return refs;
