@@ -1,5 +1,6 @@
 #include "symbolizer/debug_copy.h"
 
+#include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -78,13 +79,50 @@ bool decompress_in_place(const std::string& path) {
   return ::close(fd) == 0 && ok;
 }
 
+// Whether the file `fd` is a whole ELF file of the build `build_id`: its
+// build id note says so, and every section lies inside the file (a copy
+// cut short, by a full disk say, is not).
+bool whole_copy(int fd, const std::string& build_id) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return false;
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (elf == nullptr) return false;
+  const void* bits = nullptr;
+  const ssize_t n = dwelf_elf_gnu_build_id(elf, &bits);
+  std::string id;
+  static const char hex[] = "0123456789abcdef";
+  for (ssize_t i = 0; i < n; ++i) {
+    const auto b = static_cast<const uint8_t*>(bits)[i];
+    id += hex[b >> 4];
+    id += hex[b & 15];
+  }
+  GElf_Ehdr ehdr;
+  size_t sections = 0;
+  bool whole = id == build_id && gelf_getehdr(elf, &ehdr) != nullptr && elf_getshdrnum(elf, &sections) == 0 &&
+               sections > 0 && ehdr.e_shoff + uint64_t(sections) * ehdr.e_shentsize <= uint64_t(st.st_size);
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); whole && scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    whole = gelf_getshdr(scn, &shdr) != nullptr &&
+            (shdr.sh_type == SHT_NOBITS || shdr.sh_offset + shdr.sh_size <= uint64_t(st.st_size));
+  }
+  elf_end(elf);
+  return whole;
+}
+
 }  // namespace
 
 int open_debug_copy(const DebugCopies& copies) {
   if (copies.directory.empty() || copies.build_id.empty()) return -1;
   const std::string path = copies.path();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // used now: the last to go when trimming
+  if (fd < 0) return -1;
+  elf_version(EV_CURRENT);
+  if (!whole_copy(fd, copies.build_id)) {  // never trusted: made again from the original
+    ::close(fd);
+    ::unlink(path.c_str());
+    return -1;
+  }
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // used now: the last to go when trimming
   return fd;
 }
 

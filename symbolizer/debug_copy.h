@@ -24,7 +24,9 @@ struct DebugCopies {
 };
 
 // An open descriptor of the copy for `copies`, or -1 when there is none.
-// A copy read is marked used (the cache trims the least recently used).
+// A copy read is marked used (the cache trims the least recently used); a
+// copy that is not whole (cut short, or of another build) is removed and
+// never read.
 int open_debug_copy(const DebugCopies& copies);
 
 // Given `debug_fd`, the module's separate debug file: when it holds

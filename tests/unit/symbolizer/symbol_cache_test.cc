@@ -249,6 +249,15 @@ TEST_F(SymbolCacheTest, ACompressedDebugFileIsReadFromItsDecompressedCopy) {
   EXPECT_FALSE(sections_of(copy).compressed);
   EXPECT_TRUE(sections_of(copy).dwarf);
 
+  // A copy cut short is never trusted: it is made again from the original.
+  const uint64_t whole = fs::file_size(copy);
+  fs::resize_file(copy, whole / 2);
+  {
+    Symbolizer again(&cache);
+    EXPECT_EQ(again.resolve(lib, last), last_frames) << "from the original, not the damaged copy";
+  }
+  EXPECT_EQ(fs::file_size(copy), whole) << "made again";
+
   fs::remove(modules / "symfix_compressed.debug");
   Symbolizer without_cache;
   ASSERT_NE(without_cache.resolve(lib, last), last_frames) << "the original's DWARF is gone";
