@@ -79,18 +79,20 @@ std::vector<std::string> gather_bytes(MPI_Comm comm, int rank, int size, const s
   std::vector<int> offsets;
   std::vector<int> counts;
   std::string all;
-  bool fits = true;
+  int fits = 1;
   if (rank == 0) {
     try {
       counts = int_counts(lengths, &offsets);
       all.resize(size_t(offsets.back()) + lengths.back());
     } catch (const std::exception&) {
-      fits = false;  // receives nothing: the parts come back empty, which their readers refuse
+      fits = 0;  // every rank sends nothing: the parts come back empty, which their readers refuse
       counts.assign(size_t(size), 0);
       offsets.assign(size_t(size), 0);
     }
   }
-  PMPI_Gatherv(mine.data(), int(length), MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, 0, comm);
+  PMPI_Bcast(&fits, 1, MPI_INT, 0, comm);
+  PMPI_Gatherv(mine.data(), fits ? int(length) : 0, MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, 0,
+               comm);
   std::vector<std::string> parts;
   for (int r = 0; rank == 0 && r < size; ++r)
     parts.push_back(fits ? all.substr(size_t(offsets[size_t(r)]), lengths[size_t(r)]) : std::string());
@@ -102,16 +104,12 @@ std::string scatter_bytes(MPI_Comm comm, int rank, int size, const std::vector<s
   std::vector<uint64_t> lengths(size_t(size), 0);
   std::string all;
   std::vector<int> counts, offsets;
-  bool fits = true;
   if (rank == 0) {
     for (int r = 0; r < size && size_t(r) < parts.size(); ++r) lengths[size_t(r)] = parts[size_t(r)].size();
     try {
       counts = int_counts(lengths, &offsets);
       for (int r = 0; r < size && size_t(r) < parts.size(); ++r) all += parts[size_t(r)];
-    } catch (const std::exception&) {
-      fits = false;
-    }
-    if (!fits) {
+    } catch (const std::exception&) {  // every rank gets nothing, which its reader refuses
       lengths.assign(size_t(size), 0);
       counts.assign(size_t(size), 0);
       offsets.assign(size_t(size), 0);
