@@ -14,6 +14,7 @@ struct DieRange {
   Dwarf_Addr low;
   Dwarf_Addr high;  // exclusive
   Dwarf_Die die;
+  Dwarf_Off offset = 0;  // a unit's: its DIE's offset (the DIE is read when first needed)
 };
 using RangeIndex = std::vector<DieRange>;  // sorted by low, disjoint
 

@@ -200,17 +200,40 @@ ModuleDebugInfo::~ModuleDebugInfo() { dwfl_end(dwfl_); }
 void ModuleDebugInfo::index_compilation_units() {
   indexed_ = true;
   // Loads the DWARF, from the file itself or a separate debug file.
-  Dwarf* dwarf = dwfl_module_getdwarf(module_, &dwarf_bias_);
-  if (dwarf == nullptr) return;
-  Dwarf_CU* unit = nullptr;
-  uint8_t unit_type = 0;
-  Dwarf_Die cu;
-  while (dwarf_get_units(dwarf, unit, &unit, nullptr, &unit_type, &cu, nullptr) == 0) {
-    // Not type units, dwz partial units (imported into CUs), or split-DWARF
-    // skeletons (-gsplit-dwarf is not supported).
-    if (unit_type == DW_UT_compile) add_ranges(&cu, &cu_ranges_);
+  dwarf_ = dwfl_module_getdwarf(module_, &dwarf_bias_);
+  if (dwarf_ == nullptr) return;
+  if (given_units_) {
+    for (const UnitRange& u : *given_units_) cu_ranges_.push_back({u.low, u.high, Dwarf_Die{}, u.offset});
+  } else {
+    Dwarf_CU* unit = nullptr;
+    uint8_t unit_type = 0;
+    Dwarf_Die cu;
+    while (dwarf_get_units(dwarf_, unit, &unit, nullptr, &unit_type, &cu, nullptr) == 0) {
+      // Not type units, dwz partial units (imported into CUs), or split-DWARF
+      // skeletons (-gsplit-dwarf is not supported).
+      if (unit_type != DW_UT_compile) continue;
+      const size_t first = cu_ranges_.size();
+      add_ranges(&cu, &cu_ranges_);
+      for (size_t i = first; i < cu_ranges_.size(); ++i) cu_ranges_[i].offset = dwarf_dieoffset(&cu);
+    }
   }
   sort_ranges(&cu_ranges_);
+}
+
+UnitIndex ModuleDebugInfo::units() const {
+  UnitIndex units;
+  for (const DieRange& r : cu_ranges_) units.push_back({r.low, r.high, r.offset});
+  return units;
+}
+
+const DieRange* ModuleDebugInfo::unit_at(Dwarf_Addr dwarf_address, Dwarf_Die* cu) {
+  if (!indexed_) index_compilation_units();
+  // Ours to fill in: a unit from the cache has its DIE read when first needed.
+  auto* found = const_cast<DieRange*>(find_range(cu_ranges_, dwarf_address));
+  if (found == nullptr) return nullptr;
+  if (found->die.addr == nullptr && dwarf_offdie(dwarf_, found->offset, &found->die) == nullptr) return nullptr;
+  *cu = found->die;
+  return found;
 }
 
 const ScopeTree& ModuleDebugInfo::scope_tree(const Dwarf_Die& function) {
@@ -249,8 +272,8 @@ std::vector<SourceFrame> ModuleDebugInfo::frames_at(uint64_t elf_vaddr, uint64_t
     return {std::move(frame)};
   }
   const Dwarf_Addr dwarf_address = address - dwarf_bias_;
-  const DieRange* found = find_range(cu_ranges_, dwarf_address);
-  Dwarf_Die cu = found != nullptr ? found->die : Dwarf_Die{};
+  Dwarf_Die cu{};
+  const DieRange* found = unit_at(dwarf_address, &cu);
   if (found != nullptr) {
     std::vector<SourceFrame> frames = dwarf_frames(&cu, dwarf_address);
     if (!frames.empty()) return frames;
@@ -285,8 +308,8 @@ bool ModuleDebugInfo::answers_around(uint64_t elf_vaddr, size_t max_stretches, s
   narrow_to(cu_ranges_, pc, &lo, &hi);
   std::vector<Dwarf_Addr> edges;
   append_range_edges(cu_ranges_, lo, hi, &edges);
-  if (const DieRange* unit = find_range(cu_ranges_, pc)) {
-    Dwarf_Die cu = unit->die;
+  Dwarf_Die cu{};
+  if (unit_at(pc, &cu) != nullptr) {
     const RangeIndex& functions = functions_of(&cu);
     narrow_to(functions, pc, &lo, &hi);
     append_range_edges(functions, lo, hi, &edges);
@@ -313,14 +336,6 @@ bool ModuleDebugInfo::answers_around(uint64_t elf_vaddr, size_t max_stretches, s
   return true;
 }
 
-bool ModuleDebugInfo::cu_at(Dwarf_Addr dwarf_address, Dwarf_Die* cu) {
-  if (!indexed_) index_compilation_units();
-  const DieRange* found = find_range(cu_ranges_, dwarf_address);
-  if (found == nullptr) return false;
-  *cu = found->die;
-  return true;
-}
-
 bool ModuleDebugInfo::call_is_statement(uint64_t elf_vaddr) {
   // x86-64 calls are 5 bytes (rel32), 6 through the GOT (-fno-plt), at
   // most 7 with a prefix: a statement that begins further back holds more
@@ -330,7 +345,7 @@ bool ModuleDebugInfo::call_is_statement(uint64_t elf_vaddr) {
   if (dwfl_addrmodule(dwfl_, address) != module_) return false;
   Dwarf_Die cu;
   const Dwarf_Addr pc = address - dwarf_bias_;
-  if (!cu_at(pc, &cu)) return false;
+  if (unit_at(pc, &cu) == nullptr) return false;
   Dwarf_Lines* lines = nullptr;
   size_t count = 0;
   if (dwarf_getsrclines(&cu, &lines, &count) != 0) return false;

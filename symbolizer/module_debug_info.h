@@ -16,6 +16,7 @@
 #include "symbolizer/dwarf_scopes.h"
 #include "symbolizer/symbol_table.h"
 #include "symbolizer/symbolizer.h"
+#include "symbolizer/unit_index.h"
 
 namespace hybridprof::symbolizer {
 
@@ -51,6 +52,13 @@ class ModuleDebugInfo {
   // DWARF (each_symbol_stretch answers for it), outside the module, or
   // where the function would take more than `max_stretches`.
   bool answers_around(uint64_t elf_vaddr, size_t max_stretches, std::vector<Answer>* out);
+
+  // Before the first lookup: the module's units as an earlier opening
+  // indexed them (unit_index.h), so that this one reads only those it is
+  // asked about.
+  void use_units(UnitIndex units) { given_units_ = std::move(units); }
+  // The units indexed (empty without DWARF, or before the first lookup).
+  UnitIndex units() const;
   // A module without DWARF, whose symbol table alone answers frames_at:
   // every stretch of its loadable code answered alike and naming a symbol,
   // as fn(lo, hi, raw name) in ELF vaddrs and address order. False (fn not
@@ -73,15 +81,18 @@ class ModuleDebugInfo {
   const ScopeTree& scope_tree(const Dwarf_Die& function);
   std::vector<SourceFrame> dwarf_frames(Dwarf_Die* cu, Dwarf_Addr dwarf_address);
   std::string symbol_name(uint64_t dwfl_address);
-  // The CU whose ranges hold `dwarf_address`; false when none does.
-  bool cu_at(Dwarf_Addr dwarf_address, Dwarf_Die* cu);
+  // The unit whose ranges hold `dwarf_address`, and its DIE in *cu (read
+  // now if the index came from the cache); null when none does.
+  const DieRange* unit_at(Dwarf_Addr dwarf_address, Dwarf_Die* cu);
 
   Dwfl* dwfl_;
   Dwfl_Module* module_;
   Dwarf_Addr bias_;  // Dwfl address = ELF vaddr + bias_ (0 with how open() reports the file)
   Dwarf_Addr dwarf_bias_ = 0;  // DWARF address = Dwfl address - dwarf_bias_
   bool indexed_ = false;
+  Dwarf* dwarf_ = nullptr;
   RangeIndex cu_ranges_;  // empty without DWARF
+  std::optional<UnitIndex> given_units_;  // use_units
   // Per CU (by its DIE's address in the debug data), the out-of-line functions:
   // one pass over the CU, then each address costs a binary search plus a walk of
   // one function's subtree instead of a walk of the whole CU.

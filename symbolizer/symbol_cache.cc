@@ -35,6 +35,7 @@ struct RangeRecord {
   CachedModule::Answer answer;
 };
 static_assert(sizeof(AddressRecord) == 16 && sizeof(RangeRecord) == 24);
+static_assert(sizeof(UnitRange) == 24 && std::is_trivially_copyable_v<UnitRange>);
 
 // Eight bytes a step (a multiply and a rotate each), then the tail: an
 // entry of megabytes checks in a fraction of a millisecond.
@@ -161,6 +162,7 @@ std::string serialize(const std::string& build_id, const CachedModule& m) {
   w.put(uint8_t(m.whole_table));
   put_items(w, m.stretches);
   w.put_string<uint64_t>(m.names);
+  put_items(w, m.units);
   return w.finish();
 }
 
@@ -218,6 +220,9 @@ Parsed parse(const std::string& bytes, const std::string& build_id, CachedModule
   m->whole_table = whole_table == 1;
   m->stretches = get_items<CachedModule::Stretch>(r);
   m->names = r.get_string<uint64_t>();
+  m->units = get_items<UnitRange>(r);
+  for (const UnitRange& u : m->units)
+    if (u.high <= u.low) r.ok = false;
   last_end = 0;
   for (const CachedModule::Stretch& t : m->stretches) {
     // Overlapping, empty, or naming past the names: not ours.
@@ -381,6 +386,7 @@ bool SymbolCache::store(const std::string& build_id, const CachedModule& added) 
   for (const auto& [address, answer] : added.addresses) merged.add_address(address, added.frames_of(answer));
   for (const auto& [address, statement] : added.statements) merged.statements[address] = statement;
   for (const auto& [start, range] : added.ranges) merged.add_range(start, range.end, added.frames_of(range.answer));
+  if (merged.units.empty()) merged.units = added.units;  // one module build's units are the same whoever read them
   if (added.whole_table) {  // one module build's table is the same whoever read it
     merged.whole_table = true;
     merged.stretches = added.stretches;

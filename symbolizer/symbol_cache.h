@@ -24,12 +24,13 @@
 
 #include "symbolizer/debug_copy.h"
 #include "symbolizer/symbolizer.h"
+#include "symbolizer/unit_index.h"
 
 namespace hybridprof::symbolizer {
 
 // Bump when the symbolizer answers differently for the same module
 // (names, files, lines, inlining): entries of another format are misses.
-inline constexpr uint32_t kSymbolCacheFormat = 4;
+inline constexpr uint32_t kSymbolCacheFormat = 5;
 
 // The GNU build id of the ELF file at `path`, in hex; "" when it has none
 // or is not a readable ELF file (such modules are not cached).
@@ -69,6 +70,9 @@ struct CachedModule {
   // Functions kept whole: stretches [start, end) by start, not overlapping.
   std::map<uint64_t, Range> ranges;
   std::unordered_map<uint64_t, bool> statements;
+  // A DWARF module's units by address, as its first opening indexed them
+  // (unit_index.h): a later opening reads only the units it is asked about.
+  UnitIndex units;
   // The whole symbol table, when kept: stretches by start (they do not
   // overlap), each naming names[name, name + name_size).
   struct Stretch {
@@ -80,7 +84,9 @@ struct CachedModule {
   std::vector<Stretch> stretches;
   std::string names;  // raw (mangled) names, one after another
 
-  bool empty() const { return addresses.empty() && statements.empty() && ranges.empty() && !whole_table; }
+  bool empty() const {
+    return addresses.empty() && statements.empty() && ranges.empty() && units.empty() && !whole_table;
+  }
   // The frames cached for `address` (alone, or in a function kept whole):
   // false when there are none.
   bool find(uint64_t address, std::vector<SourceFrame>* out) const;

@@ -34,6 +34,7 @@ ModuleDebugInfo* Symbolizer::debug_info(Module& module, const std::string& modul
     const std::optional<DebugCopies> copies =
         cache_ && !module.build_id.empty() ? std::optional(cache_->debug_copies(module.build_id)) : std::nullopt;
     module.debug_info = ModuleDebugInfo::open(module_path, copies ? &*copies : nullptr);
+    if (module.debug_info && module.cached && !module.cached->units.empty()) module.debug_info->use_units(module.cached->units);
   }
   return module.debug_info.get();
 }
@@ -96,6 +97,9 @@ std::vector<SourceFrame> Symbolizer::read_frames(Module& module, const std::stri
       keep_symbol_table(*info, module.found.get());
     else if (!(info && keep_function(*info, address, module.found.get())))
       module.found->add_address(address, frames);
+    // The units' index, once (a DWARF module's): later openings skip indexing.
+    if (info && module.found->units.empty() && !(module.cached && !module.cached->units.empty()))
+      module.found->units = info->units();
   }
   return frames;
 }

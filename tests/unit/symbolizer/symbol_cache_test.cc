@@ -137,6 +137,7 @@ TEST_F(SymbolCacheTest, AFunctionWithDwarfIsKeptWholeAtItsFirstAddress) {
   ASSERT_FALSE(stored.ranges.empty());
   EXPECT_LE(stored.ranges.begin()->first, inlined.start);
   EXPECT_GE(std::prev(stored.ranges.end())->second.end, inlined.start + inlined.size);
+  EXPECT_FALSE(stored.units.empty()) << "the units' index, for later openings";
 
   Symbolizer warm(&cache);
   std::set<std::string> answers;  // each told as its frames' names and lines
@@ -154,9 +155,12 @@ TEST_F(SymbolCacheTest, AFunctionWithDwarfIsKeptWholeAtItsFirstAddress) {
   EXPECT_TRUE(inlined_frame) << "the inlined helper's frames kept too";
   EXPECT_LT(stored.ranges.size(), inlined.size / 2) << "stretches, not addresses";
 
+  // A function no run reached opens the module, whose units come from the
+  // cache's index: every address of the fixture's code is still right.
   Symbolizer later(&cache);
   EXPECT_EQ(later.resolve(kFixture, other.start + 1), plain.resolve(kFixture, other.start + 1));
   EXPECT_EQ(later.cache_use().modules_read, 1u) << "a function no run reached";
+  for (uint64_t a = first_; a < last_; a += 5) ASSERT_EQ(later.resolve(kFixture, a), plain.resolve(kFixture, a)) << std::hex << a;
 }
 
 // Without DWARF the symbol table alone answers, alike over each stretch
