@@ -236,6 +236,12 @@ const DieRange* ModuleDebugInfo::unit_at(Dwarf_Addr dwarf_address, Dwarf_Die* cu
   return found;
 }
 
+const std::string& ModuleDebugInfo::name_of(Dwarf_Die& function) {
+  auto [name, inserted] = function_names_.try_emplace(function.addr);
+  if (inserted) name->second = function_name(&function);
+  return name->second;
+}
+
 const ScopeTree& ModuleDebugInfo::scope_tree(const Dwarf_Die& function) {
   auto [entry, inserted] = scope_trees_.try_emplace(function.addr, function);
   return entry->second;
@@ -294,29 +300,39 @@ bool ModuleDebugInfo::answers_around(uint64_t elf_vaddr, size_t max_stretches, s
   if (dwfl_addrmodule(dwfl_, address) != module_) return false;
   if (!indexed_) index_compilation_units();
   if (cu_ranges_.empty() || address < dwarf_bias_) return false;
-  // Where the module and its symbol table answer alike (Dwfl addresses)...
-  if (!symbols_) symbols_ = std::make_unique<SymbolTable>(module_);
+  // Where the module answers (DWARF addresses), in one unit or between
+  // units, one function or between functions...
   Dwarf_Addr module_low = 0, module_high = 0;
   dwfl_module_info(module_, nullptr, &module_low, &module_high, nullptr, nullptr, nullptr, nullptr);
-  uint64_t symbol_lo = 0, symbol_hi = 0;
-  symbols_->constant_range(address, &symbol_lo, &symbol_hi);
-  Dwarf_Addr lo = std::max<Dwarf_Addr>({symbol_lo, module_low, dwarf_bias_}) - dwarf_bias_;
-  Dwarf_Addr hi = std::min<Dwarf_Addr>(symbol_hi, module_high) - dwarf_bias_;
-  // ... then (DWARF addresses) in one unit or between units, one function
-  // or between functions.
+  Dwarf_Addr lo = std::max<Dwarf_Addr>(module_low, dwarf_bias_) - dwarf_bias_, hi = module_high - dwarf_bias_;
   const Dwarf_Addr pc = address - dwarf_bias_;
   narrow_to(cu_ranges_, pc, &lo, &hi);
   std::vector<Dwarf_Addr> edges;
   append_range_edges(cu_ranges_, lo, hi, &edges);
   Dwarf_Die cu{};
+  bool named_function = false;
   if (unit_at(pc, &cu) != nullptr) {
     const RangeIndex& functions = functions_of(&cu);
     narrow_to(functions, pc, &lo, &hi);
     append_range_edges(functions, lo, hi, &edges);
-    if (const DieRange* function = find_range(functions, pc)) scope_tree(function->die).append_edges(lo, hi, &edges);
+    if (const DieRange* function = find_range(functions, pc)) {
+      scope_tree(function->die).append_edges(lo, hi, &edges);
+      Dwarf_Die die = function->die;
+      named_function = !name_of(die).empty();
+    }
     append_line_edges(&cu, lo, hi, &edges);
   }
+  // ... and, where no named DWARF function answers, where the symbol table
+  // answers alike (its names stand in; a named function needs no table).
+  if (!named_function) {
+    if (!symbols_) symbols_ = std::make_unique<SymbolTable>(module_);
+    uint64_t symbol_lo = 0, symbol_hi = 0;
+    symbols_->constant_range(address, &symbol_lo, &symbol_hi);
+    lo = std::max<Dwarf_Addr>(lo, std::max<Dwarf_Addr>(symbol_lo, dwarf_bias_) - dwarf_bias_);
+    hi = std::min<Dwarf_Addr>(hi, symbol_hi - dwarf_bias_);
+  }
   if (!(lo <= pc && pc < hi)) return false;
+  edges.erase(std::remove_if(edges.begin(), edges.end(), [&](Dwarf_Addr e) { return e <= lo || e >= hi; }), edges.end());
   edges.push_back(lo);
   edges.push_back(hi);
   std::sort(edges.begin(), edges.end());
@@ -375,9 +391,7 @@ std::vector<SourceFrame> ModuleDebugInfo::dwarf_frames(Dwarf_Die* cu, Dwarf_Addr
     const int tag = dwarf_tag(&*scope);
     if (!is_function(tag)) continue;  // lexical blocks
     SourceFrame frame;
-    auto [name, inserted] = function_names_.try_emplace(scope->addr);
-    if (inserted) name->second = function_name(&*scope);
-    frame.function = name->second;
+    frame.function = name_of(*scope);
     frame.inlined = tag == DW_TAG_inlined_subroutine;
     if (callee == nullptr) {
       innermost_line(cu, pc, &frame);

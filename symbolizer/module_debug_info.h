@@ -79,6 +79,8 @@ class ModuleDebugInfo {
   void index_compilation_units();
   const RangeIndex& functions_of(Dwarf_Die* cu);
   const ScopeTree& scope_tree(const Dwarf_Die& function);
+  // A function's (or inlined instance's) qualified name, "" when DWARF gives none.
+  const std::string& name_of(Dwarf_Die& function);
   std::vector<SourceFrame> dwarf_frames(Dwarf_Die* cu, Dwarf_Addr dwarf_address);
   std::string symbol_name(uint64_t dwfl_address);
   // The unit whose ranges hold `dwarf_address`, and its DIE in *cu (read
