@@ -227,6 +227,34 @@ std::map<std::string, uint64_t> job_result_counts(const std::string& job_dir) {
   return counts;
 }
 
+// Jobs of 4, 16 and 64 ranks (oversubscribed on this machine) write one
+// archive together, complete and exact: every rank's messages matched,
+// each location's samples as many as its SAMPLES counter says, and the
+// global definitions' event count of every location (which rank 0 writes
+// from what each rank counted) equal to the events read back from its file.
+TEST_F(Mpi, JobsOf4_16And64RanksAreCompleteAndExact) {
+  constexpr int kRounds = 3;
+  for (const int ranks : {4, 16, 64}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    std::filesystem::remove_all(dir);
+    const RunResult r = mpirun(ranks, {fixture("mpi_ring"), std::to_string(kRounds)}, {"--no-os-waits"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(job_result_counts(dir)["missing_ranks"], 0u);
+    MpiTrace t(dir);
+    expect_ring(t, ranks, kRounds);
+    const otf2::Archive& a = t.reader.archive();
+    std::map<uint64_t, uint64_t> events, samples;
+    t.reader.read_events([&](const otf2::SampleEvent& e) { ++events[e.location], ++samples[e.location]; },
+                         [&](const otf2::RegionEvent& e) { ++events[e.location]; },
+                         [&](const MpiEvent& e) { ++events[e.location]; });
+    for (const auto& [loc, thread] : a.threads) {
+      EXPECT_EQ(thread.events, events[loc]) << "location " << loc << " of rank " << t.rank_of(loc);
+      const auto it = thread.properties.find("SAMPLES");
+      EXPECT_EQ(it == thread.properties.end() ? 0u : it->second, samples[loc]) << "location " << loc;
+    }
+  }
+}
+
 // The ranks' calling contexts unify up a tree (definition_tree.h): every
 // rank receives the job's tables, which for ranks of one program are about
 // one rank's (all ranks' would be 5 times as large), and each rank's calls
