@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "symbolizer/dwarf_scopes.h"
 #include "symbolizer/symbolizer.h"
@@ -25,6 +26,40 @@ bool is_made_from(const char* name, const char* origin) {
   return std::strncmp(name, origin, n) == 0 && name[n] == '.';
 }
 
+// The DIEs that enclose `die` in its unit's tree, outermost first (neither
+// the unit nor `die`). A subtree's DIEs lie at offsets from its root's up
+// to its next sibling's, so the walk goes down only into the child whose
+// stretch holds `die`, stepping over the others (DW_AT_sibling, which GCC
+// emits, makes each step one read): a walk of one path, where
+// dwarf_getscopes_die visits every DIE before `die` (most of the time it
+// took to name libc's functions).
+std::vector<Dwarf_Die> enclosing_scopes(Dwarf_Die* die) {
+  std::vector<Dwarf_Die> path;
+  Dwarf_Die unit;
+  if (dwarf_diecu(die, &unit, nullptr, nullptr) == nullptr) return path;
+  const Dwarf_Off target = dwarf_dieoffset(die);
+  Dwarf_Die parent = unit, child;
+  for (int depth = 0; depth < 64 && dwarf_child(&parent, &child) == 0; ++depth) {
+    bool inside = false;
+    for (;;) {
+      const Dwarf_Off at = dwarf_dieoffset(&child);
+      if (at == target) return path;
+      Dwarf_Die next;
+      const bool last = dwarf_siblingof(&child, &next) != 0;
+      if (at < target && (last || target < dwarf_dieoffset(&next))) {
+        inside = true;
+        break;
+      }
+      if (last) return {};  // not in this unit's tree: no enclosing scopes known
+      child = next;
+    }
+    if (!inside) break;
+    path.push_back(child);
+    parent = child;
+  }
+  return {};
+}
+
 // GCC gives no DW_AT_linkage_name to functions with internal linkage (static,
 // anonymous namespace) nor to lambdas, and Fortran's linkage names are labels
 // ("__mod_MOD_work"), so we rebuild "ns::Class::name" from the namespaces,
@@ -44,19 +79,14 @@ std::string qualified_name(Dwarf_Die* die, const char* name) {
     if (dwarf_formref_die(&attr, &next) == nullptr) break;
     declaration = next;
   }
-  Dwarf_Die* scopes = nullptr;
-  const int count = dwarf_getscopes_die(&declaration, &scopes);
   std::string result;
-  for (int i = count - 1; i >= 1; --i) {  // outermost first; [0] is the declaration
-    const int tag = dwarf_tag(&scopes[i]);
-    const char* scope_name = dwarf_diename(&scopes[i]);
+  for (Dwarf_Die& scope : enclosing_scopes(&declaration)) {  // outermost first
+    const int tag = dwarf_tag(&scope);
+    const char* scope_name = dwarf_diename(&scope);
     // GCC names a function it made from the enclosing one (an OpenMP
     // outlined body "main._omp_fn.0", a clone) after that one's name plus
     // a suffix, and nests it there: the name is whole as it is.
-    if (tag == DW_TAG_subprogram && scope_name != nullptr && is_made_from(name, scope_name)) {
-      free(scopes);
-      return name;
-    }
+    if (tag == DW_TAG_subprogram && scope_name != nullptr && is_made_from(name, scope_name)) return name;
     if (tag == DW_TAG_namespace) {
       result += scope_name != nullptr ? scope_name : "(anonymous namespace)";
     } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
@@ -68,7 +98,6 @@ std::string qualified_name(Dwarf_Die* die, const char* name) {
     }
     result += "::";
   }
-  free(scopes);
   return result + name;
 }
 
