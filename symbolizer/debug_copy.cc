@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+
+#include "symbolizer/build_id.h"
 #include <random>
 #include <vector>
 
@@ -89,13 +91,7 @@ bool whole_copy(int fd, const std::string& build_id) {
   if (elf == nullptr) return false;
   const void* bits = nullptr;
   const ssize_t n = dwelf_elf_gnu_build_id(elf, &bits);
-  std::string id;
-  static const char hex[] = "0123456789abcdef";
-  for (ssize_t i = 0; i < n; ++i) {
-    const auto b = static_cast<const uint8_t*>(bits)[i];
-    id += hex[b >> 4];
-    id += hex[b & 15];
-  }
+  const std::string id = build_id_hex(bits, n);
   GElf_Ehdr ehdr;
   size_t sections = 0;
   bool whole = id == build_id && gelf_getehdr(elf, &ehdr) != nullptr && elf_getshdrnum(elf, &sections) == 0 &&

@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "symbolizer/build_id.h"
 #include "symbolizer/dwarf_names.h"
 #include "symbolizer/dwarf_scopes.h"
 
@@ -19,6 +21,46 @@ namespace {
 // file (via .gnu_debuglink), its .debug/ folder, and the /usr/lib/debug/.build-id
 // tree where distributions' -dbg/-dbgsym packages install separate debug files.
 char* g_debuginfo_path = nullptr;
+
+// The module's GNU build id in hex, "" when it has none.
+std::string build_id_of(Dwfl_Module* module) {
+  const unsigned char* bits = nullptr;
+  GElf_Addr vaddr = 0;
+  const int n = dwfl_module_build_id(module, &bits, &vaddr);
+  return build_id_hex(bits, n);
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Whether libdw's standard search (its default path ":.debug:/usr/lib/debug")
+// may find a separate debug file for the module at `file_name`: one named
+// by its build id under /usr/lib/debug/.build-id, or its .gnu_debuglink
+// name (else its own name plus ".debug") beside it, in .debug/ beside it,
+// or under /usr/lib/debug plus its directory. Asked first because libdw
+// 0.188's search, when it finds nothing, loads the debuginfod client
+// (libcurl and some twenty libraries: ~5 ms a process) even with
+// DEBUGINFOD_URLS unset, which the finalizer never uses.
+bool debug_file_may_exist(const char* file_name, const char* debuglink_file, const std::string& build_id) {
+  if (build_id.size() > 2 && exists("/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + ".debug"))
+    return true;
+  if (file_name == nullptr) return true;  // nothing to look beside: let libdw search
+  const std::string path = file_name;
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string name = debuglink_file ? debuglink_file : path.substr(slash + 1) + ".debug";
+  std::vector<std::string> dirs{dir};
+  if (char* real = realpath(dir.c_str(), nullptr)) {
+    if (dir != real) dirs.push_back(real);
+    free(real);
+  }
+  for (const std::string& d : dirs)
+    for (const std::string& candidate : {d + "/" + name, d + "/.debug/" + name, "/usr/lib/debug" + d + "/" + name})
+      if (exists(candidate)) return true;
+  return false;
+}
 
 // libdw's standard search for a separate debug file, with the symbol
 // cache's decompressed copy of it first (the module's user data: its
@@ -32,6 +74,10 @@ int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name
       *debuginfo_file_name = strdup(copies->path().c_str());
       return fd;
     }
+  }
+  if (!debug_file_may_exist(file_name, debuglink_file, build_id_of(module))) {
+    errno = ENOENT;
+    return -1;
   }
   const int fd = dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name, debuglink_file,
                                               debuglink_crc, debuginfo_file_name);

@@ -16,6 +16,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "symbolizer/build_id.h"
+
 namespace hybridprof::symbolizer {
 namespace {
 
@@ -333,12 +335,7 @@ std::string build_id_of(const std::string& path) {
   if (Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr)) {
     const void* bits = nullptr;
     const ssize_t n = dwelf_elf_gnu_build_id(elf, &bits);
-    static const char hex[] = "0123456789abcdef";
-    for (ssize_t i = 0; i < n; ++i) {
-      const auto b = static_cast<const uint8_t*>(bits)[i];
-      id += hex[b >> 4];
-      id += hex[b & 15];
-    }
+    id = build_id_hex(bits, n);
     elf_end(elf);
   }
   ::close(fd);
