@@ -30,7 +30,7 @@ namespace hybridprof::symbolizer {
 
 // Bump when the symbolizer answers differently for the same module
 // (names, files, lines, inlining): entries of another format are misses.
-inline constexpr uint32_t kSymbolCacheFormat = 5;
+inline constexpr uint32_t kSymbolCacheFormat = 6;
 
 // The GNU build id of the ELF file at `path`, in hex; "" when it has none
 // or is not a readable ELF file (such modules are not cached).
@@ -134,13 +134,19 @@ class SymbolCache {
 
  private:
   std::string entry_path(const std::string& build_id) const;
-  // Removes the least recently used entries while the files exceed the bound.
-  void trim();
+  // Removes the least recently used files while they exceed the bound,
+  // `written` bytes having just been stored.
+  void trim(uint64_t written);
 
   std::string directory_;  // .../symbols-v1
   uint64_t max_bytes_;
   std::vector<std::string> warnings_;
   bool write_failed_ = false;
+  // The directory's bytes at the last count plus what this cache stored
+  // since (replaced entries counted twice: an overestimate, which only
+  // counts again sooner; other processes' writes are seen at the next count).
+  static constexpr uint64_t kNotCounted = UINT64_MAX;
+  uint64_t counted_bytes_ = kNotCounted;
 };
 
 }  // namespace hybridprof::symbolizer
