@@ -165,35 +165,6 @@ TEST(DefinitionTreeErrors, AReferenceToAMissingEntryIsRefused) {
   EXPECT_THROW(merge_into(into, b), std::invalid_argument) << "one key, other members";
 }
 
-// What a collective archive's master hands another writer: its processes'
-// refs, whole or not at all.
-TEST(ProcessTables, HandedRefsTravelAsBytes) {
-  DefinedRefs one;
-  one.pid = 4242;
-  one.begin_monotonic_ns = 123456789;
-  one.generator = 3;
-  one.locations = {{0, 17}, {2, 18}, {5, 40}};
-  one.definitions["mpi"] = {{0, 7}, {1, 9}};
-  one.definitions["cuda"] = {{4, 2}};
-  DefinedRefs two;
-  two.pid = 4243;
-  const std::vector<DefinedRefs> refs{one, two};
-  const std::string bytes = serialize_refs(refs);
-  std::vector<DefinedRefs> back;
-  ASSERT_TRUE(parse_refs(bytes, &back));
-  ASSERT_EQ(back.size(), 2u);
-  EXPECT_EQ(back[0].pid, 4242u);
-  EXPECT_EQ(back[0].begin_monotonic_ns, 123456789u);
-  EXPECT_EQ(back[0].generator, 3u);
-  EXPECT_EQ(back[0].locations, one.locations);
-  EXPECT_EQ(back[0].definitions, one.definitions);
-  EXPECT_EQ(back[1].pid, 4243u);
-  EXPECT_TRUE(back[1].locations.empty());
-  for (size_t cut : {size_t(0), size_t(7), bytes.size() / 2, bytes.size() - 1})
-    EXPECT_FALSE(parse_refs(bytes.substr(0, cut), &back)) << "cut at " << cut;
-  EXPECT_FALSE(parse_refs(std::string(), &back)) << "a failed master hands empty parts";
-}
-
 }  // namespace
 }  // namespace hybridprof::finalize::tree
 
