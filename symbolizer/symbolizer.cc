@@ -34,7 +34,8 @@ ModuleDebugInfo* Symbolizer::debug_info(Module& module, const std::string& modul
     const std::optional<DebugCopies> copies =
         cache_ && !module.build_id.empty() ? std::optional(cache_->debug_copies(module.build_id)) : std::nullopt;
     module.debug_info = ModuleDebugInfo::open(module_path, copies ? &*copies : nullptr);
-    if (module.debug_info && module.cached && !module.cached->units.empty()) module.debug_info->use_units(module.cached->units);
+    if (module.debug_info && module.cached && !module.cached->units.empty())
+      module.debug_info->use_units(module.cached->units);
   }
   return module.debug_info.get();
 }
@@ -62,7 +63,9 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
     }
     std::vector<SourceFrame> frames;
     // Kept by an earlier run, or earlier in this one; else read.
-    if (!(module.cached && module.cached->find(address, &frames)) && !(module.found && module.found->find(address, &frames))) {
+    const bool kept = (module.cached && module.cached->find(address, &frames)) ||
+                      (module.found && module.found->find(address, &frames));
+    if (!kept) {
       if (const CachedModule* whole = whole_table(module))
         frames = whole->symbol_frames(address);
       else

@@ -34,27 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 using otf2::ArchiveWriter;
 
-// Every rank's `mine`, in rank order.
-std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& mine) {
-  uint64_t length = mine.size();
-  std::vector<uint64_t> lengths(static_cast<size_t>(size), 0);
-  PMPI_Allgather(&length, 1, MPI_UINT64_T, lengths.data(), 1, MPI_UINT64_T, comm);
-  std::vector<int> counts(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
-  uint64_t total = 0;
-  for (int r = 0; r < size; ++r) {
-    counts[size_t(r)] = int(lengths[size_t(r)]);
-    offsets[size_t(r)] = int(total);
-    total += lengths[size_t(r)];
-  }
-  // MPI counts are ints (every rank sees the same lengths, so all throw).
-  if (total > uint64_t(INT_MAX)) throw std::runtime_error("the job's definitions exceed 2 GiB");
-  std::string all(total, '\0');
-  PMPI_Allgatherv(mine.data(), int(length), MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, comm);
-  std::vector<std::string> parts;
-  for (int r = 0; r < size; ++r) parts.push_back(all.substr(size_t(offsets[size_t(r)]), lengths[size_t(r)]));
-  return parts;
-}
-
 // MPI counts and displacements are ints: a total past 2 GiB is refused
 // (every rank that computes it throws alike).
 std::vector<int> int_counts(const std::vector<uint64_t>& lengths, std::vector<int>* offsets) {
@@ -67,6 +46,21 @@ std::vector<int> int_counts(const std::vector<uint64_t>& lengths, std::vector<in
   }
   if (total > uint64_t(INT_MAX)) throw std::runtime_error("more than 2 GiB for one rank to receive");
   return counts;
+}
+
+// Every rank's `mine`, in rank order (every rank sees the same lengths,
+// so a total past 2 GiB throws on all alike).
+std::vector<std::string> allgather(MPI_Comm comm, int size, const std::string& mine) {
+  uint64_t length = mine.size();
+  std::vector<uint64_t> lengths(static_cast<size_t>(size), 0);
+  PMPI_Allgather(&length, 1, MPI_UINT64_T, lengths.data(), 1, MPI_UINT64_T, comm);
+  std::vector<int> offsets;
+  const std::vector<int> counts = int_counts(lengths, &offsets);
+  std::string all(size_t(offsets.back()) + lengths.back(), '\0');
+  PMPI_Allgatherv(mine.data(), int(length), MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, comm);
+  std::vector<std::string> parts;
+  for (int r = 0; r < size; ++r) parts.push_back(all.substr(size_t(offsets[size_t(r)]), lengths[size_t(r)]));
+  return parts;
 }
 
 // Every rank's `mine` at rank 0, in rank order (elsewhere: none). Rank 0
