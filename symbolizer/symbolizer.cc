@@ -55,7 +55,7 @@ bool Symbolizer::call_is_statement(const std::string& module_path, uint64_t addr
   }
 }
 
-std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uint64_t address) {
+const std::vector<SourceFrame>& Symbolizer::resolve(const std::string& module_path, uint64_t address) {
   try {
     Module& module = module_for(module_path);
     if (auto it = module.frames_by_address.find(address); it != module.frames_by_address.end()) {
@@ -77,10 +77,11 @@ std::vector<SourceFrame> Symbolizer::resolve(const std::string& module_path, uin
   } catch (...) {
     // Only allocation failure gets here; at exit a profiler should degrade, not abort.
     try {
-      return {unresolved_frame(module_path, address)};
+      unanswered_ = {unresolved_frame(module_path, address)};
     } catch (...) {
-      return {};
+      unanswered_.clear();
     }
+    return unanswered_;
   }
 }
 

@@ -40,9 +40,11 @@ class Symbolizer {
   // `address` is an ELF virtual address inside the file at `module_path` (i.e. runtime
   // address minus the module's load bias, as dl_iterate_phdr's dlpi_addr gives).
   // Returns frames innermost first: inlined callees first, the real (out-of-line)
-  // function last. Never empty. Results are cached per (module, address).
+  // function last. Never empty (but when memory ran out). Results are kept
+  // per (module, address): the reference stays valid as long as the
+  // symbolizer (but after a failed call, only until the next call).
   // Thread-compatible (one thread at a time). Never throws, never prints.
-  std::vector<SourceFrame> resolve(const std::string& module_path, uint64_t address);
+  const std::vector<SourceFrame>& resolve(const std::string& module_path, uint64_t address);
 
   // Whether the call instruction at `address` (its return address - 1) is
   // a statement of its own: the line table begins a statement right at the
@@ -85,6 +87,7 @@ class Symbolizer {
 
   SymbolCache* cache_;
   std::unordered_map<std::string, Module> modules_;
+  std::vector<SourceFrame> unanswered_;  // what a call that ran out of memory returns
 };
 
 // Demangles an Itanium C++ ABI name ("_ZN2ns3fooEi" -> "ns::foo(int)"); returns the

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
+#include <unordered_map>
 
 #include "finalize/perf_map_file.h"
 #include "finalize/process_roles.h"
@@ -93,16 +94,20 @@ void describe_capture_windows(const RawProcess& p, const std::vector<raw::ClockO
 
 // A Python frame: its function is a region of paradigm Python named by
 // qualname, in its file; the line of the sampled instruction is the
-// context's source location.
-ContextFrame python_frame(const RawProcess& p, const raw::CctNode& n) {
+// context's source location. `lines`: the code objects' tables decoded
+// so far (one function is reached at many offsets).
+ContextFrame python_frame(const RawProcess& p, const raw::CctNode& n,
+                          std::unordered_map<uint32_t, python::LineTable>& lines) {
   const uint32_t code_id = uint32_t(n.offset >> 32);
   const int64_t byte_offset = int64_t(uint32_t(n.offset)) - 1;
   auto c = p.python_codes.find(code_id);
   if (c == p.python_codes.end()) return {"[Python code not readable]", "", "", 0, 0, Paradigm::kPython};
   const raw::PythonCode& code = c->second;
-  const uint32_t line = python::line_for_offset(static_cast<python::LineTableFormat>(code.line_format),
-                                                code.linetable, code.firstlineno, byte_offset);
-  return {code.qualname, code.filename, "", code.firstlineno, line, Paradigm::kPython};
+  auto table = lines.find(code_id);
+  if (table == lines.end())
+    table = lines.try_emplace(code_id, static_cast<python::LineTableFormat>(code.line_format), code.linetable,
+                              code.firstlineno).first;
+  return {code.qualname, code.filename, "", code.firstlineno, table->second.line_at(byte_offset), Paradigm::kPython};
 }
 
 // Code in no module (`offset` is its address) is JIT code when the
@@ -119,13 +124,14 @@ std::vector<ContextFrame> native_frames(const RawProcess& p, const raw::CctNode&
   auto module = p.modules.find(n.module);
   if (module == p.modules.end()) return {{"[unknown]", "", "", 0, 0}};  // its load record was lost
   const std::string& path = module->second.path;
+  const std::vector<symbolizer::SourceFrame>& innermost_first = symbolizer.resolve(path, n.offset);
   std::vector<ContextFrame> frames;
-  for (const auto& f : symbolizer.resolve(path, n.offset)) {
+  frames.reserve(innermost_first.size());
+  for (auto f = innermost_first.rbegin(); f != innermost_first.rend(); ++f) {
     // Stripped code: one region per module, not one per address.
-    if (!f.resolved) frames.push_back({"[" + basename_of(path) + "]", "", path, 0, 0});
-    else frames.push_back({f.function, f.file, path, 0, f.line});
+    if (!f->resolved) frames.push_back({"[" + basename_of(path) + "]", "", path, 0, 0});
+    else frames.push_back({f->function, f->file, path, 0, f->line});
   }
-  std::reverse(frames.begin(), frames.end());
   return frames;
 }
 
@@ -136,7 +142,7 @@ ContextFrame traced_region_frame(const RawProcess& p, const raw::RegionDef& r, s
   ContextFrame frame{r.name, "", "", 0, 0, static_cast<Paradigm>(r.paradigm)};
   auto module = p.modules.find(r.code_module);
   if (r.code_module == raw::kUnknownModule || module == p.modules.end()) return frame;
-  const std::vector<symbolizer::SourceFrame> code = symbolizer.resolve(module->second.path, r.code_offset);
+  const std::vector<symbolizer::SourceFrame>& code = symbolizer.resolve(module->second.path, r.code_offset);
   // Innermost: a construct in an outlined body that the compiler inlined
   // into its caller (clang's ._debug__ bodies) is on its own line there.
   const symbolizer::SourceFrame& function = code.front();
@@ -160,6 +166,7 @@ std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symb
   };
   synthetic(raw::kRootTruncated, "[truncated stack]");
   synthetic(raw::kRootUnwindFailed, "[incomplete unwind]");
+  std::unordered_map<uint32_t, python::LineTable> python_lines;
   for (size_t id = raw::kFirstCctNode; id < p.nodes.size(); ++id) {
     const raw::CctNode& n = p.nodes[id];
     if (n.id != id) continue;  // a gap: the node was in a lost chunk
@@ -174,7 +181,7 @@ std::vector<ContextNode> describe_contexts(const RawProcess& p, symbolizer::Symb
     } else if (n.module == raw::kProfilerModule) {
       node.frames = {{"[hybridprof]", "", "[hybridprof]", 0, 0}};
     } else if (n.module == raw::kPythonModule) {
-      node.frames = {python_frame(p, n)};
+      node.frames = {python_frame(p, n, python_lines)};
     } else {
       node.frames = native_frames(p, n, symbolizer, jit_code);
     }

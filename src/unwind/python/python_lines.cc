@@ -1,31 +1,44 @@
 #include "unwind/python/python_lines.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace hybridprof::python {
 namespace {
 
-// 3.8, 3.9 co_lnotab: (bytecode increment, line increment as int8) pairs.
-uint32_t lnotab_line(const std::string& t, uint32_t first, int64_t offset) {
-  int64_t address = 0, line = first;
+uint32_t line_or(int64_t line, uint32_t first) { return line > 0 ? uint32_t(line) : first; }
+
+// 3.8, 3.9 co_lnotab: (bytecode increment, line increment as int8) pairs;
+// an offset's line is the sum of the increments at or before it.
+template <typename Add>
+uint32_t lnotab_ranges(const std::string& t, uint32_t first, Add add) {
+  int64_t address = 0, line = first, from = 0;
   for (size_t i = 0; i + 1 < t.size(); i += 2) {
-    address += uint8_t(t[i]);
-    if (address > offset) break;
+    const int64_t next = address + uint8_t(t[i]);
+    if (next > from) {
+      add(from, next, line_or(line, first));
+      from = next;
+    }
+    address = next;
     line += int8_t(t[i + 1]);
   }
-  return line > 0 ? uint32_t(line) : first;
+  add(from, INT64_MAX, line_or(line, first));
+  return first;
 }
 
 // 3.10 co_linetable: (start delta, line delta as int8; -128: no line) pairs,
-// each covering [start, start + delta) bytes.
-uint32_t linetable310_line(const std::string& t, uint32_t first, int64_t offset) {
+// each covering [start, start + delta) bytes. Past the end: the last line.
+template <typename Add>
+uint32_t linetable310_ranges(const std::string& t, uint32_t first, Add add) {
   int64_t start = 0, line = first;
   for (size_t i = 0; i + 1 < t.size(); i += 2) {
     const int64_t end = start + uint8_t(t[i]);
     const int8_t delta = int8_t(t[i + 1]);
     if (delta != -128) line += delta;
-    if (offset >= start && offset < end) return delta == -128 || line <= 0 ? first : uint32_t(line);
+    add(start, end, delta == -128 ? first : line_or(line, first));
     start = end;
   }
-  return line > 0 ? uint32_t(line) : first;
+  return line_or(line, first);
 }
 
 // 3.11+ location table (Objects/locations.md): entries of one byte
@@ -58,7 +71,8 @@ class LocationReader {
   size_t i_ = 0;
 };
 
-uint32_t locations_line(const std::string& t, uint32_t first, int64_t offset) {
+template <typename Add>
+uint32_t locations_ranges(const std::string& t, uint32_t first, Add add) {
   LocationReader r(t);
   int64_t line = first, start = 0;
   while (!r.done()) {
@@ -84,7 +98,7 @@ uint32_t locations_line(const std::string& t, uint32_t first, int64_t offset) {
       r.byte();  // short forms: same line, one column byte
     }
     r.skip_to_next_entry();
-    if (offset >= start && offset < end) return has_line && line > 0 ? uint32_t(line) : first;
+    add(start, end, has_line ? line_or(line, first) : first);
     start = end;
   }
   return first;
@@ -92,18 +106,37 @@ uint32_t locations_line(const std::string& t, uint32_t first, int64_t offset) {
 
 }  // namespace
 
-uint32_t line_for_offset(LineTableFormat format, const std::string& table, uint32_t firstlineno,
-                         int64_t byte_offset) {
-  if (byte_offset < 0 || table.empty()) return firstlineno;
+LineTable::LineTable(LineTableFormat format, const std::string& table, uint32_t firstlineno)
+    : first_(firstlineno), past_end_(firstlineno) {
+  if (table.empty()) return;
+  // Ranges come in order and touch end to end; empty ones answer nothing.
+  const auto add = [&](int64_t start, int64_t end, uint32_t line) {
+    if (end > start) ranges_.push_back({start, end, line});
+  };
   switch (format) {
     case LineTableFormat::kLnotab:
-      return lnotab_line(table, firstlineno, byte_offset);
+      past_end_ = lnotab_ranges(table, firstlineno, add);
+      break;
     case LineTableFormat::kLinetable:
-      return linetable310_line(table, firstlineno, byte_offset);
+      past_end_ = linetable310_ranges(table, firstlineno, add);
+      break;
     case LineTableFormat::kLocations:
-      return locations_line(table, firstlineno, byte_offset);
+      past_end_ = locations_ranges(table, firstlineno, add);
+      break;
   }
-  return firstlineno;
+}
+
+uint32_t LineTable::line_at(int64_t byte_offset) const {
+  if (byte_offset < 0) return first_;
+  const auto after = std::upper_bound(ranges_.begin(), ranges_.end(), byte_offset,
+                                      [](int64_t offset, const Range& r) { return offset < r.start; });
+  if (after == ranges_.begin() || byte_offset >= std::prev(after)->end) return past_end_;
+  return std::prev(after)->line;
+}
+
+uint32_t line_for_offset(LineTableFormat format, const std::string& table, uint32_t firstlineno,
+                         int64_t byte_offset) {
+  return LineTable(format, table, firstlineno).line_at(byte_offset);
 }
 
 }  // namespace hybridprof::python

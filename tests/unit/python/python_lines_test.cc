@@ -56,6 +56,18 @@ TEST(PythonLines, EveryInstructionGetsTheLineCPythonGivesIt) {
   }
 }
 
+// The finalizer decodes a code object's table once and asks it for every
+// offset its samples reached, in any order.
+TEST(PythonLines, ATableDecodedOnceAnswersEveryOffsetInAnyOrder) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(std::string("Python ") + c.version);
+    const LineTable table(format_of(c.version), c.table, c.firstlineno);
+    for (auto it = c.lines.rbegin(); it != c.lines.rend(); ++it)
+      EXPECT_EQ(table.line_at(it->first), it->second) << "offset " << it->first;
+    EXPECT_EQ(table.line_at(-1), c.firstlineno);
+  }
+}
+
 TEST(PythonLines, BeforeTheFirstInstructionOrWithoutATableItIsTheFirstLine) {
   for (const Case& c : cases()) {
     EXPECT_EQ(line_for_offset(format_of(c.version), c.table, c.firstlineno, -1), c.firstlineno);
