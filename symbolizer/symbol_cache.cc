@@ -25,20 +25,19 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'H', 'P', 'S', 'Y', 'M', 'C', '\0', '\1'};
-// Stretches, frames and ranges are written as they are in memory (the
-// format number covers the layout).
+// Record arrays are written as they are in memory, each 8-byte aligned in
+// the file (so that a mapped entry is read where it lies; the format
+// number covers the layout).
+using AddressRecord = CachedEntry::AddressRecord;
+using RangeRecord = CachedEntry::RangeRecord;
+using StatementRecord = CachedEntry::StatementRecord;
 static_assert(sizeof(CachedModule::Stretch) == 24 && std::is_trivially_copyable_v<CachedModule::Stretch>);
 static_assert(sizeof(CachedModule::Frame) == 16 && std::is_trivially_copyable_v<CachedModule::Frame>);
-struct AddressRecord {
-  uint64_t address;
-  CachedModule::Answer answer;
-};
-struct RangeRecord {
-  uint64_t start, end;
-  CachedModule::Answer answer;
-};
-static_assert(sizeof(AddressRecord) == 16 && sizeof(RangeRecord) == 24);
+static_assert(sizeof(AddressRecord) == 16 && sizeof(RangeRecord) == 24 && sizeof(StatementRecord) == 16);
 static_assert(sizeof(UnitRange) == 24 && std::is_trivially_copyable_v<UnitRange>);
+constexpr size_t kRecordAlign = 8;
+static_assert(alignof(AddressRecord) <= kRecordAlign && alignof(RangeRecord) <= kRecordAlign &&
+              alignof(CachedModule::Stretch) <= kRecordAlign && alignof(UnitRange) <= kRecordAlign);
 
 // Four lanes of eight bytes a step (a multiply each, independent of one
 // another), folded at the end, then the tail: an entry of megabytes (a
@@ -77,6 +76,8 @@ class Writer {
   void put_bytes(const void* data, size_t size) {
     if (size != 0) out_.append(static_cast<const char*>(data), size);  // data may be null when size is 0
   }
+  // Zeros up to the next multiple of kRecordAlign.
+  void align() { out_.append((kRecordAlign - out_.size() % kRecordAlign) % kRecordAlign, '\0'); }
   std::string finish() {
     put(checksum(out_.data(), out_.size()));
     return std::move(out_);
@@ -114,6 +115,32 @@ class Reader {
     at_ += n;
     return s;
   }
+  // What put_string<Size> wrote, where it lies.
+  template <typename Size = uint32_t>
+  std::string_view get_view() {
+    const uint64_t n = get<Size>();
+    if (!ok || in_.size() - at_ < n) {
+      ok = false;
+      return {};
+    }
+    const std::string_view s = in_.substr(at_, n);
+    at_ += n;
+    return s;
+  }
+  // Skips what Writer::align put (zeros, else not ours).
+  void align() {
+    while (ok && at_ % kRecordAlign != 0) ok = get<char>() == '\0';
+  }
+  // What put_items wrote, where it lies (the input is mapped at a page).
+  template <typename T>
+  std::span<const T> get_items() {
+    align();
+    const uint64_t n = get_count(sizeof(T));
+    if (!ok) return {};
+    const auto* first = reinterpret_cast<const T*>(in_.data() + at_);
+    at_ += n * sizeof(T);
+    return {first, size_t(n)};
+  }
   void get_bytes(void* data, size_t size) {
     if (size == 0) return;  // data may be null (an empty vector's): no memcpy at all
     if (in_.size() - at_ < size) {
@@ -141,8 +168,9 @@ class Reader {
 
 // Puts `items` as a count and their bytes.
 template <typename T>
-void put_items(Writer& w, const std::vector<T>& items) {
+void put_items(Writer& w, std::span<const T> items) {
   static_assert(std::is_trivially_copyable_v<T>);
+  w.align();
   w.put(uint64_t(items.size()));
   w.put_bytes(items.data(), items.size() * sizeof(T));
 }
@@ -154,137 +182,196 @@ std::string serialize(const std::string& build_id, const CachedModule& m) {
   w.put_string(build_id);
   w.put(uint64_t(m.strings.size()));
   for (const std::string& s : m.strings) w.put_string(s);
-  put_items(w, m.frames);
+  put_items<CachedModule::Frame>(w, m.frames);
+  // Sorted, to be searched where they lie.
   std::vector<AddressRecord> addresses;
   addresses.reserve(m.addresses.size());
   for (const auto& [address, answer] : m.addresses) addresses.push_back({address, answer});
-  put_items(w, addresses);
+  std::sort(addresses.begin(), addresses.end(), [](const auto& a, const auto& b) { return a.address < b.address; });
+  put_items<AddressRecord>(w, addresses);
   std::vector<RangeRecord> ranges;
   ranges.reserve(m.ranges.size());
   for (const auto& [start, range] : m.ranges) ranges.push_back({start, range.end, range.answer});
-  put_items(w, ranges);
-  w.put(uint64_t(m.statements.size()));
-  for (const auto& [address, statement] : m.statements) {
-    w.put(address);
-    w.put(uint8_t(statement));
-  }
+  put_items<RangeRecord>(w, ranges);
+  std::vector<StatementRecord> statements;
+  statements.reserve(m.statements.size());
+  for (const auto& [address, statement] : m.statements) statements.push_back({address, uint8_t(statement), {}});
+  std::sort(statements.begin(), statements.end(), [](const auto& a, const auto& b) { return a.address < b.address; });
+  put_items<StatementRecord>(w, statements);
   w.put(uint8_t(m.whole_table));
-  put_items(w, m.stretches);
+  put_items<CachedModule::Stretch>(w, m.stretches);
   w.put_string<uint64_t>(m.names);
-  put_items(w, m.units);
+  put_items<UnitRange>(w, m.units);
   return w.finish();
 }
 
 enum class Parsed { kOk, kOtherFormat, kDamaged };
 
-// Reads what put_items wrote.
-template <typename T>
-std::vector<T> get_items(Reader& r) {
-  std::vector<T> items(r.get_count(sizeof(T)));
-  r.get_bytes(items.data(), items.size() * sizeof(T));
-  return items;
-}
-
-Parsed parse(std::string_view bytes, const std::string& build_id, CachedModule* m) {
-  if (bytes.size() < sizeof kMagic + 4 + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
-    return Parsed::kDamaged;
-  // Another format's entry (an older hybridprof's, whose checksum may be
-  // another too) is not damage: it is a miss, and rewritten.
-  uint32_t format = 0;
-  std::memcpy(&format, bytes.data() + sizeof kMagic, 4);
-  if (format != kSymbolCacheFormat) return Parsed::kOtherFormat;
-  const size_t body = bytes.size() - 8;
-  uint64_t sum = 0;
-  std::memcpy(&sum, bytes.data() + body, 8);
-  if (sum != checksum(bytes.data(), body)) return Parsed::kDamaged;
-  Reader r(bytes.substr(0, body));
-  for (size_t i = 0; i < sizeof kMagic; ++i) r.get<char>();
-  r.get<uint32_t>();  // the format, checked
-  if (r.get_string() != build_id) return Parsed::kDamaged;  // a file under another build's name
-  m->strings.resize(r.get_count(4));
-  for (std::string& s : m->strings) s = r.get_string();
-  m->frames = get_items<CachedModule::Frame>(r);
-  for (const CachedModule::Frame& f : m->frames)
-    if (f.function >= m->strings.size() || f.file >= m->strings.size() || f.flags > 3) r.ok = false;
-  // An answer within the frames, or not ours.
-  const auto answer_ok = [&](CachedModule::Answer a) { return uint64_t(a.first) + a.count <= m->frames.size(); };
-  for (const AddressRecord& a : get_items<AddressRecord>(r)) {
-    if (!answer_ok(a.answer)) r.ok = false;
-    m->addresses.emplace(a.address, a.answer);
-  }
-  uint64_t last_end = 0;
-  for (const RangeRecord& range : get_items<RangeRecord>(r)) {
-    // In order, not overlapping, not empty, answered: else not ours.
-    if (range.start < last_end || range.end <= range.start || !answer_ok(range.answer)) r.ok = false;
-    last_end = range.end;
-    m->ranges.emplace_hint(m->ranges.end(), range.start, CachedModule::Range{range.end, range.answer});
-  }
-  const uint64_t statements = r.get_count(8 + 1);
-  for (uint64_t i = 0; r.ok && i < statements; ++i) {
-    const auto address = r.get<uint64_t>();
-    m->statements[address] = r.get<uint8_t>() != 0;
-  }
-  const uint8_t whole_table = r.get<uint8_t>();
-  if (whole_table > 1) r.ok = false;
-  m->whole_table = whole_table == 1;
-  m->stretches = get_items<CachedModule::Stretch>(r);
-  m->names = r.get_string<uint64_t>();
-  m->units = get_items<UnitRange>(r);
-  for (const UnitRange& u : m->units)
-    if (u.high <= u.low) r.ok = false;
-  last_end = 0;
-  for (const CachedModule::Stretch& t : m->stretches) {
-    // Overlapping, empty, or naming past the names: not ours.
-    if (t.start < last_end || t.end <= t.start || uint64_t(t.name) + t.name_size > m->names.size()) r.ok = false;
-    last_end = t.end;
-  }
-  if (!r.ok || !r.at_end()) {
-    *m = {};
-    return Parsed::kDamaged;
-  }
-  return Parsed::kOk;
-}
-
-// A file mapped whole (read-only, its pages mapped at once): an entry is
-// checked and parsed where it lies, not copied into a buffer first (a
-// library's whole symbol table is megabytes). Writers replace entries by
-// renaming a new file over them, never by writing into one, so a mapped
-// entry does not change under its reader.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st {};
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-      found_ = true;
-      if (st.st_size > 0) {
-        void* at = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-        if (at != MAP_FAILED) {
-          data_ = at;
-          size_ = size_t(st.st_size);
-        } else {
-          found_ = false;
-        }
+// A file mapped whole, read-only, its pages mapped at once (null when it
+// cannot be; *found false when there is no such file). An entry is
+// checked and read where it lies: writers replace entries by renaming a
+// new file over them, never by writing into one, so a mapped entry does
+// not change under its reader.
+std::shared_ptr<const void> map_file(const std::string& path, size_t* size, bool* found) {
+  *size = 0;
+  *found = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  std::shared_ptr<const void> mapping;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    *found = true;
+    if (st.st_size > 0) {
+      const size_t bytes = size_t(st.st_size);
+      void* at = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (at != MAP_FAILED) {
+        mapping = std::shared_ptr<const void>(at, [bytes](const void* p) { ::munmap(const_cast<void*>(p), bytes); });
+        *size = bytes;
+      } else {
+        *found = false;
       }
     }
-    ::close(fd);
   }
-  ~MappedFile() {
-    if (data_) ::munmap(data_, size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  bool found() const { return found_; }
-  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+  ::close(fd);
+  return mapping;
+}
 
- private:
-  bool found_ = false;
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
+// The frames of `answer`, with `strings` (a CachedModule's or an entry's).
+template <typename Strings>
+std::vector<SourceFrame> frames_from(std::span<const CachedModule::Frame> frames, const Strings& strings,
+                                     CachedModule::Answer answer) {
+  std::vector<SourceFrame> out;
+  out.reserve(answer.count);
+  for (uint32_t i = answer.first; i < answer.first + answer.count; ++i) {
+    const CachedModule::Frame& f = frames[i];
+    out.push_back({std::string(strings[f.function]), std::string(strings[f.file]), f.line,
+                   (f.flags & CachedModule::kInlined) != 0, (f.flags & CachedModule::kResolved) != 0});
+  }
+  return out;
+}
+
+// What a whole symbol table answers at `address`.
+std::vector<SourceFrame> stretch_frames(std::span<const CachedModule::Stretch> stretches, std::string_view names,
+                                        uint64_t address) {
+  const auto after = std::upper_bound(stretches.begin(), stretches.end(), address,
+                                      [](uint64_t a, const CachedModule::Stretch& t) { return a < t.start; });
+  if (after == stretches.begin() || address >= std::prev(after)->end) return {};
+  const CachedModule::Stretch& t = *std::prev(after);
+  SourceFrame frame;
+  frame.function = demangle(std::string(names.substr(t.name, t.name_size)));
+  return {std::move(frame)};
+}
+
+// Records sorted by a strictly increasing key.
+template <typename T, typename Key>
+bool increasing(std::span<const T> items, Key key) {
+  for (size_t i = 1; i < items.size(); ++i)
+    if (key(items[i - 1]) >= key(items[i])) return false;
+  return true;
+}
 
 }  // namespace
+
+// Checks an entry's bytes whole and points `e` at what they hold.
+class EntryParser {
+ public:
+  static Parsed parse(std::shared_ptr<const void> mapping, std::string_view bytes, const std::string& build_id,
+                      CachedEntry* e) {
+    if (bytes.size() < sizeof kMagic + 4 + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+      return Parsed::kDamaged;
+    // Another format's entry (an older hybridprof's, whose checksum may be
+    // another too) is not damage: it is a miss, and rewritten.
+    uint32_t format = 0;
+    std::memcpy(&format, bytes.data() + sizeof kMagic, 4);
+    if (format != kSymbolCacheFormat) return Parsed::kOtherFormat;
+    const size_t body = bytes.size() - 8;
+    uint64_t sum = 0;
+    std::memcpy(&sum, bytes.data() + body, 8);
+    if (sum != checksum(bytes.data(), body)) return Parsed::kDamaged;
+    Reader r(bytes.substr(0, body));
+    for (size_t i = 0; i < sizeof kMagic; ++i) r.get<char>();
+    r.get<uint32_t>();  // the format, checked
+    if (r.get_string() != build_id) return Parsed::kDamaged;  // a file under another build's name
+    CachedEntry m;
+    m.strings_.resize(r.get_count(4));
+    for (std::string_view& s : m.strings_) s = r.get_view();
+    m.frames_ = r.get_items<CachedModule::Frame>();
+    for (const CachedModule::Frame& f : m.frames_)
+      if (f.function >= m.strings_.size() || f.file >= m.strings_.size() || f.flags > 3) r.ok = false;
+    // An answer within the frames, or not ours.
+    const auto answer_ok = [&](CachedModule::Answer a) { return uint64_t(a.first) + a.count <= m.frames_.size(); };
+    m.addresses_ = r.get_items<AddressRecord>();
+    for (const AddressRecord& a : m.addresses_) r.ok = r.ok && answer_ok(a.answer);
+    r.ok = r.ok && increasing(m.addresses_, [](const AddressRecord& a) { return a.address; });
+    m.ranges_ = r.get_items<RangeRecord>();
+    uint64_t last_end = 0;
+    for (const RangeRecord& range : m.ranges_) {
+      // In order, not overlapping, not empty, answered: else not ours.
+      if (range.start < last_end || range.end <= range.start || !answer_ok(range.answer)) r.ok = false;
+      last_end = range.end;
+    }
+    m.statements_ = r.get_items<StatementRecord>();
+    for (const StatementRecord& t : m.statements_) r.ok = r.ok && t.statement <= 1;
+    r.ok = r.ok && increasing(m.statements_, [](const StatementRecord& t) { return t.address; });
+    const uint8_t whole_table = r.get<uint8_t>();
+    if (whole_table > 1) r.ok = false;
+    m.whole_table_ = whole_table == 1;
+    m.stretches_ = r.get_items<CachedModule::Stretch>();
+    m.names_ = r.get_view<uint64_t>();
+    last_end = 0;
+    for (const CachedModule::Stretch& t : m.stretches_) {
+      // Overlapping, empty, or naming past the names: not ours.
+      if (t.start < last_end || t.end <= t.start || uint64_t(t.name) + t.name_size > m.names_.size()) r.ok = false;
+      last_end = t.end;
+    }
+    m.units_ = r.get_items<UnitRange>();
+    for (const UnitRange& u : m.units_)
+      if (u.high <= u.low) r.ok = false;
+    if (!r.ok || !r.at_end()) return Parsed::kDamaged;
+    m.mapping_ = std::move(mapping);
+    *e = std::move(m);
+    return Parsed::kOk;
+  }
+};
+
+bool CachedEntry::find(uint64_t address, std::vector<SourceFrame>* out) const {
+  const auto at = std::lower_bound(addresses_.begin(), addresses_.end(), address,
+                                   [](const AddressRecord& a, uint64_t x) { return a.address < x; });
+  if (at != addresses_.end() && at->address == address) {
+    *out = frames_of(at->answer);
+    return true;
+  }
+  const auto after = std::upper_bound(ranges_.begin(), ranges_.end(), address,
+                                      [](uint64_t x, const RangeRecord& r) { return x < r.start; });
+  if (after == ranges_.begin() || address >= std::prev(after)->end) return false;
+  *out = frames_of(std::prev(after)->answer);
+  return true;
+}
+
+std::vector<SourceFrame> CachedEntry::frames_of(Answer answer) const { return frames_from(frames_, strings_, answer); }
+
+std::vector<SourceFrame> CachedEntry::symbol_frames(uint64_t address) const {
+  return stretch_frames(stretches_, names_, address);
+}
+
+std::optional<bool> CachedEntry::statement(uint64_t address) const {
+  const auto at = std::lower_bound(statements_.begin(), statements_.end(), address,
+                                   [](const StatementRecord& t, uint64_t x) { return t.address < x; });
+  if (at == statements_.end() || at->address != address) return std::nullopt;
+  return at->statement != 0;
+}
+
+void CachedEntry::add_to(CachedModule* m) const {
+  for (const AddressRecord& a : addresses_) m->add_address(a.address, frames_of(a.answer));
+  for (const RangeRecord& r : ranges_) m->add_range(r.start, r.end, frames_of(r.answer));
+  for (const StatementRecord& t : statements_) m->statements[t.address] = t.statement != 0;
+  if (m->units.empty()) m->units.assign(units_.begin(), units_.end());
+  if (whole_table_ && !m->whole_table) {
+    m->whole_table = true;
+    m->stretches.assign(stretches_.begin(), stretches_.end());
+    m->names.assign(names_);
+  }
+}
 
 void CachedModule::add_stretch(uint64_t start, uint64_t end, const char* name) {
   const size_t size = std::strlen(name);
@@ -293,13 +380,7 @@ void CachedModule::add_stretch(uint64_t start, uint64_t end, const char* name) {
 }
 
 std::vector<SourceFrame> CachedModule::symbol_frames(uint64_t address) const {
-  const auto after = std::upper_bound(stretches.begin(), stretches.end(), address,
-                                      [](uint64_t a, const Stretch& t) { return a < t.start; });
-  if (after == stretches.begin() || address >= std::prev(after)->end) return {};
-  const Stretch& t = *std::prev(after);
-  SourceFrame frame;
-  frame.function = demangle(names.substr(t.name, t.name_size));
-  return {std::move(frame)};
+  return stretch_frames(stretches, names, address);
 }
 
 bool CachedModule::find(uint64_t address, std::vector<SourceFrame>* out) const {
@@ -315,15 +396,7 @@ bool CachedModule::find(uint64_t address, std::vector<SourceFrame>* out) const {
   return true;
 }
 
-std::vector<SourceFrame> CachedModule::frames_of(Answer answer) const {
-  std::vector<SourceFrame> out;
-  out.reserve(answer.count);
-  for (uint32_t i = answer.first; i < answer.first + answer.count; ++i) {
-    const Frame& f = frames[i];
-    out.push_back({strings[f.function], strings[f.file], f.line, (f.flags & kInlined) != 0, (f.flags & kResolved) != 0});
-  }
-  return out;
-}
+std::vector<SourceFrame> CachedModule::frames_of(Answer answer) const { return frames_from(frames, strings, answer); }
 
 uint32_t CachedModule::string_index(const std::string& s) {
   if (string_indices_.size() != strings.size()) {  // read from a file, or copied: index it now
@@ -382,12 +455,15 @@ SymbolCache::SymbolCache(std::string directory, uint64_t max_bytes)
 
 std::string SymbolCache::entry_path(const std::string& build_id) const { return directory_ + "/" + build_id + ".hps"; }
 
-CachedModule SymbolCache::load(const std::string& build_id) {
-  CachedModule m;
+CachedEntry SymbolCache::open(const std::string& build_id) {
+  CachedEntry entry;
   const std::string path = entry_path(build_id);
-  const MappedFile file(path);
-  if (!file.found()) return m;
-  switch (parse(file.bytes(), build_id, &m)) {
+  size_t size = 0;
+  bool found = false;
+  std::shared_ptr<const void> mapping = map_file(path, &size, &found);
+  if (!found) return entry;
+  const std::string_view bytes(static_cast<const char*>(mapping.get()), size);
+  switch (EntryParser::parse(std::move(mapping), bytes, build_id, &entry)) {
     case Parsed::kOk:
       ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // used now: the last to go when trimming
       break;
@@ -400,6 +476,12 @@ CachedModule SymbolCache::load(const std::string& build_id) {
       break;
     }
   }
+  return entry;
+}
+
+CachedModule SymbolCache::load(const std::string& build_id) {
+  CachedModule m;
+  open(build_id).add_to(&m);
   return m;
 }
 
@@ -413,7 +495,7 @@ bool SymbolCache::store(const std::string& build_id, const CachedModule& added) 
   for (const auto& [address, statement] : added.statements) merged.statements[address] = statement;
   for (const auto& [start, range] : added.ranges) merged.add_range(start, range.end, added.frames_of(range.answer));
   if (merged.units.empty()) merged.units = added.units;  // one module build's units are the same whoever read them
-  if (added.whole_table) {  // one module build's table is the same whoever read it
+  if (added.whole_table && !merged.whole_table) {  // one module build's table is the same whoever read it
     merged.whole_table = true;
     merged.stretches = added.stretches;
     merged.names = added.names;

@@ -18,7 +18,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -30,7 +34,7 @@ namespace hybridprof::symbolizer {
 
 // Bump when the symbolizer answers differently for the same module
 // (names, files, lines, inlining): entries of another format are misses.
-inline constexpr uint32_t kSymbolCacheFormat = 6;
+inline constexpr uint32_t kSymbolCacheFormat = 7;
 
 // The GNU build id of the ELF file at `path`, in hex; "" when it has none
 // or is not a readable ELF file (such modules are not cached).
@@ -108,6 +112,56 @@ struct CachedModule {
   std::unordered_map<std::string, uint32_t> string_indices_;  // of strings, made at the first add
 };
 
+// An entry as it lies in the cache, mapped and checked but not copied:
+// what the symbolizer asks of the modules a run touches (every run reads
+// libtorch's whole table of megabytes; copying it into maps and strings
+// was most of a warm run's reading). Read-only; empty when default-made.
+class CachedEntry {
+ public:
+  using Frame = CachedModule::Frame;
+  using Answer = CachedModule::Answer;
+  using Stretch = CachedModule::Stretch;
+  // As the file holds them: sorted by address, 8-byte aligned.
+  struct AddressRecord {
+    uint64_t address;
+    Answer answer;
+  };
+  struct RangeRecord {
+    uint64_t start, end;
+    Answer answer;
+  };
+  struct StatementRecord {
+    uint64_t address;
+    uint8_t statement, padding[7];
+  };
+
+  bool empty() const { return mapping_ == nullptr; }
+  // As CachedModule's.
+  bool find(uint64_t address, std::vector<SourceFrame>* out) const;
+  std::vector<SourceFrame> frames_of(Answer answer) const;
+  bool whole_table() const { return whole_table_; }
+  std::vector<SourceFrame> symbol_frames(uint64_t address) const;
+  // The answer of call_is_statement kept for `address`, if any.
+  std::optional<bool> statement(uint64_t address) const;
+  std::span<const UnitRange> units() const { return units_; }
+
+  // Everything it holds, for a writer adding to it (SymbolCache::store).
+  void add_to(CachedModule* m) const;
+
+ private:
+  friend class EntryParser;
+  std::shared_ptr<const void> mapping_;  // keeps the views below valid
+  std::vector<std::string_view> strings_;
+  std::span<const Frame> frames_;
+  std::span<const AddressRecord> addresses_;
+  std::span<const RangeRecord> ranges_;
+  std::span<const StatementRecord> statements_;
+  bool whole_table_ = false;
+  std::span<const Stretch> stretches_;
+  std::string_view names_;
+  std::span<const UnitRange> units_;
+};
+
 class SymbolCache {
  public:
   static constexpr uint64_t kDefaultMaxBytes = 512ull << 20;
@@ -120,6 +174,8 @@ class SymbolCache {
 
   // The entry of `build_id` (empty when there is none, it is of another
   // format, or it is damaged: then it is removed and a warning says so).
+  CachedEntry open(const std::string& build_id);
+  // The same, copied into a CachedModule (a writer's, or a test's).
   CachedModule load(const std::string& build_id);
   // Adds `added` to the entry of `build_id` as it is on disk now. False
   // (and a warning) when it cannot be written: the run goes on without.

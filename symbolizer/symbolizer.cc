@@ -19,7 +19,7 @@ Symbolizer::Module& Symbolizer::module_for(const std::string& module_path) {
     Module& m = it->second;
     m.build_id = build_id_of(module_path);
     if (!m.build_id.empty()) {
-      m.cached = std::make_unique<CachedModule>(cache_->load(m.build_id));
+      m.cached = std::make_unique<CachedEntry>(cache_->open(m.build_id));
       m.found = std::make_unique<CachedModule>();
     }
   }
@@ -34,8 +34,8 @@ ModuleDebugInfo* Symbolizer::debug_info(Module& module, const std::string& modul
     const std::optional<DebugCopies> copies =
         cache_ && !module.build_id.empty() ? std::optional(cache_->debug_copies(module.build_id)) : std::nullopt;
     module.debug_info = ModuleDebugInfo::open(module_path, copies ? &*copies : nullptr);
-    if (module.debug_info && module.cached && !module.cached->units.empty())
-      module.debug_info->use_units(module.cached->units);
+    if (module.debug_info && module.cached && !module.cached->units().empty())
+      module.debug_info->use_units({module.cached->units().begin(), module.cached->units().end()});
   }
   return module.debug_info.get();
 }
@@ -44,7 +44,7 @@ bool Symbolizer::call_is_statement(const std::string& module_path, uint64_t addr
   try {
     Module& module = module_for(module_path);
     if (module.cached) {
-      if (auto it = module.cached->statements.find(address); it != module.cached->statements.end()) return it->second;
+      if (const std::optional<bool> kept = module.cached->statement(address)) return *kept;
     }
     ModuleDebugInfo* info = debug_info(module, module_path);
     const bool statement = info && info->call_is_statement(address);
@@ -65,12 +65,7 @@ const std::vector<SourceFrame>& Symbolizer::resolve(const std::string& module_pa
     // Kept by an earlier run, or earlier in this one; else read.
     const bool kept = (module.cached && module.cached->find(address, &frames)) ||
                       (module.found && module.found->find(address, &frames));
-    if (!kept) {
-      if (const CachedModule* whole = whole_table(module))
-        frames = whole->symbol_frames(address);
-      else
-        frames = read_frames(module, module_path, address);
-    }
+    if (!kept && !from_whole_table(module, address, &frames)) frames = read_frames(module, module_path, address);
     if (frames.empty()) frames.push_back(unresolved_frame(module_path, address));
     // Insert only complete results, so an exception cannot leave an empty entry.
     return module.frames_by_address.emplace(address, std::move(frames)).first->second;
@@ -102,16 +97,20 @@ std::vector<SourceFrame> Symbolizer::read_frames(Module& module, const std::stri
     else if (!(info && keep_function(*info, address, module.found.get())))
       module.found->add_address(address, frames);
     // The units' index, once (a DWARF module's): later openings skip indexing.
-    if (info && module.found->units.empty() && !(module.cached && !module.cached->units.empty()))
+    if (info && module.found->units.empty() && !(module.cached && !module.cached->units().empty()))
       module.found->units = info->units();
   }
   return frames;
 }
 
-const CachedModule* Symbolizer::whole_table(const Module& module) {
-  if (module.cached && module.cached->whole_table) return module.cached.get();
-  if (module.found && module.found->whole_table) return module.found.get();
-  return nullptr;
+bool Symbolizer::from_whole_table(const Module& module, uint64_t address, std::vector<SourceFrame>* frames) {
+  if (module.cached && module.cached->whole_table())
+    *frames = module.cached->symbol_frames(address);
+  else if (module.found && module.found->whole_table)
+    *frames = module.found->symbol_frames(address);
+  else
+    return false;
+  return true;
 }
 
 void Symbolizer::keep_symbol_table(ModuleDebugInfo& info, CachedModule* found) {

@@ -26,6 +26,7 @@ struct SourceFrame {
 class ModuleDebugInfo;  // one opened module (its Dwfl session), see module_debug_info.h
 class SymbolCache;      // what earlier runs found, see symbol_cache.h
 struct CachedModule;
+class CachedEntry;
 
 class Symbolizer {
  public:
@@ -67,7 +68,7 @@ class Symbolizer {
  private:
   struct Module {
     std::string build_id;  // "" without a cache, or when the file has none
-    std::unique_ptr<CachedModule> cached;  // what the cache held; null without one
+    std::unique_ptr<CachedEntry> cached;   // what the cache held; null without one
     std::unique_ptr<CachedModule> found;   // what this symbolizer added; null without a cache
     bool opened = false;                   // debug_info was opened (it may still be null)
     std::unique_ptr<ModuleDebugInfo> debug_info;  // null when the file cannot be opened
@@ -76,8 +77,9 @@ class Symbolizer {
   Module& module_for(const std::string& module_path);
   // What the module's file answers at `address` (kept for later runs).
   std::vector<SourceFrame> read_frames(Module& module, const std::string& module_path, uint64_t address);
-  // The module's whole symbol table, when the cache or this run holds it.
-  static const CachedModule* whole_table(const Module& module);
+  // What the module's whole symbol table answers, when the cache or this
+  // run holds it (false otherwise).
+  static bool from_whole_table(const Module& module, uint64_t address, std::vector<SourceFrame>* frames);
   // Keeps `info`'s whole symbol table (a module without DWARF) in `found`.
   static void keep_symbol_table(ModuleDebugInfo& info, CachedModule* found);
   // Keeps the answers over the whole function around `address` (a module
