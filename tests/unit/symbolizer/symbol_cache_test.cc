@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using hybridprof::symbolizer::build_id_of;
+using hybridprof::symbolizer::CachedEntry;
 using hybridprof::symbolizer::CachedModule;
 using hybridprof::symbolizer::SourceFrame;
 using hybridprof::symbolizer::SymbolCache;
@@ -308,6 +310,18 @@ TEST_F(SymbolCacheTest, WritersOfOneEntryAddToIt) {
   EXPECT_EQ(answer(0x240), not_kept);
   EXPECT_EQ(both.strings.size(), 6u) << "each name and file once: one two outer three one.c two.c";
   EXPECT_TRUE(both.statements.at(2));
+  // The entry read where it lies (as the symbolizer reads it) answers alike.
+  SymbolCache reader(dir_.string());
+  const CachedEntry entry = reader.open(id);
+  ASSERT_FALSE(entry.empty());
+  for (uint64_t address : {1, 2, 3, 0xff, 0x100, 0x10f, 0x110, 0x117, 0x118, 0x1ff, 0x200, 0x23f, 0x240}) {
+    std::vector<SourceFrame> in_place{SourceFrame{"(not kept)", "", 0, false, false}};
+    entry.find(address, &in_place);
+    EXPECT_EQ(in_place, answer(address)) << std::hex << address;
+  }
+  EXPECT_EQ(entry.statement(2), std::optional<bool>(true));
+  EXPECT_EQ(entry.statement(1), std::nullopt);
+  EXPECT_TRUE(reader.take_warnings().empty());
   for (const auto& e : fs::directory_iterator(dir_ / "symbols-v1"))
     EXPECT_EQ(e.path().extension(), ".hps") << "no temporary file left: " << e.path();
 }
