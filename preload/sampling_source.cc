@@ -4,6 +4,7 @@
 // process does. The samples themselves are written by the signal handler
 // (sample_handler.cc).
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <string>
@@ -34,13 +35,25 @@ class SamplingSource final : public EventSource {
     begin.signal = uint64_t(rt->sample_signal);
   }
 
-  // Short threads are common (thread pools that do not pool): the perf
-  // event waits for a thread's first sampling period (ThreadSampler).
+  // A process's first threads (the main thread, its workers, an OpenMP
+  // team, an MPI library's progress thread: few, and long-lived) open
+  // their perf event at once. Later ones wait for their first sampling
+  // period (ThreadSampler::start_at_first_period): short threads are
+  // common (thread pools that do not pool start thousands), and one that
+  // ends within its first period then opens nothing. That period is seen
+  // by a CPU-time timer, which fires only at a scheduler tick that finds
+  // the thread running: on a loaded machine a thread may run on for a
+  // long time unsampled (this 2-core VM under two busy loops: 26 of 240
+  // threads ran 50 ms of CPU time, 1 of 160 ran 150 ms, without a timer
+  // signal).
   void thread_started(ThreadState& t) override {
     Runtime* rt = runtime();
     ThreadContext* ctx = this_thread();
     if (!rt || !ctx) return;
-    ctx->sampler.start_at_first_period(rt->plan, rt->sample_signal, t.tid, &failures_);
+    if (threads_started_.fetch_add(1, std::memory_order_relaxed) < kThreadsStartedAtOnce)
+      ctx->sampler.start_now(rt->plan, rt->sample_signal, t.tid, &failures_);
+    else
+      ctx->sampler.start_at_first_period(rt->plan, rt->sample_signal, t.tid, &failures_);
     std::lock_guard lock(samplers_mutex_);
     samplers_.push_back(&ctx->sampler);
   }
@@ -98,6 +111,8 @@ class SamplingSource final : public EventSource {
     if (ThreadContext* ctx = this_thread()) ctx->sampler.stop();
   }
 
+  static constexpr uint64_t kThreadsStartedAtOnce = 64;
+  std::atomic<uint64_t> threads_started_{0};  // in this process (a fork child counts on from its parent's)
   sampling::StartFailures failures_;
   // Every live thread's sampler, for window_changed (not the signal path).
   std::mutex samplers_mutex_;

@@ -67,13 +67,40 @@ bool ThreadSampler::start(const SamplingPlan& plan, int signal, std::string* err
   return false;
 }
 
-void ThreadSampler::start_at_first_period(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures) {
-  if (running()) return;
+void ThreadSampler::prepare(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures) {
   plan_ = &plan;
   failures_ = failures;
   signal_ = signal;
   tid_ = tid;
   seed_jitter(tid);
+}
+
+void ThreadSampler::start_now(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures) {
+  if (plan.mechanism != Mechanism::kPerfEvent) {
+    start_at_first_period(plan, signal, tid, failures);  // a timer from the start
+    return;
+  }
+  if (running()) return;
+  prepare(plan, signal, tid, failures);
+  const char* call = nullptr;
+  const int err = open_perf(plan, signal, tid, &call);
+  if (err == 0) {
+    checked_cpu_ns_ = 0;  // the first reading: what later ones count from
+    leave_perf_if_switching_itself_often();
+    return;
+  }
+  // Refused (no descriptor left, say): the timer samples this thread.
+  const char* timer_call = nullptr;
+  const int timer_err = arm_timer(plan, signal, tid, &timer_call);
+  if (timer_err == 0)
+    failures->timer_instead(tid, call, err);
+  else
+    failures->unsampled(tid, timer_call, timer_err);
+}
+
+void ThreadSampler::start_at_first_period(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures) {
+  if (running()) return;
+  prepare(plan, signal, tid, failures);
   const char* call = nullptr;
   int err = 0;
   if (plan.mechanism == Mechanism::kPerfEvent) {

@@ -114,6 +114,13 @@ class ThreadSampler {
   // be had, the perf event starts now. A timer plan starts its timer. `plan` and `failures` must outlive the
   // sampler; what does not start as planned is counted in *failures.
   void start_at_first_period(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures);
+  // Called ON the sampled thread, as start_at_first_period, for threads
+  // that are likely to run on: a perf plan opens its event at once (where
+  // it is refused, the timer samples the thread, counted in *failures).
+  // The first period's timer fires only at a scheduler tick that finds
+  // the thread running, which on a loaded machine may not happen for a
+  // long time: a thread that waits for it can run on unsampled.
+  void start_now(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures);
 
   // Async-signal-safe (system calls only, no locks): after an owned signal
   // was handled. The first timer signal of start_at_first_period starts
@@ -240,6 +247,9 @@ class ThreadSampler {
   Mechanism mechanism() const { return mechanism_; }
 
  private:
+  // What the start_* methods keep for later: the plan, where failures
+  // are counted, the signal, the thread; the jitter seeded.
+  void prepare(const SamplingPlan& plan, int signal, pid_t tid, StartFailures* failures);
   // Each returns 0 or the errno of `*call`, the system call that failed.
   // open_perf is async-signal-safe (no strings, no locks).
   int open_perf(const SamplingPlan& plan, int signal, pid_t tid, const char** call);

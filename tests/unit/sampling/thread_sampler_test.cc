@@ -353,6 +353,31 @@ TEST_F(ThreadSamplerTest, ThePerfEventStartsAtTheFirstPeriodsSignal) {
   EXPECT_EQ(foreign(), 0u);
 }
 
+// A thread started at once has its perf event before any signal: it is
+// sampled from its first period whether or not a scheduler tick ever sees
+// its CPU-time timer run out.
+TEST_F(ThreadSamplerTest, AThreadStartedNowHasItsPerfEventAtOnce) {
+  SamplingPlan plan = plan_for("cpu-clock", false);
+  if (plan.mechanism != Mechanism::kPerfEvent) GTEST_SKIP() << "perf_event unavailable: " << plan.notice;
+  StartFailures failures;
+  const int before = own_descriptors();
+  int at_start = -1;
+  Mechanism mechanism = Mechanism::kPosixTimer;
+  on_sampled_thread([&](ThreadSampler& sampler) {
+    sampler.start_now(plan, sample_signal(), static_cast<pid_t>(gettid()), &failures);
+    at_start = own_descriptors();
+    mechanism = sampler.mechanism();
+    spin_cpu_until([] { return counts().owned.load() >= 20; }, 3.0);
+  });
+  EXPECT_EQ(at_start, before + 1) << "no perf event at the start";
+  EXPECT_EQ(mechanism, Mechanism::kPerfEvent);
+  EXPECT_GE(counts().owned.load(), 20u);
+  EXPECT_EQ(counts().owned_timer.load(), 0u) << "no timer: every signal is the perf event's";
+  EXPECT_EQ(own_descriptors(), before) << "stop() closed it";
+  EXPECT_EQ(failures.timer_instead_count() + failures.unsampled_count(), 0u);
+  EXPECT_EQ(foreign(), 0u);
+}
+
 // No descriptor of 512 or above for the perf event at the first period
 // (the program's limit): the timer samples the thread on, and the failure
 // is counted with its reason. In a child: the limit is the process's.
