@@ -103,18 +103,6 @@ class Reader {
     at_ += sizeof value;
     return value;
   }
-  // What put_string<Size> wrote.
-  template <typename Size = uint32_t>
-  std::string get_string() {
-    const uint64_t n = get<Size>();
-    if (!ok || in_.size() - at_ < n) {
-      ok = false;
-      return {};
-    }
-    std::string s(in_.substr(at_, n));
-    at_ += n;
-    return s;
-  }
   // What put_string<Size> wrote, where it lies.
   template <typename Size = uint32_t>
   std::string_view get_view() {
@@ -131,25 +119,17 @@ class Reader {
   void align() {
     while (ok && at_ % kRecordAlign != 0) ok = get<char>() == '\0';
   }
-  // What put_items wrote, where it lies (the input is mapped at a page).
+  // What put_items wrote, where it lies (the input is mapped at a page:
+  // an offset aligned in the file is aligned in memory).
   template <typename T>
   std::span<const T> get_items() {
     align();
     const uint64_t n = get_count(sizeof(T));
+    if (reinterpret_cast<uintptr_t>(in_.data()) % kRecordAlign != 0) ok = false;
     if (!ok) return {};
     const auto* first = reinterpret_cast<const T*>(in_.data() + at_);
     at_ += n * sizeof(T);
     return {first, size_t(n)};
-  }
-  void get_bytes(void* data, size_t size) {
-    if (size == 0) return;  // data may be null (an empty vector's): no memcpy at all
-    if (in_.size() - at_ < size) {
-      ok = false;
-      at_ = in_.size();
-      return;
-    }
-    std::memcpy(data, in_.data() + at_, size);
-    at_ += size;
   }
   // Counts come from the file: one larger than the bytes left is damage,
   // not a reason to reserve gigabytes.
@@ -291,7 +271,7 @@ class EntryParser {
     Reader r(bytes.substr(0, body));
     for (size_t i = 0; i < sizeof kMagic; ++i) r.get<char>();
     r.get<uint32_t>();  // the format, checked
-    if (r.get_string() != build_id) return Parsed::kDamaged;  // a file under another build's name
+    if (r.get_view() != build_id) return Parsed::kDamaged;  // a file under another build's name
     CachedEntry m;
     m.strings_.resize(r.get_count(4));
     for (std::string_view& s : m.strings_) s = r.get_view();
