@@ -40,6 +40,47 @@ Fn next_function(std::atomic<Fn>& slot, const char* name) {
   return f;
 }
 
+// Locks that are most often free are tried first: one taken at once reads
+// no clock (it cannot have lasted the threshold). Open MPI's progress loop
+// takes a free mutex at every turn, so the two clock reads were on the
+// path of every message a rank waits for. What the lock returns for a
+// free lock (0, or an error it would return alike: a robust mutex's dead
+// owner, a recursive count at its limit) the try returns; a busy lock
+// (EBUSY, also an error-checking mutex the caller holds, which the lock
+// then refuses) goes on to the real call, timed.
+template <OsWait F>
+struct TryFirst {
+  static constexpr bool kTries = false;
+};
+template <>
+struct TryFirst<OsWait::pthread_mutex_lock> {
+  static constexpr bool kTries = true;
+  static int attempt(pthread_mutex_t* m) { return pthread_mutex_trylock(m); }
+};
+template <>
+struct TryFirst<OsWait::pthread_rwlock_rdlock> {
+  static constexpr bool kTries = true;
+  static int attempt(pthread_rwlock_t* l) { return pthread_rwlock_tryrdlock(l); }
+};
+template <>
+struct TryFirst<OsWait::pthread_rwlock_wrlock> {
+  static constexpr bool kTries = true;
+  static int attempt(pthread_rwlock_t* l) { return pthread_rwlock_trywrlock(l); }
+};
+
+// True (with what the try returned) when F's lock was tried and was not
+// busy. Not with --os-wait-min 0: every call is recorded, a free lock's too.
+template <OsWait F, typename... Args>
+bool tried_first(int* result, Args... args) {
+  if constexpr (TryFirst<F>::kTries) {
+    if (g_min_ticks.load(std::memory_order_relaxed) == 1) return false;
+    *result = TryFirst<F>::attempt(args...);
+    return *result != EBUSY;
+  } else {
+    return false;
+  }
+}
+
 }  // namespace
 }  // namespace hybridprof::osrt
 
@@ -97,6 +138,8 @@ bool futex_waits(long op) {
 #define OS_WAIT(name, family, ret, params, args, describe)                         \
   extern "C" __attribute__((noinline)) ret name params {                           \
     namespace hpo = hybridprof::osrt;                                              \
+    if (int tried = 0; hpo::tried_first<hpo::OsWait::name>(&tried, HYBRIDPROF_ARGS args)) \
+      return tried;                                                                \
     const auto real = hpo::next_function(hpo::g_real_##name, #name);               \
     return hpo::intercept<hpo::OsWait::name>(                                      \
         __builtin_return_address(0), real,                                         \

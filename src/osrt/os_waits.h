@@ -6,7 +6,9 @@
 // (--os-wait-min, 20 us by default). A call under it costs the
 // interposition and two clock reads, nothing else: whether it is recorded
 // is known only at its end, so a recorded call's enter is written then,
-// with its start time (kRegionEnterLate).
+// with its start time (kRegionEnterLate). A lock (mutex, read or write
+// lock) is tried first and reads no clock when it was free
+// (preload/osrt/os_wait_wrappers.cc), unless every call is recorded.
 //
 // Not recorded, whatever they last: calls the profiler makes itself, calls
 // inside another traced call (an MPI call's own polling: the MPI region

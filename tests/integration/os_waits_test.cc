@@ -151,9 +151,10 @@ TEST_F(OsWaits, ResultsAndErrnoAreTheProgramsOwnAndHandlersAreNotRecorded) {
   const std::vector<OsRegion> regions = os_regions(scratch / "out");
   std::map<std::string, int> n = count_by_name(regions);
   // Every call the program made, at --os-wait-min 0; the handler's sleep
-  // and write are not recorded (one nanosleep, one write: the program's).
+  // and write are not recorded (two nanosleeps, the program's and its lock
+  // holder's; one write, the program's).
   EXPECT_EQ(n["futex"], 2);
-  EXPECT_EQ(n["nanosleep"], 1);
+  EXPECT_EQ(n["nanosleep"], 2);
   EXPECT_EQ(n["write"], 1);
   EXPECT_EQ(n["read"], 4);
   EXPECT_EQ(n["sem_timedwait"], 1);
@@ -161,6 +162,12 @@ TEST_F(OsWaits, ResultsAndErrnoAreTheProgramsOwnAndHandlersAreNotRecorded) {
   EXPECT_EQ(n["open"], 2);
   EXPECT_EQ(n["connect"], 1);
   EXPECT_EQ(n["usleep"], 1);
+  // Every lock too, free ones included (not tried first at --os-wait-min
+  // 0): 2 error-checking, 2 recursive, the contended one and its holder's,
+  // and one more.
+  EXPECT_GE(n["pthread_mutex_lock"], 7);
+  EXPECT_GE(n["pthread_rwlock_rdlock"], 2);
+  EXPECT_GE(n["pthread_rwlock_wrlock"], 1);
   const auto parameter = [](const OsRegion& o, const std::string& name) {
     return o.parameters.count(name) ? o.parameters.at(name) : 0;
   };
@@ -176,6 +183,22 @@ TEST_F(OsWaits, ResultsAndErrnoAreTheProgramsOwnAndHandlersAreNotRecorded) {
       EXPECT_EQ(parameter(o, "result"), 1u);
     }
   }
+}
+
+// At the default threshold a lock is tried first: the program gets what
+// the lock itself returns (free, held by the caller, recursive), and a
+// lock another thread held is still a wait of its own.
+TEST_F(OsWaits, LocksTriedFirstReturnWhatTheLockReturnsAndWaitsAreRecorded) {
+  const RunResult plain = run({fixture("os_wait_results")});
+  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_NE(plain.out.find("errorcheck_relock 35 "), std::string::npos) << plain.out;  // EDEADLK
+  const RunResult r = profile({"-o", scratch / "out"}, {fixture("os_wait_results")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, plain.out) << "results and errno under the profiler differ from the program's alone";
+  size_t contended = 0;
+  for (const OsRegion& o : os_regions(scratch / "out"))
+    if (o.name == "pthread_mutex_lock" && o.ns >= 20000000) ++contended;
+  EXPECT_EQ(contended, 1u) << "the lock the other thread held for 30 ms";
 }
 
 TEST_F(OsWaits, SwitchedOffOrOverTheThresholdNothingIsRecorded) {
