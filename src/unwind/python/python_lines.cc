@@ -8,6 +8,9 @@ namespace {
 
 uint32_t line_or(int64_t line, uint32_t first) { return line > 0 ? uint32_t(line) : first; }
 
+// Each decoder below calls add(start, end, line) for the table's byte
+// ranges in order, and returns the line of an offset past all of them.
+
 // 3.8, 3.9 co_lnotab: (bytecode increment, line increment as int8) pairs;
 // an offset's line is the sum of the increments at or before it.
 template <typename Add>
