@@ -19,7 +19,10 @@ const std::string& prepare_trace_clock(TracingHost& host) {
   std::call_once(decided, [&] {
     // Decided at the first traced record, not at every process start: it
     // reads /proc/cpuinfo and times system calls. The drain converts from
-    // the TSC before any record reads it.
+    // the TSC before any record reads it. The profiler's own work: the os
+    // adapter passes those calls through (its first call would otherwise
+    // ask for this very decision, from inside it, and wait for itself).
+    const ProfilerWork own_work;
     const bool tsc = tsc_can_time_calls(host.config().trace_clock, &note);
     host.drain().use_tsc_trace_clock(tsc);
     g_trace_clock_tsc = tsc;
