@@ -130,41 +130,41 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   // Addresses and Python frames wait in the thread's scratch, which a
   // sample may reuse once the busy guard is gone: a new stack's enter
   // cannot wait for begin().
-  if (stack_depth_ != 0 || python_depth_ != 0) write_enter(nullptr);
+  if (stack_depth_ != 0 || python_depth_ != 0) write_enter(false);
 }
 
-RegionBody MpiCall::body(uint32_t flags, const HeldEvent* carried) const {
-  RegionBody b{mpi_region(function_), flags, {}};
-  if (carried) {
-    b.flags |= kRegionCarriesEvent | event_kind(carried->kind) << kCarriedEventKindShift |
-               (carried->counts ? kRegionEventCounts : 0u);
-    b.event = carried->payload;
-  }
-  return b;
+const RegionBody& MpiCall::body(uint32_t flags, bool carries_held) {
+  carrier_.region = mpi_region(function_);
+  if (carries_held)
+    flags |= kRegionCarriesEvent | event_kind(held_event_.kind) << kCarriedEventKindShift |
+             (held_event_.counts ? kRegionEventCounts : 0u);
+  carrier_.flags = flags;
+  return carrier_;
 }
 
 void MpiCall::begin() {
   if (thread_ == nullptr || begun_) return;
   // A held event is stamped with the enter's time (see emit).
-  write_enter(held_ ? &held_event_ : nullptr);
+  write_enter(held_);
   held_ = false;
 }
 
-void MpiCall::write_enter(const HeldEvent* carried) {
+void MpiCall::write_enter(bool carries_held) {
   begun_ = true;
   ThreadState& t = *thread_;
   BusyScope busy(&t);
+  const RegionBody& enter = body(enter_flags_, carries_held);
   // Every record of a traced call goes through write_or_flush: a full ring
   // is written out, not a lost event. (The writes inline: they are the
   // wrappers' common path.)
   if (!drain_->write_or_flush(t, [&]() __attribute__((always_inline)) {
-        return t.traced.calls.enter(t.ring, enter_ns_, body(enter_flags_, carried), stack_, t.unwind_scratch,
-                                    stack_depth_, t.sampled.python_scratch, python_depth_);
+        return t.traced.calls.enter(t.ring, enter_ns_, enter, stack_, t.unwind_scratch, stack_depth_,
+                                    t.sampled.python_scratch, python_depth_);
       })) {
     // A record larger than the ring: the hooks still run (some talk to the
     // other ranks, which expect it); only this call's region (and the event
     // it carried) is lost.
-    t.traced.dropped_events.fetch_add(carried ? 2 : 1, std::memory_order_relaxed);
+    t.traced.dropped_events.fetch_add(carries_held ? 2 : 1, std::memory_order_relaxed);
     return;
   }
   entered_ = true;
@@ -186,7 +186,7 @@ MpiCall::~MpiCall() {
   if (!carries) write_held_event();
   BusyScope busy(thread_);
   ThreadState& t = *thread_;
-  const RegionBody leave = body(0, carries ? &held_event_ : nullptr);
+  const RegionBody& leave = body(0, carries);
   if (!drain_->write_or_flush(
           t, [&]() __attribute__((always_inline)) { return t.traced.calls.leave(t.ring, now, leave, stack_); })) {
     // The enter is in the stream: a lost leave would leave the region open
@@ -206,33 +206,26 @@ uint64_t MpiCall::end_ns() {
 void MpiCall::emit(MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_t peer, uint32_t tag,
                    uint64_t sent, uint64_t received, uint64_t request, uint32_t op) {
   if (thread_ == nullptr || g_mpi_event_base == kNoEventSet) return;  // no kinds left to number them (never so far)
-  const HeldEvent e{kind, timestamp, ::hybridprof::mpi::payload_of({comm, peer, tag, op, sent, received, request}),
-                    request != 0};
+  const EventFields fields{comm, peer, tag, op, sent, received, request};
   if (!begun_) {
-    if (!held_ && timestamp == enter_ns_) {
-      held_event_ = e;
-      held_ = true;
-      return;
-    }
+    if (!held_ && timestamp == enter_ns_) return hold(kind, timestamp, fields);
     begin();
   }
   write_held_event();
-  if (end_ns_ != 0 && timestamp == end_ns_) {
-    held_event_ = e;
-    held_ = true;
-    return;
-  }
-  write_event(e);
+  if (end_ns_ != 0 && timestamp == end_ns_) return hold(kind, timestamp, fields);
+  write_traced_event(*drain_, *thread_, event_kind(kind), timestamp, ::hybridprof::mpi::payload_of(fields));
+}
+
+void MpiCall::hold(MpiEventKind kind, uint64_t timestamp, const EventFields& fields) {
+  held_event_ = HeldEvent{kind, timestamp, fields.request != 0};
+  carrier_.event = ::hybridprof::mpi::payload_of(fields);  // built where it waits, not copied there
+  held_ = true;
 }
 
 void MpiCall::write_held_event() {
   if (!held_) return;
   held_ = false;
-  write_event(held_event_);
-}
-
-void MpiCall::write_event(const HeldEvent& e) {
-  write_traced_event(*drain_, *thread_, event_kind(e.kind), e.timestamp, e.payload);
+  write_traced_event(*drain_, *thread_, event_kind(held_event_.kind), held_event_.timestamp, carrier_.event);
 }
 
 // --- Sizes ----------------------------------------------------------------------

@@ -29,8 +29,9 @@ static_assert(sizeof(EventPayload) == 40, "no padding: the ring and the raw stre
 // the raw stream's repeated Call) stands for the last one with that number
 // advanced, so a loop of non-blocking calls repeats as a loop of blocking
 // ones does, though no two of its payloads are equal.
+inline void count_on(EventPayload& p, int64_t calls = 1) { p.wide[2] += uint64_t(calls); }
 inline EventPayload counted_on(EventPayload p, int64_t calls = 1) {
-  p.wide[2] += uint64_t(calls);
+  count_on(p, calls);
   return p;
 }
 

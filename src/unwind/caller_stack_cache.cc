@@ -52,6 +52,15 @@ __attribute__((always_inline)) inline uint32_t CallerStackCache::find(uint32_t p
   }
 }
 
+uint32_t CallerStackCache::find_turn(uint32_t parent, uint64_t slot, uint64_t ip) {
+  Node& p = nodes_[parent];
+  for (const uint32_t id : p.taken)
+    if (id != kNone && frames_[id].slot == slot && frames_[id].ip == ip) return id;
+  const uint32_t id = find(parent, slot, ip);
+  if (id != kNone) p.taken[1] = p.taken[0], p.taken[0] = id;
+  return id;
+}
+
 void CallerStackCache::grow_index() {
   std::vector<uint32_t> bigger(index_.size() * 2, kNone);
   const size_t mask = bigger.size() - 1;
@@ -69,7 +78,7 @@ uint32_t CallerStackCache::add(uint32_t parent, uint64_t slot, uint64_t ip, uint
   frames_.push_back(Frame{slot, ip});
   // A run goes on when the frame follows the one added before it (and that
   // one ends no stack); capture() sets the run's last node once it is whole.
-  nodes_.push_back(Node{parent, depth, id, 0, 0, 0, false});
+  nodes_.push_back(Node{parent, depth, id, 0, 0, 0, false, {kNone, kNone}});
   // Only a run's first frame is indexed: the rest are found next to their
   // parent (an insertion is then one random write, not one a frame).
   if (!follows_parent(id)) {
@@ -171,7 +180,7 @@ __attribute__((no_sanitize("address"))) uint32_t CallerStackCache::capture(uint6
     node = matched = next - 1;
     const Node& n = nodes_[node];
     if (n.end || n.child_slot == 0) break;
-    node = find(node, n.child_slot, *reinterpret_cast<const volatile uint64_t*>(n.child_slot));
+    node = find_turn(node, n.child_slot, *reinterpret_cast<const volatile uint64_t*>(n.child_slot));
   }
   if (node != kNone && nodes_[node].end) {
     ++hits_;

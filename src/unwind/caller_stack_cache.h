@@ -56,7 +56,7 @@ class CallerStackCache {
   // A generation: epoch << kEpochShift | the stack's number in its epoch.
   static constexpr uint32_t kEpochShift = 24;
   static constexpr uint32_t epoch_of(uint32_t generation) { return generation >> kEpochShift; }
-  // Frames remembered at most (48 bytes each, and up to 8 of index: 14 MiB a
+  // Frames remembered at most (56 bytes each, and up to 8 of index: 14 MiB a
   // thread at worst); past this the tree starts again empty.
   static constexpr uint32_t kMaxNodes = 1u << 18;
   // Frames reserved up front (768 KiB of address space: 80 stacks of 200
@@ -112,9 +112,16 @@ class CallerStackCache {
     uint64_t child_slot;  // where the next frame out keeps its return address; 0: none seen
     uint32_t generation;  // a stack ending here, as handed out; 0: not yet
     bool end;             // a stack ends here (its outermost frame, or its truncation)
+    // The children outside its run the walk took from here last, latest
+    // first (kNone: none): a loop's calls turn the same ways each round,
+    // found without hashing. Two: a loop alternating two calls (a
+    // ping-pong's send and receive, which part at the wrapper's frame).
+    uint32_t taken[2];
   };
   // The child of `parent` (kNone: a root) for a frame (slot, ip); kNone.
   uint32_t find(uint32_t parent, uint64_t slot, uint64_t ip) const;
+  // The same for the walk: asks parent's taken children first.
+  uint32_t find_turn(uint32_t parent, uint64_t slot, uint64_t ip);
   // Whether node `id` is stored right after its parent (in its run), and
   // so found there rather than in the index.
   bool follows_parent(uint32_t id) const;
