@@ -1,6 +1,8 @@
 // The out-of-line parts of the hooks (mpi_hooks.h).
 #include "mpi/mpi_hooks.h"
 
+#include "common/per_thread.h"
+
 namespace hybridprof::mpi {
 namespace {
 
@@ -8,10 +10,7 @@ uint32_t root_field(int root) { return root >= 0 ? uint32_t(root) : otf2::kRootN
 
 }  // namespace
 
-StatusScratch& status_scratch() {
-  static thread_local StatusScratch scratch;
-  return scratch;
-}
+StatusScratch* status_scratch() { return PerThread<StatusScratch>::get(); }
 
 void emit_received(MpiCall& call, MPI_Comm comm, MPI_Datatype type, const MPI_Status* status) {
   if (status->MPI_SOURCE < 0) return;  // MPI_PROC_NULL: no message
@@ -29,15 +28,17 @@ void emit_start(MpiCall& call, MPI_Request handle) {
 }
 
 void complete_at(MpiCall& call, int index, const MPI_Status* status) {
-  const auto& handles = status_scratch().handles;
-  if (index < 0 || size_t(index) >= handles.size()) return;
+  const StatusScratch* s = status_scratch();
+  if (s == nullptr || index < 0 || size_t(index) >= s->handles.size()) return;
+  const auto& handles = s->handles;
   PendingRequest r;
   if (complete_request(handles[size_t(index)], &r)) emit_completion(call, r, status);
 }
 
 void tested_at(MpiCall& call, int index) {
-  const auto& handles = status_scratch().handles;
-  if (index < 0 || size_t(index) >= handles.size()) return;
+  const StatusScratch* s = status_scratch();
+  if (s == nullptr || index < 0 || size_t(index) >= s->handles.size()) return;
+  const auto& handles = s->handles;
   PendingRequest r;
   if (peek_request(handles[size_t(index)], &r))
     call.emit(MpiEventKind::kRequestTest, call.end_ns(), 0, 0, 0, 0, 0, r.id);

@@ -51,17 +51,25 @@ struct StatusScratch {
     return many.data();
   }
 };
-StatusScratch& status_scratch();  // per thread
+// The calling thread's (PerThread: a load, where a thread_local object
+// cost a __tls_get_addr call and a guard at every completion); null when
+// it cannot be made (out of memory): statuses stay ignored and no
+// completion is recorded.
+StatusScratch* status_scratch();
 
 inline void keep_status(MpiCall& call, MPI_Status*& status) {
   if (status == MPI_STATUS_IGNORE) status = call.own_status();
 }
 inline void keep_statuses(MPI_Status*& statuses, int n) {
-  if (statuses == MPI_STATUSES_IGNORE && n > 0) statuses = status_scratch().array(n);
+  if (statuses != MPI_STATUSES_IGNORE || n <= 0) return;
+  if (StatusScratch* s = status_scratch()) statuses = s->array(n);
+}
+// Status i of an array the program passed (null: it ignored them and none were kept).
+inline const MPI_Status* status_at(const MPI_Status* statuses, int i) {
+  return statuses == MPI_STATUSES_IGNORE ? nullptr : &statuses[i];
 }
 inline void remember_handles(const MPI_Request* requests, int n) {
-  auto& h = status_scratch().handles;
-  h.assign(requests, requests + (n > 0 ? n : 0));
+  if (StatusScratch* s = status_scratch()) s->handles.assign(requests, requests + (n > 0 ? n : 0));
 }
 
 void emit_received(MpiCall& call, MPI_Comm comm, MPI_Datatype type, const MPI_Status* status);
@@ -247,7 +255,7 @@ struct Hooks<MpiFunction::MPI_Waitall> {
   }
   static void after(MpiCall& c, int rc, int& count, MPI_Request*&, MPI_Status*& statuses) {
     if (rc != MPI_SUCCESS) return;
-    for (int i = 0; i < count; ++i) complete_at(c, i, &statuses[i]);
+    for (int i = 0; i < count; ++i) complete_at(c, i, status_at(statuses, i));
   }
 };
 template <>
@@ -260,7 +268,7 @@ struct Hooks<MpiFunction::MPI_Testall> {
     if (rc != MPI_SUCCESS) return;
     for (int i = 0; i < count; ++i) {
       if (*flag)
-        complete_at(c, i, &statuses[i]);
+        complete_at(c, i, status_at(statuses, i));
       else
         tested_at(c, i);
     }
@@ -301,7 +309,7 @@ struct SomeCompletion {
     if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED) return;
     std::vector<bool> done(size_t(incount > 0 ? incount : 0));
     for (int i = 0; i < *outcount; ++i) {
-      complete_at(c, indices[i], &statuses[i]);
+      complete_at(c, indices[i], status_at(statuses, i));
       if (indices[i] >= 0 && indices[i] < incount) done[size_t(indices[i])] = true;
     }
     for (int i = 0; i < incount; ++i)

@@ -23,7 +23,9 @@ struct KeptPackets {
   ForkPacket packets[16];
   uint32_t depth = 0;
 };
-thread_local KeptPackets t_packets;
+// (Constant-initialized and initial-exec, as t_running_body below: no
+// guard, no __tls_get_addr call, at every region.)
+constinit thread_local KeptPackets t_packets __attribute__((tls_model("initial-exec"))){};
 
 // The program's outlined function (a parallel body, a task) that this
 // thread runs from the runtime's trampolines (traced_body, traced_task),

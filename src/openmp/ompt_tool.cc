@@ -86,10 +86,12 @@ uint64_t forked_code(ompt_data_t* parallel, unsigned index) {
 // implicit task has not ended yet: libomp reports a worker's end only when
 // the team next wakes it (or never, at exit), so its region ends when it
 // starts waiting at the join instead, as with libgomp.
-thread_local uint32_t t_left_at_join = 0;
+// (initial-exec: the runtime is preloaded, its TLS static; a load, not a
+// __tls_get_addr call, at every region. As t_team_index.)
+thread_local uint32_t t_left_at_join __attribute__((tls_model("initial-exec"))) = 0;
 // This thread's number in the team of its innermost implicit task: 0 for
 // a master, which is never idle between regions.
-thread_local unsigned t_team_index = 0;
+thread_local unsigned t_team_index __attribute__((tls_model("initial-exec"))) = 0;
 
 // A worker has finished its part of a region: it waits for work.
 void left_region(TracingHost* host) {
