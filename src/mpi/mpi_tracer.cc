@@ -133,13 +133,11 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   if (stack_depth_ != 0 || python_depth_ != 0) write_enter(false);
 }
 
-const RegionBody& MpiCall::body(uint32_t flags, bool carries_held) {
-  carrier_.region = mpi_region(function_);
-  if (carries_held)
-    flags |= kRegionCarriesEvent | event_kind(held_event_.kind) << kCarriedEventKindShift |
-             (held_event_.counts ? kRegionEventCounts : 0u);
-  carrier_.flags = flags;
-  return carrier_;
+RegionView MpiCall::body(uint32_t flags, bool carries_held) const {
+  if (!carries_held) return RegionView{mpi_region(function_), flags, nullptr};
+  flags |= kRegionCarriesEvent | event_kind(held_event_.kind) << kCarriedEventKindShift |
+           (held_event_.counts ? kRegionEventCounts : 0u);
+  return RegionView{mpi_region(function_), flags, &held_payload_};
 }
 
 void MpiCall::begin() {
@@ -153,7 +151,7 @@ void MpiCall::write_enter(bool carries_held) {
   begun_ = true;
   ThreadState& t = *thread_;
   BusyScope busy(&t);
-  const RegionBody& enter = body(enter_flags_, carries_held);
+  const RegionView enter = body(enter_flags_, carries_held);
   // Every record of a traced call goes through write_or_flush: a full ring
   // is written out, not a lost event. (The writes inline: they are the
   // wrappers' common path.)
@@ -186,7 +184,7 @@ MpiCall::~MpiCall() {
   if (!carries) write_held_event();
   BusyScope busy(thread_);
   ThreadState& t = *thread_;
-  const RegionBody& leave = body(0, carries);
+  const RegionView leave = body(0, carries);
   if (!drain_->write_or_flush(
           t, [&]() __attribute__((always_inline)) { return t.traced.calls.leave(t.ring, now, leave, stack_); })) {
     // The enter is in the stream: a lost leave would leave the region open
@@ -218,14 +216,14 @@ void MpiCall::emit(MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_
 
 void MpiCall::hold(MpiEventKind kind, uint64_t timestamp, const EventFields& fields) {
   held_event_ = HeldEvent{kind, timestamp, fields.request != 0};
-  carrier_.event = ::hybridprof::mpi::payload_of(fields);  // built where it waits, not copied there
+  held_payload_ = ::hybridprof::mpi::payload_of(fields);  // built where it waits, not copied there
   held_ = true;
 }
 
 void MpiCall::write_held_event() {
   if (!held_) return;
   held_ = false;
-  write_traced_event(*drain_, *thread_, event_kind(held_event_.kind), held_event_.timestamp, carrier_.event);
+  write_traced_event(*drain_, *thread_, event_kind(held_event_.kind), held_event_.timestamp, held_payload_);
 }
 
 // --- Sizes ----------------------------------------------------------------------

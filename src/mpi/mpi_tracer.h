@@ -66,7 +66,7 @@ class MpiCall {
 
  private:
   // An event held back to travel inside the enter or the leave record;
-  // its payload waits in carrier_.event.
+  // its payload waits in held_payload_.
   struct HeldEvent {
     MpiEventKind kind;
     uint64_t timestamp;
@@ -75,8 +75,8 @@ class MpiCall {
   void hold(MpiEventKind kind, uint64_t timestamp, const EventFields& fields);
   void write_enter(bool carries_held);
   // This call's enter (flags) or leave (0) record, with the held event
-  // inside it when `carries_held`: carrier_, which the writer reads in place.
-  const RegionBody& body(uint32_t flags, bool carries_held);
+  // inside it when `carries_held` (its payload read where it waits).
+  RegionView body(uint32_t flags, bool carries_held) const;
   void write_held_event();
 
   // MPI calling itself (an intercepted call inside another): one region is enough.
@@ -94,11 +94,10 @@ class MpiCall {
   uint64_t enter_ns_ = 0;
   uint64_t end_ns_ = 0;
   HeldEvent held_event_;
-  // The records' body, the held event's payload built in it: handed to the
-  // writer by reference, so the payload is not copied on the call's path
-  // (a 16-byte copy of fields just written 8 bytes at a time waits for
-  // the stores to reach the cache: the processor cannot forward them).
-  RegionBody carrier_;
+  // Built where it waits, and read there (RegionView): not copied on the
+  // call's path (a 16-byte copy of fields just written 8 bytes at a time
+  // waits for the stores to reach the cache).
+  EventPayload held_payload_;
   MPI_Status own_status_;
 };
 

@@ -26,9 +26,10 @@ enum class EventKind : uint32_t {
   kCount
 };
 
+inline void set_fork_payload(EventPayload& p, uint32_t requested_threads) { p.word[0] = requested_threads; }
 inline EventPayload fork_payload(uint32_t requested_threads) {
   EventPayload p;
-  p.word[0] = requested_threads;
+  set_fork_payload(p, requested_threads);
   return p;
 }
 inline uint32_t requested_threads(const EventPayload& p) { return p.word[0]; }

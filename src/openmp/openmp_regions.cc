@@ -1,6 +1,7 @@
 #include "openmp/openmp_regions.h"
 
 #include <atomic>
+#include <new>
 #include <string>
 
 #include "common/per_thread.h"
@@ -139,21 +140,25 @@ void open(TracingHost& host, Construct c, bool waiting, uint64_t code) {
   if (me == nullptr) return;
   const uint32_t kind = kind_of(c, waiting);
   uint32_t flags = 0, leave_flags = 0;
-  EventPayload event{};
+  EventPayload event;
   if (c == Construct::kParallel && !waiting && me->fork_pending) {  // the master enters its team's region
     me->fork_pending = false;
     flags = fork_flags();
     leave_flags = join_flags();
-    event = fork_payload(me->fork_requested_threads);
+    set_fork_payload(event, me->fork_requested_threads);  // in place: a copy would wait for its stores
   }
-  const EnteredRegion r = enter_region(host, region_id(host, kind, code, me->cache), flags, event);
-  if (r.thread == nullptr) return;
+  const uint32_t region = region_id(host, kind, code, me->cache);
   OpenRegions& open = me->open;
   if (open.depth == OpenRegions::kMax) {  // deeper than any program nests: not kept open
-    leave_region(host, r, leave_flags);
+    leave_region(host, enter_region(host, region, flags, event), leave_flags);
     return;
   }
-  open.open[open.depth++] = {kind, r, leave_flags};
+  // Made where it is kept (the entered region, a prvalue, is not copied
+  // there: a copy of what was just written field by field reads it back
+  // sixteen bytes at a time, which waits for the stores to reach the cache).
+  const OpenRegion* made = ::new (static_cast<void*>(&open.open[open.depth]))
+      OpenRegion{kind, enter_region(host, region, flags, event), leave_flags};
+  if (made->region.thread != nullptr) ++open.depth;
 }
 
 bool close(Construct c, bool waiting) {

@@ -695,6 +695,7 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   call.site = DrainedThread::kNoSite;
   call.shape_at_site = false;
   call.encloses = (r.flags & kRegionEnclosesCode) != 0;
+  call.frames_of = 0;
   if (call.encloses) {
     const DrainedThread::RememberedStack* known = t.drained.remembered(r.stack_generation);
     if (r.header.aux != 0)
@@ -735,9 +736,9 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   // The loop case: the same call from the same place as last time (a
   // counting event's number moved on, as at the producer).
   DrainedThread::CallSite& site = t.drained.call_sites[slot];
-  if (site.enter.counts()) {
-    site.enter = site.enter.repeated();
-    site.enter_shape = site.enter_shape.repeated();
+  if (site.enter.counts()) {  // in place: no copies on a loop's path
+    count_on(site.enter.event);
+    site.enter_shape.count_on();
   }
   const uint64_t ns = region_ns(t, timestamp);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
@@ -745,12 +746,9 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   call.site = slot;
   call.shape_at_site = true;
   call.encloses = (site.enter.flags & kRegionEnclosesCode) != 0;
-  if (call.encloses) {  // the site's generation is the stack's (a lookup only code-enclosing regions need)
-    if (const DrainedThread::RememberedStack* known = t.drained.remembered(site.generation))
-      call.frames = known->frames;
-    else
-      call.frames.clear();
-  }
+  // The site's generation is the stack's: its frames are looked up only if
+  // the call is written open (a loop's call is written whole, and needs none).
+  call.frames_of = call.encloses ? site.generation : 0;
   t.drained.call_unwritten = true;
   if (sample_inside) {  // the enter, then the sample taken inside the region
     write_unwritten_call_locked(t);
@@ -837,7 +835,7 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
 void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
   if (slot >= DrainedThread::kNoSite || !t.drained.call_sites[slot].leave_known) return;  // no producer writes that
   DrainedThread::CallSite& site = t.drained.call_sites[slot];
-  if (site.leave.counts()) site.leave = site.leave.repeated();  // as at the producer
+  if (site.leave.counts()) count_on(site.leave.event);  // as at the producer
   const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint64_t ns = region_ns(t, timestamp);
   // Enter and leave as last time from here, nothing in between: the call's
@@ -860,7 +858,11 @@ void Drain::write_unwritten_call_locked(ThreadState& t) {
   open.node = call.shape.node;
   open.region = call.shape.region;
   open.encloses = call.encloses;
-  if (call.encloses) open.frames.swap(call.frames);
+  if (call.encloses && call.frames_of != 0) {
+    if (const DrainedThread::RememberedStack* known = t.drained.remembered(call.frames_of)) open.frames = known->frames;
+  } else if (call.encloses) {
+    open.frames.swap(call.frames);
+  }
   // Its events are the enter's and those after it (a leave's would have
   // made it a Call): an event outside it comes before the Enter.
   for (uint32_t i = 0; i < call.shape.event_count; ++i)

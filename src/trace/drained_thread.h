@@ -53,6 +53,7 @@ struct DrainedThread {
     uint32_t site = kNoSite;     // its caller stack's entry in call_sites
     bool encloses = false;       // kRegionEnclosesCode: `frames` are its enter's
     std::vector<uint64_t> frames;
+    uint32_t frames_of = 0;      // not 0: its frames are instead this remembered stack's (a repeated enter)
     // Its enter repeated the site's, and nothing has come since: its shape
     // is the site's enter_shape (events at enter_ns), not copied yet.
     bool shape_at_site = false;

@@ -21,6 +21,7 @@ struct EventPayload {
   bool operator!=(const EventPayload& o) const { return !(*this == o); }
 };
 static_assert(sizeof(EventPayload) == 40, "no padding: the ring and the raw stream carry it as it is");
+inline constexpr EventPayload kEmptyPayload{};
 
 // A counting event's payload (RegionFlags' kRegionEventCounts, raw
 // CallShape::Event::counts) holds in wide[2] a serial number that the next

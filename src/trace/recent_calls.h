@@ -76,9 +76,13 @@ struct CallShape {
   CallShape repeat_of() const { return counted(-1); }
   CallShape counted(int64_t calls) const {
     CallShape s = *this;
-    for (uint32_t i = 0; i < event_count; ++i)
-      if (s.events[i].counts) s.events[i].payload = counted_on(s.events[i].payload, calls);
+    s.count_on(calls);
     return s;
+  }
+  // In place (a loop's calls: no copy of the shape at each).
+  void count_on(int64_t calls = 1) {
+    for (uint32_t i = 0; i < event_count; ++i)
+      if (events[i].counts) ::hybridprof::count_on(events[i].payload, calls);
   }
   // Fixed-size compares the compiler inlines; unused events are not looked at.
   bool operator==(const CallShape& o) const {
@@ -134,7 +138,7 @@ class RecentCalls {
     Set* set = find_set(thread, static_cast<uint32_t>(slot / kWays));
     if (set == nullptr || slot % kWays >= set->used) return nullptr;
     CallShape& s = set->shapes[slot % kWays];
-    if (s.counting()) s = s.repeated();
+    s.count_on();
     return &s;
   }
   // Remembers `shape` in the next way of its set for `thread` (oldest

@@ -40,20 +40,34 @@ struct RegionBody {
     if (b.counts()) b.event = counted_on(b.event);
     return b;
   }
-  // This is what `last` repeated stands for (*this == last.repeated(),
-  // without the copy: the traced-call path asks at every call).
+};
+
+// What an enter or leave record says, as its writer hands it over: the
+// payload stays where the writer keeps it. A repeat (a loop's call: the
+// common case) is then recognized with no copy of the payload, and the
+// record is built from registers: a copy of a struct just written field
+// by field reads it back sixteen bytes at a time, which the processor
+// cannot forward from the narrower stores, and the copy waits for them to
+// reach the cache (~10 ns each; several a call before this was a view).
+struct RegionView {
+  uint32_t region = 0;
+  uint32_t flags = 0;
+  const EventPayload* event;  // what a record with kRegionCarriesEvent carries
+
+  // `event` null: an empty payload.
+  RegionView(uint32_t region, uint32_t flags, const EventPayload* event)
+      : region(region), flags(flags), event(event ? event : &kEmptyPayload) {}
+  RegionView(const RegionBody& b) : region(b.region), flags(b.flags), event(&b.event) {}  // NOLINT: implicit, a view
+
+  bool carries() const { return (flags & kRegionCarriesEvent) != 0; }
+  bool counts() const { return carries() && (flags & kRegionEventCounts) != 0; }
+  RegionBody body() const { return RegionBody{region, flags, *event}; }
+  // This is what `last` repeated stands for (RegionBody::repeated).
   bool repeats(const RegionBody& last) const {
-    // Two compares, kept apart (the empty asm): merged, they load region
-    // and flags as one 8-byte word, which the processor cannot forward
-    // from the two 4-byte stores a writer has just made (MpiCall sets its
-    // body's flags just before), and the load waits for the stores to
-    // reach the cache: ~10 ns on every traced call.
-    if (region != last.region) return false;
-    __asm__ volatile("");
-    if (flags != last.flags) return false;
+    if (region != last.region || flags != last.flags) return false;
     if (!carries()) return true;
-    if (!counts()) return event == last.event;
-    return counted_on(last.event) == event;
+    if (!counts()) return *event == last.event;
+    return counted_on(last.event) == *event;
   }
 };
 
@@ -67,7 +81,7 @@ class TracedCallWriter {
   // False when the ring had no room (nothing written). Enter and leave are
   // forced inline: they are the traced-call path, and a wrapper's rare
   // full-ring retry (Drain::write_or_flush) makes a second use of them.
-  __attribute__((always_inline)) bool enter(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack,
+  __attribute__((always_inline)) bool enter(ThreadRing& ring, uint64_t timestamp, RegionView body, CallerStackCache::Ref stack,
              const uint64_t* ips, uint32_t depth, const python::PythonFrame* python = nullptr,
              uint32_t python_depth = 0) {
     const bool has_site = remembered(stack);
@@ -83,7 +97,7 @@ class TracedCallWriter {
     if (r == nullptr) return false;
     fill(*r, timestamp, body, stack);
     if (depth != 0) std::memcpy(r->ips(), ips, 8u * depth);  // ips may be null then
-    if (body.carries()) *carried_event(*r) = body.event;
+    if (body.carries()) *carried_event(*r) = *body.event;
     if (python_depth != 0) {
       r->flags |= kRegionPythonFrames;
       RegionPythonFrames* p = region_python_frames(*r);
@@ -92,12 +106,17 @@ class TracedCallWriter {
       std::memcpy(static_cast<void*>(p->frames()), python, sizeof(python::PythonFrame) * python_depth);
     }
     ring.commit_exclusive();
-    if (has_site) sites_[stack.slot] = Site{stack.generation, false, body, {}};
+    if (has_site) {
+      Site& s = sites_[stack.slot];
+      s.generation = stack.generation;
+      s.leave_known = false;
+      s.enter = body.body();
+    }
     return true;
   }
 
   // The leave of a call whose enter enter() wrote from `stack`.
-  __attribute__((always_inline)) bool leave(ThreadRing& ring, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
+  __attribute__((always_inline)) bool leave(ThreadRing& ring, uint64_t timestamp, RegionView body, CallerStackCache::Ref stack) {
     Site* s = remembered(stack) && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
     if (s && s->leave_known && body.repeats(s->leave))
       return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot, &s->leave);
@@ -106,11 +125,11 @@ class TracedCallWriter {
         ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionLeave), 0));
     if (r == nullptr) return false;
     fill(*r, timestamp, body, stack);
-    if (body.carries()) *carried_event(*r) = body.event;
+    if (body.carries()) *carried_event(*r) = *body.event;
     ring.commit_exclusive();
     if (s) {
       s->leave_known = true;
-      s->leave = body;
+      s->leave = body.body();
     }
     return true;
   }
@@ -163,7 +182,7 @@ class TracedCallWriter {
     if (last->counts()) count_on(last->event);
     return true;
   }
-  static void fill(RegionRecord& r, uint64_t timestamp, const RegionBody& body, CallerStackCache::Ref stack) {
+  static void fill(RegionRecord& r, uint64_t timestamp, RegionView body, CallerStackCache::Ref stack) {
     r.timestamp = timestamp;
     r.region = body.region;
     r.flags = body.flags;

@@ -152,7 +152,7 @@ __attribute__((always_inline)) inline EnteredRegion enter_region_timed(TracingHo
   const CallerStack stack = capture_caller_stack(host, *t);
   r.stack = stack.ref;
   const uint64_t now = now_fn();
-  const RegionBody body{region, stack.flags | flags, event};
+  const RegionView body{region, stack.flags | flags, &event};
   r.entered = drain.write_or_flush(*t, [&]() __attribute__((always_inline)) {
     return t->traced.calls.enter(t->ring, now, body, r.stack, t->unwind_scratch, stack.depth,
                                  t->sampled.python_scratch, stack.python_depth);
@@ -168,7 +168,7 @@ __attribute__((always_inline)) inline void leave_region_timed(TracingHost& host,
   Drain& drain = host.drain();
   if (t.traced_call_wants_early_drain(now)) drain.wake();
   BusyScope busy(&t);
-  const RegionBody body{r.region, flags, {}};
+  const RegionView body{r.region, flags, nullptr};
   // A lost leave leaves the region open to the thread's end, where the
   // drain closes it; count it.
   if (!drain.write_or_flush(t, [&]() __attribute__((always_inline)) {
