@@ -158,9 +158,8 @@ void create_task(const RealGompFunction& real, const void* site, void (*fn)(void
 }
 
 void before_fork(const ForkPacket& packet, unsigned num_threads) {
-  if (!packet.traced) return;
-  const ProfilerWork work;
-  if (traced_host() == nullptr) return;
+  // Under the wrapper's ProfilerWork (gomp_wrappers.cc).
+  if (!packet.traced || traced_host() == nullptr) return;
   if (num_threads == 0) {
     static const RealGompFunction max_threads("omp_get_max_threads");
     num_threads = static_cast<unsigned>(reinterpret_cast<int (*)()>(max_threads.function)());

@@ -51,7 +51,8 @@ struct ForkPacket {
 // A token for the calling thread, unique among live threads.
 const void* this_thread_token();
 // Around the real fork of a traced packet: the team's fork (`num_threads`
-// as the call gives it, 0: the default) and, for kFork, its join.
+// as the call gives it, 0: the default; under the caller's ProfilerWork)
+// and, for kFork, its join.
 void before_fork(const ForkPacket& packet, unsigned num_threads);
 void after_fork(const ForkPacket& packet);
 // Runs the outlined body of `packet` (a ForkPacket) inside its regions.

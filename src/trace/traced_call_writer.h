@@ -50,8 +50,8 @@ struct RegionBody {
 // cannot forward from the narrower stores, and the copy waits for them to
 // reach the cache (~10 ns each; several a call before this was a view).
 struct RegionView {
-  uint32_t region = 0;
-  uint32_t flags = 0;
+  uint32_t region;
+  uint32_t flags;
   const EventPayload* event;  // what a record with kRegionCarriesEvent carries
 
   // `event` null: an empty payload.
@@ -170,9 +170,8 @@ class TracedCallWriter {
     return stack.generation != 0 && stack.slot < CallerStackCache::kEntries;
   }
   // A repeat record for what `*last` repeated stands for, which becomes
-  // the last: a counting event's number moves on. (The body it stands for
-  // is not copied: its payload was just written and would be read back
-  // sixteen bytes at a time, which waits for the stores, see repeats.)
+  // the last: a counting event's number moves on in place (the view it
+  // repeats is not copied: see RegionView).
   static bool repeat(ThreadRing& ring, RecordType type, uint64_t timestamp, uint32_t slot, RegionBody* last) {
     auto* r = reinterpret_cast<RepeatRecord*>(
         ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(type), static_cast<uint16_t>(slot)));

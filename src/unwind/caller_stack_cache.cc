@@ -56,6 +56,7 @@ uint32_t CallerStackCache::find_turn(uint32_t parent, uint64_t slot, uint64_t ip
   Node& p = nodes_[parent];
   for (const uint32_t id : p.taken)
     if (id != kNone && frames_[id].slot == slot && frames_[id].ip == ip) return id;
+  ++hashed_;
   const uint32_t id = find(parent, slot, ip);
   if (id != kNone) p.taken[1] = p.taken[0], p.taken[0] = id;
   return id;

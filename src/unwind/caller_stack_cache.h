@@ -96,6 +96,7 @@ class CallerStackCache {
   uint64_t hits() const { return hits_; }
   uint64_t misses() const { return misses_; }  // captures not remembered
   uint64_t read() const { return read_; }      // misses read through known code (FrameSizes), no unwind
+  uint64_t hashed() const { return hashed_; }  // turns of a hit's walk found in the index, not as taken last
   size_t frames_remembered() const { return nodes_.size(); }
 
  private:
@@ -148,7 +149,7 @@ class CallerStackCache {
   uint32_t epoch_ = 1;
   uint32_t handed_out_ = 0;  // stacks given a generation in this epoch
   uint32_t next_generation() { return epoch_ << kEpochShift | ++handed_out_; }
-  uint64_t hits_ = 0, misses_ = 0, read_ = 0;
+  uint64_t hits_ = 0, misses_ = 0, read_ = 0, hashed_ = 0;
   FrameSizes frame_sizes_;  // kept across epochs: code does not change
 };
 

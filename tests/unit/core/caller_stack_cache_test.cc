@@ -123,6 +123,27 @@ TEST_F(CallerStacks, ADifferentCallerAtTheSameCallSiteIsUnwoundAgain) {
   }
 }
 
+// A loop calling from two places in turn (a ping-pong's send and
+// receive) parts at the same frame every time: after the first round each
+// turn is one the walk took last, found without the hash index.
+TEST_F(CallerStacks, ALoopAlternatingTwoCallersTurnsWithoutHashing) {
+  void (*const callers[])(CallerStackCache*, Seen*) = {small_frame, twin_frame};
+  std::vector<Seen> first(2);
+  uint64_t hashed = 0;
+  for (int round = 0; round < 50; ++round) {
+    if (round == 2) hashed = cache.hashed();
+    for (int i = 0; i < 2; ++i) {
+      Seen s;
+      callers[i](&cache, &s);  // one call site: the stacks differ only at the caller
+      if (round == 0) first[size_t(i)] = s;
+      ASSERT_EQ(s.ips, first[size_t(i)].ips) << "round " << round << ", caller " << i;
+    }
+  }
+  EXPECT_NE(first[0].ips, first[1].ips);
+  EXPECT_EQ(cache.hashed(), hashed);
+  EXPECT_EQ(cache.misses(), 2u);
+}
+
 TEST_F(CallerStacks, ACallerGoingByReferenceGetsNoCopyOfARememberedStack) {
   std::vector<Seen> seen(3);
   for (Seen& s : seen) capture_by_reference(&cache, &s);  // one call site
