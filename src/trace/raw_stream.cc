@@ -385,7 +385,27 @@ bool StreamWriter::open(const std::string& path) {
   bytes_written_ = sizeof kFileMagic;
   stop_ = Stop::kNone;
   stop_errno_ = 0;
+  // The reserve: written, not fallocate()d (not every file system has it),
+  // and a file of its own, which no truncation of the stream gives back
+  // early. None where it would pass a file size limit or finds no room.
+  const std::string reserve = path + kReserveSuffix;
+  if (!passes_file_size_limit(kClosingReserve)) {
+    const int fd = ::open(reserve.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      const std::vector<unsigned char> zeros(kClosingReserve, 0);
+      const bool kept = write_all(fd, zeros.data(), zeros.size());
+      ::close(fd);
+      if (kept) reserve_path_ = reserve;
+      else ::unlink(reserve.c_str());
+    }
+  }
   return true;
+}
+
+void StreamWriter::release_reserve() {
+  if (reserve_path_.empty()) return;
+  ::unlink(reserve_path_.c_str());
+  reserve_path_.clear();
 }
 
 StreamWriter::~StreamWriter() { close(); }
@@ -395,10 +415,12 @@ void StreamWriter::close() {
   flush();
   if (own_fds::release(fd_)) ::close(fd_);
   fd_ = -1;
+  release_reserve();
 }
 
 void StreamWriter::abandon() {
   used_ = 0;
+  reserve_path_.clear();  // the parent's, as the stream is
   if (fd_ >= 0 && own_fds::release(fd_)) ::close(fd_);
   fd_ = -1;
 }
@@ -611,6 +633,8 @@ bool StreamWriter::write_closing(const Record& record) {
   flush();  // what is pending, as any chunk (nothing is, once stopped)
   const Stop stop = stop_;
   const int stop_errno = stop_errno_;
+  // A write failed (a full disk, most likely): its room is the reserve's.
+  if (stop == Stop::kWriteError) release_reserve();
   stop_ = Stop::kNone;
   closing_ = true;
   append(record);

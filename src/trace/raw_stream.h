@@ -23,9 +23,13 @@ class StreamWriter {
  public:
   enum class Stop { kNone, kSizeLimit, kWriteError };
 
-  // Creates `path` (must not exist) and writes the file magic.
-  // Returns false with errno set on failure.
+  // Creates `path` (must not exist) and writes the file magic; and, where
+  // there is room, `path` + kReserveSuffix: kClosingReserve bytes that
+  // write_closing() frees on a full disk, so that why recording stopped
+  // (and the process's end) still find room. Returns false with errno set
+  // on failure.
   bool open(const std::string& path);
+  static constexpr const char* kReserveSuffix = ".reserve";
   ~StreamWriter();
 
   // The file stays under `bytes` (0: no limit): kClosingReserve of it is
@@ -138,6 +142,8 @@ class StreamWriter {
   Stop stop_ = Stop::kNone;
   int stop_errno_ = 0;
   bool closing_ = false;           // inside write_closing()
+  std::string reserve_path_;       // the closing reserve's file while it exists; empty: none
+  void release_reserve();
 };
 
 struct ReadSummary {

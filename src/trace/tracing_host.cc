@@ -3,11 +3,9 @@
 #include <atomic>
 
 namespace hybridprof {
-namespace {
-std::atomic<TracingHost*> g_host{nullptr};
-}
 
-TracingHost* tracing_host() { return g_host.load(std::memory_order_acquire); }
-void set_tracing_host(TracingHost* host) { g_host.store(host, std::memory_order_release); }
+std::atomic<TracingHost*> detail::g_tracing_host{nullptr};
+
+void set_tracing_host(TracingHost* host) { detail::g_tracing_host.store(host, std::memory_order_release); }
 
 }  // namespace hybridprof

@@ -8,6 +8,7 @@
 // handlers, and may lock and allocate.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -54,8 +55,12 @@ class TracingHost {
   virtual void at_process_exit(void (*hook)(int status)) = 0;
 };
 
-// Null until a host is installed.
-TracingHost* tracing_host();
+namespace detail {
+extern std::atomic<TracingHost*> g_tracing_host;
+}
+// Null until a host is installed. Inline: every traced call asks, often
+// more than once.
+inline TracingHost* tracing_host() { return detail::g_tracing_host.load(std::memory_order_acquire); }
 // Installs `host` (not owned; it outlives every producer). Null removes it.
 void set_tracing_host(TracingHost* host);
 

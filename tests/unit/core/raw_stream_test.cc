@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 namespace hybridprof::raw {
@@ -648,6 +649,23 @@ TEST(RawStream, AFileSizeLimitKeepsRoomForTheClosingRecords) {
   std::remove(path.c_str());
 }
 
+// The closing reserve (a file beside the stream) lives as long as the
+// stream is open.
+TEST(RawStream, AClosedStreamLeavesNoReserve) {
+  const std::string path = temp_path("reserve");
+  std::remove(path.c_str());
+  const std::string reserve = path + StreamWriter::kReserveSuffix;
+  {
+    StreamWriter w;
+    ASSERT_TRUE(w.open(path));
+    EXPECT_TRUE(std::filesystem::exists(reserve));
+    write_chunks(w, 2);
+  }
+  EXPECT_FALSE(std::filesystem::exists(reserve));
+  EXPECT_TRUE(std::filesystem::exists(path));
+  std::remove(path.c_str());
+}
+
 // A write that would pass the file size limit is not made (one that fails
 // half way, on a full disk, is cut off again: DiskLimits.AFullDisk...): the
 // file keeps whole chunks, and a closing record written once there is room
@@ -657,6 +675,8 @@ TEST(RawStream, AFailedWriteLeavesWholeChunksAndStopsTheWriter) {
   std::remove(path.c_str());
   StreamWriter w;
   ASSERT_TRUE(w.open(path));
+  const std::string reserve = path + StreamWriter::kReserveSuffix;
+  EXPECT_EQ(file_size(reserve), StreamWriter::kClosingReserve) << "room kept for the closing records";
   write_chunks(w, 10);
   const uint64_t before = w.bytes_written();
 
@@ -678,7 +698,9 @@ TEST(RawStream, AFailedWriteLeavesWholeChunksAndStopsTheWriter) {
   EXPECT_EQ(w.stop_errno(), EFBIG);
   EXPECT_EQ(w.bytes_written(), before);
   EXPECT_EQ(file_size(path), before) << "the torn chunk is cut off";
+  EXPECT_TRUE(std::filesystem::exists(reserve));
   EXPECT_TRUE(w.write_closing(Notice{"cannot write"}));
+  EXPECT_FALSE(std::filesystem::exists(reserve)) << "a failed write gives the closing records the reserve's room";
   w.close();
 
   ReadSummary summary;
