@@ -56,7 +56,7 @@ class CallerStackCache {
   // A generation: epoch << kEpochShift | the stack's number in its epoch.
   static constexpr uint32_t kEpochShift = 24;
   static constexpr uint32_t epoch_of(uint32_t generation) { return generation >> kEpochShift; }
-  // Frames remembered at most (56 bytes each, and up to 8 of index: 14 MiB a
+  // Frames remembered at most (56 bytes each, and up to 8 of index: 16 MiB a
   // thread at worst); past this the tree starts again empty.
   static constexpr uint32_t kMaxNodes = 1u << 18;
   // Frames reserved up front (768 KiB of address space: 80 stacks of 200
@@ -96,7 +96,7 @@ class CallerStackCache {
   uint64_t hits() const { return hits_; }
   uint64_t misses() const { return misses_; }  // captures not remembered
   uint64_t read() const { return read_; }      // misses read through known code (FrameSizes), no unwind
-  uint64_t hashed() const { return hashed_; }  // turns of a hit's walk found in the index, not as taken last
+  uint64_t hashed() const { return hashed_; }  // turns the walk looked up past the two taken last
   size_t frames_remembered() const { return nodes_.size(); }
 
  private:
