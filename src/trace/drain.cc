@@ -737,7 +737,7 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   // counting event's number moved on, as at the producer).
   DrainedThread::CallSite& site = t.drained.call_sites[slot];
   if (site.enter.counts()) {  // in place: no copies on a loop's path
-    count_on(site.enter.event);
+    site.enter.count_on();
     site.enter_shape.count_on();
   }
   const uint64_t ns = region_ns(t, timestamp);
@@ -835,7 +835,7 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
 void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
   if (slot >= DrainedThread::kNoSite || !t.drained.call_sites[slot].leave_known) return;  // no producer writes that
   DrainedThread::CallSite& site = t.drained.call_sites[slot];
-  if (site.leave.counts()) count_on(site.leave.event);  // as at the producer
+  site.leave.count_on();  // as at the producer
   const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint64_t ns = region_ns(t, timestamp);
   // Enter and leave as last time from here, nothing in between: the call's

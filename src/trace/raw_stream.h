@@ -55,7 +55,7 @@ class StreamWriter {
   // Writes nothing (and keeps nothing) once stopped.
   RecentCalls::Handle append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns, const CallShape& shape);
   // A repeat of the Call append_call returned `kept` for (its shape
-  // repeated: CallShape::repeated), without comparing shapes again. False, with nothing written, when the
+  // repeated: CallShape::count_on), without comparing shapes again. False, with nothing written, when the
   // writer no longer keeps that shape (then use append_call).
   // Inline: a loop's every traced call comes here.
   bool append_repeat(uint32_t thread, RecentCalls::Handle kept, uint64_t enter_ns, uint64_t leave_ns) {

@@ -70,16 +70,16 @@ struct CallShape {
       if (events[i].counts) return true;
     return false;
   }
-  // What a repeat of this call stands for: its counting events advanced;
-  // and back, the call this one would repeat.
-  CallShape repeated() const { return counted(+1); }
+  // The call this one would repeat: its counting events back by one
+  // (count_on: forwards, what a repeat stands for).
   CallShape repeat_of() const { return counted(-1); }
   CallShape counted(int64_t calls) const {
     CallShape s = *this;
     s.count_on(calls);
     return s;
   }
-  // In place (a loop's calls: no copy of the shape at each).
+  // Becomes what a repeat of this call stands for: its counting events
+  // advanced, in place (a loop's calls: no copy of the shape at each).
   void count_on(int64_t calls = 1) {
     for (uint32_t i = 0; i < event_count; ++i)
       if (events[i].counts) ::hybridprof::count_on(events[i].payload, calls);
@@ -113,7 +113,7 @@ class RecentCalls {
 
   void forget_all() { threads_.clear(); }
 
-  // The slot of `thread` whose shape, repeated (CallShape::repeated), is
+  // The slot of `thread` whose shape, repeated (CallShape::count_on), is
   // `shape`, which it then holds; or kNone.
   uint32_t find_repeat(uint32_t thread, const CallShape& shape) {
     const uint32_t set_index = set_of(shape);

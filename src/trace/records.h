@@ -19,7 +19,7 @@ enum class RecordType : uint16_t {
   kRegionLeave = 3,   // RegionRecord [+ EventPayload]
   kEvent = 4,         // EventRecord
   kMixedSample = 5,   // MixedSampleRecord: native IPs and Python frames
-  kRegionEnterRepeat = 6,  // RepeatRecord: the last enter from its caller stack again (RegionBody::repeated)
+  kRegionEnterRepeat = 6,  // RepeatRecord: the last enter from its caller stack again (RegionBody::count_on)
   kRegionLeaveRepeat = 7,  // RepeatRecord: the last leave of a call from there again
   kRingFlush = 8,     // RingFlushRecord: the thread waited while its full ring was written out
   kEventRepeat = 9,   // RepeatRecord: the thread's last event again (LastEvent; aux: kind | kEventRepeatCounts)

@@ -2,7 +2,7 @@
 // enter and leave into its thread's ring, as a 16-byte RepeatRecord when
 // the record would say what the last one from the same remembered caller
 // stack said (a counting event's number advanced by one:
-// RegionBody::repeated), and an event of its own, as a repeat when it says
+// RegionBody::count_on), and an event of its own, as a repeat when it says
 // what the thread's last event said (LastEvent). A loop calling MPI_Send
 // from one place then puts 32 bytes a call into the ring instead of ~100,
 // and the drain writes the call without looking at what it says (it keeps
@@ -33,12 +33,11 @@ struct RegionBody {
   bool operator==(const RegionBody& o) const {
     return region == o.region && flags == o.flags && (!carries() || event == o.event);
   }
-  // What a repeat of this record stands for: the same, a counting event's
-  // serial number advanced (event_payload.h).
-  RegionBody repeated() const {
-    RegionBody b = *this;
-    if (b.counts()) b.event = counted_on(b.event);
-    return b;
+  // Becomes what a repeat of this record stands for: the same, a counting
+  // event's serial number advanced (event_payload.h). In place: a loop's
+  // every call does it.
+  void count_on() {
+    if (counts()) ::hybridprof::count_on(event);
   }
 };
 
@@ -62,7 +61,7 @@ struct RegionView {
   bool carries() const { return (flags & kRegionCarriesEvent) != 0; }
   bool counts() const { return carries() && (flags & kRegionEventCounts) != 0; }
   RegionBody body() const { return RegionBody{region, flags, *event}; }
-  // This is what `last` repeated stands for (RegionBody::repeated).
+  // This is what `last` repeated stands for (RegionBody::count_on).
   bool repeats(const RegionBody& last) const {
     if (region != last.region || flags != last.flags) return false;
     if (!carries()) return true;
@@ -178,7 +177,7 @@ class TracedCallWriter {
     if (r == nullptr) return false;
     r->timestamp = timestamp;
     ring.commit_exclusive();
-    if (last->counts()) count_on(last->event);
+    last->count_on();
     return true;
   }
   static void fill(RegionRecord& r, uint64_t timestamp, RegionView body, CallerStackCache::Ref stack) {
