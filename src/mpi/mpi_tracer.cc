@@ -180,7 +180,7 @@ MpiCall::~MpiCall() {
   // A program making MPI calls back to back fills its ring faster than the
   // drain's interval empties it.
   if (thread_->traced_call_wants_early_drain(now)) drain_->wake();
-  const bool carries = held_ && held_event_.timestamp == now;
+  const bool carries = held_ && held_event_.timestamp == now && held_repeats_ == 0;
   if (!carries) write_held_event();
   BusyScope busy(thread_);
   ThreadState& t = *thread_;
@@ -209,6 +209,10 @@ void MpiCall::emit(MpiEventKind kind, uint64_t timestamp, uint32_t comm, uint32_
     if (!held_ && timestamp == enter_ns_) return hold(kind, timestamp, fields);
     begin();
   }
+  if (held_ && repeats_held(kind, timestamp, fields)) {
+    ++held_repeats_;
+    return;
+  }
   write_held_event();
   if (end_ns_ != 0 && timestamp == end_ns_) return hold(kind, timestamp, fields);
   write_traced_event(*drain_, *thread_, event_kind(kind), timestamp, ::hybridprof::mpi::payload_of(fields));
@@ -218,12 +222,24 @@ void MpiCall::hold(MpiEventKind kind, uint64_t timestamp, const EventFields& fie
   held_event_ = HeldEvent{kind, timestamp, fields.request != 0};
   held_payload_ = ::hybridprof::mpi::payload_of(fields);  // built where it waits, not copied there
   held_ = true;
+  held_repeats_ = 0;
+}
+
+bool MpiCall::repeats_held(MpiEventKind kind, uint64_t timestamp, const EventFields& fields) const {
+  if (kind != held_event_.kind || timestamp != held_event_.timestamp || held_repeats_ == UINT32_MAX) return false;
+  EventPayload p = ::hybridprof::mpi::payload_of(fields);
+  // A counting event's request is the held one's advanced once per repeat.
+  if (held_event_.counts) count_on(p, -int64_t(held_repeats_) - 1);
+  return p == held_payload_;
 }
 
 void MpiCall::write_held_event() {
   if (!held_) return;
   held_ = false;
-  write_traced_event(*drain_, *thread_, event_kind(held_event_.kind), held_event_.timestamp, held_payload_);
+  const EventRepeat how = held_event_.counts ? EventRepeat::kCounted : EventRepeat::kSame;
+  write_traced_event_run(*drain_, *thread_, event_kind(held_event_.kind), held_event_.timestamp, held_payload_, how,
+                         held_repeats_);
+  held_repeats_ = 0;
 }
 
 // --- Sizes ----------------------------------------------------------------------

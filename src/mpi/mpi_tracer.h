@@ -73,6 +73,9 @@ class MpiCall {
     bool counts;  // it names a request: ids are numbered in turn (event_payload.h)
   };
   void hold(MpiEventKind kind, uint64_t timestamp, const EventFields& fields);
+  // Whether an event of these fields at `timestamp` repeats the held one
+  // (and its repeats so far): the same, or its request the next.
+  bool repeats_held(MpiEventKind kind, uint64_t timestamp, const EventFields& fields) const;
   void write_enter(bool carries_held);
   // This call's enter (flags) or leave (0) record, with the held event
   // inside it when `carries_held` (its payload read where it waits).
@@ -86,6 +89,9 @@ class MpiCall {
   bool begun_ = false;    // begin() ran
   bool entered_ = false;  // the enter record is in the ring
   bool held_ = false;     // held_event_ is waiting for a record to travel in
+  // Events after the held one that repeat it at its time (a Waitall's
+  // completions of requests made in turn): written as one run after it.
+  uint32_t held_repeats_ = 0;
   MpiFunction function_;
   uint32_t enter_flags_ = 0;
   uint32_t stack_depth_ = 0;  // addresses in the thread's unwind scratch for the enter

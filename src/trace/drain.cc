@@ -607,6 +607,14 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       convert_event_locked(t, kind, clock_.to_ns(reinterpret_cast<const RepeatRecord&>(h).timestamp), payload);
       break;
     }
+    case RecordType::kEventRun: {
+      const auto& r = reinterpret_cast<const EventRunRecord&>(h);
+      const uint32_t kind = h.aux & ~kEventRepeatCounts;
+      if (t.drained.last_event.kind != kind || r.count == 0) break;  // no producer writes that
+      convert_event_run_locked(t, kind, clock_.to_ns(r.timestamp),
+                               (h.aux & kEventRepeatCounts) != 0 ? EventRepeat::kCounted : EventRepeat::kSame, r.count);
+      break;
+    }
     case RecordType::kRingFlush: {
       // A leaf region at the thread's current place: the records before it
       // are older than its begin, the ones after it younger than its end.
@@ -776,6 +784,21 @@ void Drain::convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timesta
   }
   write_unwritten_call_locked(t);
   writer_.append(raw::Event{t.index, timestamp_ns, kind, payload});
+}
+
+void Drain::convert_event_run_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, EventRepeat how,
+                                     uint64_t count) {
+  // A short run fits in the call it is part of (which may then repeat whole).
+  const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
+  if (t.drained.call_unwritten && shape_of(t).event_count + count <= raw::Call::kMaxEvents &&
+      timestamp_ns >= call.enter_ns) {
+    for (uint64_t i = 0; i < count; ++i)
+      convert_event_locked(t, kind, timestamp_ns, t.drained.last_event.repeat(how));
+    return;
+  }
+  write_unwritten_call_locked(t);
+  const EventPayload first = t.drained.last_event.repeat_run(how, count);
+  writer_.append_event_run(t.index, timestamp_ns, kind, first, how, count);
 }
 
 void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {

@@ -271,6 +271,9 @@ class Drain {
   // it fits, as a raw::Event otherwise. `outside`: kRegionEventsOutside.
   void convert_event_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, const EventPayload& payload,
                             bool counts = false, bool outside = false);
+  // `count` repeats `how` of the thread's last event at one time (EventRunRecord).
+  void convert_event_run_locked(ThreadState& t, uint32_t kind, uint64_t timestamp_ns, EventRepeat how,
+                                uint64_t count);
   // Event sets registered since the stream last defined them (event_sets.h).
   void define_new_event_sets_locked();
   // Interning a stack (intern_stack_locked): *innermost_region is the

@@ -63,6 +63,13 @@ struct LastEvent {
     if (how == EventRepeat::kCounted) payload = counted_on(payload);
     return payload;
   }
+  // `count` repeats `how` (a run, count >= 1): the first one's payload;
+  // the run's last becomes the last.
+  EventPayload repeat_run(EventRepeat how, uint64_t count) {
+    const EventPayload first = repeat(how);
+    if (how == EventRepeat::kCounted) count_on(payload, int64_t(count - 1));
+    return first;
+  }
 };
 
 }  // namespace hybridprof

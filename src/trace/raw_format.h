@@ -31,7 +31,7 @@ namespace hybridprof::raw {
 
 // The last byte is the format version: bump it whenever a record changes, so
 // a finalizer never misreads a stream from another build.
-inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'K'};
+inline constexpr char kFileMagic[8] = {'H', 'Y', 'B', 'P', 'R', 'A', 'W', 'L'};
 // A sample never stands for more periods than this (timer overruns are
 // bounded by the run); larger values mean a corrupt stream.
 inline constexpr uint32_t kMaxSampleWeight = 1u << 20;
@@ -68,6 +68,11 @@ enum class Tag : uint32_t {
   // Event it stands for.
   kEventRepeat = 22,
   kEventCounted = 23,
+  // Events at one time on one location: a first one (kind, payload) and
+  // `count - 1` more, each the last repeated the same or counted on (a
+  // Waitall's completions). Readers never see it: it reads back as the
+  // Events it stands for.
+  kEventRun = 24,
 };
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under

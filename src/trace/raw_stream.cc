@@ -68,11 +68,17 @@ class Decoder {
  public:
   Decoder(const unsigned char* p, size_t n) : p_(p), end_(p + n) {}
 
-  bool done() const { return p_ >= end_ && queued_next_ == queued_.size(); }
+  bool done() const { return p_ >= end_ && queued_next_ == queued_.size() && run_left_ == 0; }
   bool ok() const { return ok_; }
 
   // The next record; a Call comes out as the records it stands for.
   bool next(Record& out) {
+    if (run_left_ != 0) {  // the rest of an event run, one at a time (a run may be millions long)
+      --run_left_;
+      if (run_counts_) count_on(run_next_.payload);
+      out = run_next_;
+      return true;
+    }
     if (queued_next_ < queued_.size()) {
       out = std::move(queued_[queued_next_++]);
       return true;
@@ -253,6 +259,22 @@ class Decoder {
         out = r;
         break;
       }
+      case Tag::kEventRun: {
+        Event r;
+        r.location = u32(); r.timestamp_ns = timestamp(r.location);
+        r.kind = u32();
+        payload(r.payload);
+        const uint64_t how = varint(), count = varint();
+        if (!ok_ || how > 1 || count == 0) return fail() != 0;
+        run_next_ = r;
+        run_counts_ = how == 1;
+        run_left_ = count - 1;
+        EventPayload last = r.payload;
+        if (run_counts_) count_on(last, int64_t(count - 1));
+        last_events_[local(r.location)].remember(r.kind, last);
+        out = r;
+        break;
+      }
       case Tag::kEventSetDef: {
         EventSetDef r;
         r.base = u32(); r.kinds = u32(); r.name = string();
@@ -333,6 +355,7 @@ class Decoder {
   uint64_t fail() {
     ok_ = false;
     p_ = end_;
+    run_left_ = 0;
     queued_.clear();
     queued_next_ = 0;
     return 0;
@@ -368,6 +391,9 @@ class Decoder {
   bool ok_ = true;
   std::vector<Record> queued_;  // the rest of a Call's records
   size_t queued_next_ = 0;
+  Event run_next_;  // an event run's last read (Tag::kEventRun): the next repeats it
+  uint64_t run_left_ = 0;
+  bool run_counts_ = false;
   RecentCalls recent_calls_;  // of this chunk, by local(location)
 };
 
@@ -547,6 +573,22 @@ void StreamWriter::append(const Leave& r) { put(r); }
 void StreamWriter::append(const Event& r) { put(r); }
 void StreamWriter::append(const CctNode& r) { put(r); }
 void StreamWriter::append(const Call& r) { append_call(r.location, r.enter_ns, r.leave_ns, CallShape::of(r)); }
+
+void StreamWriter::append_event_run(uint32_t location, uint64_t timestamp_ns, uint32_t kind, const EventPayload& first,
+                                    EventRepeat how, uint64_t count) {
+  if (stop_ != Stop::kNone || count == 0) return;
+  put_varint(static_cast<uint32_t>(Tag::kEventRun));
+  put_varint(location); put_varint(delta(location, timestamp_ns));
+  put_varint(kind);
+  put_payload(first);
+  put_varint(how == EventRepeat::kCounted ? 1 : 0);
+  put_varint(count);
+  // What a following Tag::kEventRepeat repeats: the run's last.
+  if (location >= last_events_.size()) last_events_.resize(location + 1);
+  last_events_[location].remember(kind, first);
+  if (how == EventRepeat::kCounted) count_on(last_events_[location].payload, int64_t(count - 1));
+  if (used_ >= kChunkFlushBytes) flush();
+}
 
 RecentCalls::Handle StreamWriter::append_call(uint32_t thread, uint64_t enter_ns, uint64_t leave_ns,
                                               const CallShape& shape) {

@@ -50,6 +50,10 @@ class StreamWriter {
   void append(const Event& record);
   void append(const CctNode& record);
   void append(const Call& record);
+  // `count` events (>= 1) of `kind` at `timestamp_ns` on `location`:
+  // `first`, then each the last repeated `how` (a Waitall's completions).
+  void append_event_run(uint32_t location, uint64_t timestamp_ns, uint32_t kind, const EventPayload& first,
+                        EventRepeat how, uint64_t count);
   // A Call given as its shape and times (what the drain keeps). Returns
   // where the writer keeps that shape, for append_repeat.
   // Writes nothing (and keeps nothing) once stopped.

@@ -23,9 +23,10 @@ enum class RecordType : uint16_t {
   kRegionLeaveRepeat = 7,  // RepeatRecord: the last leave of a call from there again
   kRingFlush = 8,     // RingFlushRecord: the thread waited while its full ring was written out
   kEventRepeat = 9,   // RepeatRecord: the thread's last event again (LastEvent; aux: kind | kEventRepeatCounts)
+  kEventRun = 10,     // EventRunRecord: the thread's last event again, `count` times (aux as kEventRepeat)
 };
 
-// Bit of a kEventRepeat record's aux: the repeat is the last event with its
+// Bit of a kEventRepeat or kEventRun record's aux: the repeat is the last event with its
 // serial number advanced (EventRepeat::kCounted), not the same. Event kinds
 // are below 256.
 inline constexpr uint16_t kEventRepeatCounts = 1u << 8;
@@ -231,5 +232,16 @@ struct EventRecord {
   EventPayload payload;
 };
 static_assert(sizeof(EventRecord) == 56);
+
+// The thread's last event repeated `count` times at `timestamp`, each time
+// as a kEventRepeat would (header.aux the same): a completion call's
+// requests made in turn (an MPI_Waitall of 64 sends) in one record instead
+// of one each.
+struct EventRunRecord {
+  RecordHeader header;
+  uint64_t timestamp;  // a trace clock reading
+  uint64_t count;
+};
+static_assert(sizeof(EventRunRecord) == 24);
 
 }  // namespace hybridprof

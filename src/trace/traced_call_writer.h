@@ -156,6 +156,22 @@ class TracedCallWriter {
     last_event_.remember(kind, payload);
     return true;
   }
+  // The last event written (by event()), of `kind`, repeated `count` more
+  // times `how` at `timestamp`, in one record (EventRunRecord). False when
+  // the ring had no room, or when the last event is not of `kind` (then
+  // nothing is written: write each with event()).
+  bool event_run(ThreadRing& ring, uint64_t timestamp, uint32_t kind, EventRepeat how, uint64_t count) {
+    if (last_event_.kind != kind || how == EventRepeat::kNone || count == 0) return false;
+    const uint16_t aux = static_cast<uint16_t>(kind | (how == EventRepeat::kCounted ? kEventRepeatCounts : 0));
+    auto* r = reinterpret_cast<EventRunRecord*>(
+        ring.reserve_exclusive(sizeof(EventRunRecord), static_cast<uint16_t>(RecordType::kEventRun), aux));
+    if (r == nullptr) return false;
+    r->timestamp = timestamp;
+    r->count = count;
+    ring.commit_exclusive();
+    last_event_.repeat_run(how, count);
+    return true;
+  }
 
  private:
   // The last full records from one remembered stack (CallerStackCache slot).

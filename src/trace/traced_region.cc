@@ -40,6 +40,21 @@ bool write_traced_event(Drain& drain, ThreadState& t, uint32_t kind, uint64_t ti
   return written;
 }
 
+bool write_traced_event_run(Drain& drain, ThreadState& t, uint32_t kind, uint64_t timestamp,
+                            const EventPayload& first, EventRepeat how, uint64_t count) {
+  if (!write_traced_event(drain, t, kind, timestamp, first)) {
+    t.traced.dropped_events.fetch_add(count, std::memory_order_relaxed);
+    return false;
+  }
+  if (count == 0) return true;
+  BusyScope busy(&t);
+  const bool written = drain.write_or_flush(t, [&]() __attribute__((always_inline)) {
+    return t.traced.calls.event_run(t.ring, timestamp, kind, how, count);
+  });
+  if (!written) t.traced.dropped_events.fetch_add(count, std::memory_order_relaxed);
+  return written;
+}
+
 void write_traced_event(TracingHost& host, uint32_t kind, const EventPayload& payload) {
   if (ThreadState* t = host.current_thread()) write_traced_event(host.drain(), *t, kind, trace_clock_now(), payload);
 }

@@ -135,6 +135,11 @@ bool write_traced_event(Drain& drain, ThreadState& t, uint32_t kind, uint64_t ti
 // The same, now, on the calling thread (after prepare_trace_clock);
 // nothing on an untraced thread.
 void write_traced_event(TracingHost& host, uint32_t kind, const EventPayload& payload);
+// `first` and then `count` more of it at `timestamp`, each repeated `how`
+// (the same, or its serial number advanced: a Waitall's completions of
+// requests made in turn), as two records. False when one was lost (counted).
+bool write_traced_event_run(Drain& drain, ThreadState& t, uint32_t kind, uint64_t timestamp,
+                            const EventPayload& first, EventRepeat how, uint64_t count);
 
 namespace detail {
 // enter_region's body; `now` gives the enter's time once the stack is read.

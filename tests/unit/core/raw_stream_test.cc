@@ -387,6 +387,61 @@ TEST(RawStream, RepeatedEventsAreShortAndReadBackWhole) {
   std::remove(path.c_str());
 }
 
+// A run of events at one time (a Waitall's completions) reads back as
+// each of them, its repeats counted on or the same, a long one too; an
+// Event repeat after it repeats the run's last; a run of no events, or of
+// an unknown way of repeating, is undecodable.
+TEST(RawStream, EventRunsReadBackAsTheirEvents) {
+  const std::string path = temp_path("runs");
+  std::remove(path.c_str());
+  StreamWriter w;
+  ASSERT_TRUE(w.open(path));
+  std::vector<Event> written;
+  EventPayload first = payload(1, 2, 8);
+  first.wide[2] = 100;
+  w.append_event_run(0, 1000, 4, first, EventRepeat::kCounted, 64);
+  for (uint64_t i = 0; i < 64; ++i) written.push_back(Event{0, 1000, 4, counted_on(first, int64_t(i))});
+  w.append_event_run(1, 2000, 5, payload(7, 7, 64), EventRepeat::kSame, 3);
+  for (int i = 0; i < 3; ++i) written.push_back(Event{1, 2000, 5, payload(7, 7, 64)});
+  written.push_back(Event{0, 3000, 4, counted_on(first, 64)});  // the run's last counted on: a repeat
+  w.append(written.back());
+  const size_t bytes = w.pending_bytes();
+  constexpr uint64_t kLong = 1000000;
+  w.append_event_run(2, 4000, 6, payload(0, 0, 0), EventRepeat::kSame, kLong);
+  w.close();
+  EXPECT_LT(bytes, 120u) << "a run is one record";
+
+  ReadSummary summary;
+  const std::vector<Record> r = read_all(path, &summary);
+  EXPECT_TRUE(summary.problem.empty()) << summary.problem;
+  ASSERT_EQ(r.size(), written.size() + kLong);
+  size_t bad = 0;
+  for (size_t i = 0; i < written.size(); ++i) {
+    const auto* e = std::get_if<Event>(&r[i]);
+    bad += !(e && e->location == written[i].location && e->timestamp_ns == written[i].timestamp_ns &&
+             e->kind == written[i].kind && e->payload == written[i].payload);
+  }
+  for (size_t i = written.size(); i < r.size(); ++i) {
+    const auto* e = std::get_if<Event>(&r[i]);
+    bad += !(e && e->location == 2 && e->timestamp_ns == 4000 && e->kind == 6);
+  }
+  EXPECT_EQ(bad, 0u);
+  std::remove(path.c_str());
+
+  for (const char* bytes_after_payload : {"\x00\x00", "\x02\x05"}) {  // count 0; how 2
+    SCOPED_TRACE(bytes_after_payload);
+    std::string record;
+    record += char(raw::Tag::kEventRun);
+    record += "\x00\x02\x04";  // location 0, +1 ns, kind 4
+    record += std::string(7, '\0');  // the payload's seven words
+    record += bytes_after_payload;
+    uint64_t records = 0;
+    EXPECT_FALSE(decode_chunk(reinterpret_cast<const unsigned char*>(record.data()), record.size(),
+                              [](const Record&) {}, &records));
+    EXPECT_EQ(records, 0u);
+  }
+}
+
 // A repeat with no Event before it in its chunk (a corrupt or spliced
 // stream) is undecodable, not an event made up.
 TEST(RawStream, AnEventRepeatWithNothingToRepeatIsUndecodable) {

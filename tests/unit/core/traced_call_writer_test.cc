@@ -26,7 +26,8 @@ class TracedCallWriterTest : public ::testing::Test {
  protected:
   // What was written since the last call: 'E'/'L' full enter/leave (with
   // the size), 'e'/'l' repeats (with the slot); 'V' a full event (with the
-  // size), 'v'/'c' its repeat as it was / counted on (with the kind).
+  // size), 'v'/'c' its repeat as it was / counted on (with the kind),
+  // 'R'/'C' a run of such repeats (kind, then "x" and the count).
   std::vector<std::string> written() {
     std::vector<std::string> out;
     ring_.consume([&](const RecordHeader& h) {
@@ -38,6 +39,10 @@ class TracedCallWriterTest : public ::testing::Test {
         case RecordType::kEvent: out.push_back("V" + std::to_string(h.size)); break;
         case RecordType::kEventRepeat:
           out.push_back(((h.aux & kEventRepeatCounts) ? "c" : "v") + std::to_string(h.aux & 0xff));
+          break;
+        case RecordType::kEventRun:
+          out.push_back(((h.aux & kEventRepeatCounts) ? "C" : "R") + std::to_string(h.aux & 0xff) + "x" +
+                        std::to_string(reinterpret_cast<const EventRunRecord&>(h).count));
           break;
         default: out.push_back("?"); break;
       }
@@ -182,6 +187,32 @@ TEST_F(TracedCallWriterTest, AnEventSayingWhatTheLastSaidIsARepeat) {
   ASSERT_TRUE(writer_.event(ring_, 300, kSend, lost));  // 46 counted on: the lost 47 is not the last
   ASSERT_TRUE(writer_.event(ring_, 300, kSend, lost));
   EXPECT_EQ(written(), (Written{"c1", "v1"}));
+}
+
+// A run of the last event's repeats is one record, and what follows it
+// repeats the run's last; a run of another kind than the last event's is
+// refused (nothing written), as is one that finds no room.
+TEST_F(TracedCallWriterTest, ARunOfRepeatsIsOneRecordAndEndsAtItsLast) {
+  EventPayload completion;
+  completion.wide[2] = 10;  // request 10
+  ASSERT_TRUE(writer_.event(ring_, 100, kRecv, completion));
+  ASSERT_TRUE(writer_.event_run(ring_, 100, kRecv, EventRepeat::kCounted, 63));  // requests 11..73
+  EventPayload next = completion;
+  next.wide[2] = 74;
+  ASSERT_TRUE(writer_.event(ring_, 200, kRecv, next));  // the run's last counted on
+  ASSERT_TRUE(writer_.event_run(ring_, 200, kRecv, EventRepeat::kSame, 5));
+  EXPECT_FALSE(writer_.event_run(ring_, 200, kSend, EventRepeat::kSame, 5)) << "not the last event's kind";
+  EXPECT_FALSE(writer_.event_run(ring_, 200, kRecv, EventRepeat::kSame, 0)) << "an empty run";
+  ASSERT_TRUE(writer_.event(ring_, 300, kRecv, next));  // the same again
+  EXPECT_EQ(written(), (Written{"V56", "C2x63", "c2", "R2x5", "v2"}));
+
+  while (ring_.reserve_exclusive(sizeof(RecordHeader), uint16_t(RecordType::kSample), 0) != nullptr)
+    ring_.commit_exclusive();
+  EXPECT_FALSE(writer_.event_run(ring_, 400, kRecv, EventRepeat::kCounted, 3)) << "the ring is full";
+  written();
+  next.wide[2] = 75;
+  ASSERT_TRUE(writer_.event(ring_, 500, kRecv, next)) << "the lost run is not the last";
+  EXPECT_EQ(written(), (Written{"c2"}));
 }
 
 // An enter from a thread running Python carries its Python frames after

@@ -296,6 +296,44 @@ TEST_F(MpiTranslation, SendsSharingOneCompletedHandleAreEachCompleted) {
                       {K::kIsendComplete, 'd'}, {K::kIrecv, 'e'},         {K::kIsendComplete, 'f'}});
 }
 
+// osu_bw's window: 64 sends completed by one Waitall, then 64 receives
+// (their senders and sizes from the statuses) by another, a send and a
+// receive between them in a third, and a Waitall completing sends out of
+// the order they were made: each completion names its own request, and the
+// receives keep each its own status.
+TEST_F(MpiTranslation, AWaitallOfAWindowCompletesEachRequest) {
+  constexpr int kWindow = 64;
+  MPI_Request sends[kWindow], receives[kWindow];
+  for (MPI_Request& r : sends) r = isend_to(1, 9, 2);
+  call<F::MPI_Waitall>(waitall, kWindow, sends, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < kWindow; ++i) receives[i] = irecv_any(1, {1 + i % 2, 9, 8});
+  call<F::MPI_Waitall>(waitall, kWindow, receives, MPI_STATUSES_IGNORE);
+  MPI_Request pair[2] = {isend_to(1, 3, 1), irecv_any(1, {1, 3, 8})};
+  call<F::MPI_Waitall>(waitall, 2, pair, MPI_STATUSES_IGNORE);
+  MPI_Request abc[3] = {isend_to(1, 5, 1), isend_to(1, 5, 1), isend_to(1, 5, 1)};
+  MPI_Request cab[3] = {abc[2], abc[0], abc[1]};
+  call<F::MPI_Waitall>(waitall, 3, cab, MPI_STATUSES_IGNORE);
+
+  const Traced t = traced();
+  std::vector<std::pair<EventKind, char>> expected;
+  for (int i = 0; i < kWindow; ++i) expected.push_back({K::kIsend, char('!' + i)});
+  for (int i = 0; i < kWindow; ++i) expected.push_back({K::kIsendComplete, char('!' + i)});
+  for (int i = 0; i < kWindow; ++i) expected.push_back({K::kIrecvRequest, char('a' + i)});  // past '!' + 63
+  for (int i = 0; i < kWindow; ++i) expected.push_back({K::kIrecv, char('a' + i)});
+  // The rest's letters past the windows' 128.
+  const char p = char(200), q = char(201), x = char(202), y = char(203), z = char(204);
+  expected.insert(expected.end(), {{K::kIsend, p}, {K::kIrecvRequest, q}, {K::kIsendComplete, p}, {K::kIrecv, q},
+                                   {K::kIsend, x}, {K::kIsend, y}, {K::kIsend, z}, {K::kIsendComplete, z},
+                                   {K::kIsendComplete, x}, {K::kIsendComplete, y}});
+  expect_requests(t, expected);
+  if (HasFailure()) return;
+  for (int i = 0; i < kWindow; ++i) {
+    const auto& e = t.events[size_t(3 * kWindow + i)];
+    EXPECT_EQ(e.fields, message(kWorld, uint32_t(1 + i % 2), 9, 0, 8, e.fields.request)) << "receive " << i;
+  }
+  EXPECT_EQ(t.enters, t.leaves);
+}
+
 TEST_F(MpiTranslation, PersistentRequestsGetANewIdAtEveryStart) {
   FakeMpi& f = fake();
   const MPI_Request handle = next_request();
