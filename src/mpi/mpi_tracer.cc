@@ -226,7 +226,9 @@ void MpiCall::hold(MpiEventKind kind, uint64_t timestamp, const EventFields& fie
 }
 
 bool MpiCall::repeats_held(MpiEventKind kind, uint64_t timestamp, const EventFields& fields) const {
-  if (kind != held_event_.kind || timestamp != held_event_.timestamp || held_repeats_ == UINT32_MAX) return false;
+  if (kind != held_event_.kind || timestamp != held_event_.timestamp ||
+      held_repeats_ + 1 >= raw::kMaxEventRun)  // a run is at most that long: the next starts a new one
+    return false;
   EventPayload p = ::hybridprof::mpi::payload_of(fields);
   // A counting event's request is the held one's advanced once per repeat.
   if (held_event_.counts) count_on(p, -int64_t(held_repeats_) - 1);

@@ -74,6 +74,9 @@ enum class Tag : uint32_t {
   // Events it stands for.
   kEventRun = 24,
 };
+// The most events one kEventRun stands for (longer runs are written as
+// several): a reader refuses more, as a corrupt stream's.
+inline constexpr uint64_t kMaxEventRun = 1u << 16;
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under
 // kRootComplete; a stack cut at --max-depth under kRootTruncated; a stack

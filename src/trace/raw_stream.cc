@@ -265,7 +265,7 @@ class Decoder {
         r.kind = u32();
         payload(r.payload);
         const uint64_t how = varint(), count = varint();
-        if (!ok_ || how > 1 || count == 0) return fail() != 0;
+        if (!ok_ || how > 1 || count == 0 || count > kMaxEventRun) return fail() != 0;
         run_next_ = r;
         run_counts_ = how == 1;
         run_left_ = count - 1;

@@ -406,7 +406,7 @@ TEST(RawStream, EventRunsReadBackAsTheirEvents) {
   written.push_back(Event{0, 3000, 4, counted_on(first, 64)});  // the run's last counted on: a repeat
   w.append(written.back());
   const size_t bytes = w.pending_bytes();
-  constexpr uint64_t kLong = 100000;
+  constexpr uint64_t kLong = kMaxEventRun;  // the longest a run may be
   w.append_event_run(2, 4000, 6, payload(0, 0, 0), EventRepeat::kSame, kLong);
   w.close();
   EXPECT_LT(bytes, 120u) << "a run is one record";
