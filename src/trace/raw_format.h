@@ -75,8 +75,10 @@ enum class Tag : uint32_t {
   kEventRun = 24,
 };
 // The most events one kEventRun stands for (longer runs are written as
-// several): a reader refuses more, as a corrupt stream's.
-inline constexpr uint64_t kMaxEventRun = 1u << 16;
+// several, a record per 4,096 completions): a reader refuses more, as a
+// corrupt stream's, so that a few bytes never stand for millions of
+// records (a hostile run kept the fuzzed reader busy past its time limit).
+inline constexpr uint64_t kMaxEventRun = 1u << 12;
 
 // CCT node ids 0..2 are synthetic roots: a complete stack hangs under
 // kRootComplete; a stack cut at --max-depth under kRootTruncated; a stack
