@@ -600,19 +600,17 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       break;
     }
     case RecordType::kEventRepeat: {
-      const uint32_t kind = h.aux & ~kEventRepeatCounts;
+      const uint32_t kind = event_repeat_kind(h.aux);
       if (t.drained.last_event.kind != kind) break;  // no producer writes that
-      const EventPayload& payload = t.drained.last_event.repeat(
-          (h.aux & kEventRepeatCounts) != 0 ? EventRepeat::kCounted : EventRepeat::kSame);
+      const EventPayload& payload = t.drained.last_event.repeat(event_repeat_how(h.aux));
       convert_event_locked(t, kind, clock_.to_ns(reinterpret_cast<const RepeatRecord&>(h).timestamp), payload);
       break;
     }
     case RecordType::kEventRun: {
       const auto& r = reinterpret_cast<const EventRunRecord&>(h);
-      const uint32_t kind = h.aux & ~kEventRepeatCounts;
+      const uint32_t kind = event_repeat_kind(h.aux);
       if (t.drained.last_event.kind != kind || r.count == 0) break;  // no producer writes that
-      convert_event_run_locked(t, kind, clock_.to_ns(r.timestamp),
-                               (h.aux & kEventRepeatCounts) != 0 ? EventRepeat::kCounted : EventRepeat::kSame, r.count);
+      convert_event_run_locked(t, kind, clock_.to_ns(r.timestamp), event_repeat_how(h.aux), r.count);
       break;
     }
     case RecordType::kRingFlush: {

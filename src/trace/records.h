@@ -30,6 +30,14 @@ enum class RecordType : uint16_t {
 // serial number advanced (EventRepeat::kCounted), not the same. Event kinds
 // are below 256.
 inline constexpr uint16_t kEventRepeatCounts = 1u << 8;
+// A repeat record's aux for `kind` repeated `how`, and back.
+inline uint16_t event_repeat_aux(uint32_t kind, EventRepeat how) {
+  return static_cast<uint16_t>(kind | (how == EventRepeat::kCounted ? kEventRepeatCounts : 0));
+}
+inline uint32_t event_repeat_kind(uint16_t aux) { return aux & ~kEventRepeatCounts; }
+inline EventRepeat event_repeat_how(uint16_t aux) {
+  return (aux & kEventRepeatCounts) != 0 ? EventRepeat::kCounted : EventRepeat::kSame;
+}
 
 // Bits of SampleRecord::flags.
 enum SampleFlags : uint32_t {

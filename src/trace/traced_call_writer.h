@@ -140,7 +140,7 @@ class TracedCallWriter {
                                             const EventPayload& payload) {
     const EventRepeat how = last_event_.repeat_of(kind, payload);
     if (how != EventRepeat::kNone) {
-      const uint16_t aux = static_cast<uint16_t>(kind | (how == EventRepeat::kCounted ? kEventRepeatCounts : 0));
+      const uint16_t aux = event_repeat_aux(kind, how);
       auto* r = reinterpret_cast<RepeatRecord*>(
           ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(RecordType::kEventRepeat), aux));
       if (r == nullptr) return false;
@@ -162,7 +162,7 @@ class TracedCallWriter {
   // nothing is written: write each with event()).
   bool event_run(ThreadRing& ring, uint64_t timestamp, uint32_t kind, EventRepeat how, uint64_t count) {
     if (last_event_.kind != kind || how == EventRepeat::kNone || count == 0) return false;
-    const uint16_t aux = static_cast<uint16_t>(kind | (how == EventRepeat::kCounted ? kEventRepeatCounts : 0));
+    const uint16_t aux = event_repeat_aux(kind, how);
     auto* r = reinterpret_cast<EventRunRecord*>(
         ring.reserve_exclusive(sizeof(EventRunRecord), static_cast<uint16_t>(RecordType::kEventRun), aux));
     if (r == nullptr) return false;
