@@ -22,6 +22,7 @@
 #include "common/trace_switch.h"
 #include "preload/real_functions.h"
 #include "sigsafe/fault_tolerant_copy.h"
+#include "sigsafe/reentrancy_guard.h"
 #include "sigsafe/safe_read.h"
 #include "trace/event_source.h"
 #include "trace/tracing_host.h"
@@ -483,7 +484,15 @@ void finish_process(raw::EndReason reason, int64_t status) {
   for_each_event_source([&](EventSource& s) { s.process_ending(reason); });
   if (const std::string line = small_stack_notice(); !line.empty()) notice(*rt, line);
   if (const std::string line = capture_window_notice(); !line.empty()) notice(*rt, line);
-  if (ThreadContext* ctx = tls_thread) prctl(PR_GET_NAME, ctx->state->name);
+  if (ThreadContext* ctx = tls_thread) {
+    prctl(PR_GET_NAME, ctx->state->name);
+    // The process ends inside a traced call whose enter was held back
+    // (TracedCallWriter::defer_enter): the enter goes in, and the drain
+    // closes the call at the thread's end. Not where the end interrupted
+    // the thread's own writing (a crash inside the runtime).
+    if (!sigsafe::inside(sigsafe::Section::kRuntime))
+      ctx->state->traced.calls.write_deferred_enter_shared(ctx->state->ring);
+  }
   raw::ProcessEnd end{monotonic_ns(), reason, status, rt->samples_without_thread.load()};
   rt->drain.stop(end);
 }

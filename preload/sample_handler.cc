@@ -39,6 +39,13 @@ void write_sample(Runtime& rt, ThreadState& t, uint64_t now, uint32_t depth, uin
                   uint32_t weight, bool snapshot_stale) {
   const uint64_t* const ips = t.unwind_scratch;
   const bool mixed = python_depth > 0;
+  // A traced call's enter held back (TracedCallWriter::defer_enter) goes
+  // first: this sample was taken inside the call. No room for it, none for
+  // the sample either.
+  if (!t.traced.calls.write_deferred_enter_shared(t.ring)) {
+    t.sampled.dropped.fetch_add(weight, std::memory_order_relaxed);
+    return;
+  }
   RecordHeader* h = mixed ? t.ring.reserve(mixed_sample_record_bytes(depth, python_depth),
                                            static_cast<uint16_t>(RecordType::kMixedSample), static_cast<uint16_t>(depth))
                           : t.ring.reserve(sample_record_bytes(depth), static_cast<uint16_t>(RecordType::kSample),

@@ -339,11 +339,16 @@ void Drain::drain_thread_locked(ThreadState& t) {
   t.ring.consume([&](const RecordHeader& h) {
     // A held sample goes before the record read after it, but an enter,
     // which decides (a late one may go first).
-    if (h.type != uint16_t(RecordType::kRegionEnterRepeat) && h.type != uint16_t(RecordType::kRegionEnter))
+    if (h.type != uint16_t(RecordType::kRegionEnterRepeat) && h.type != uint16_t(RecordType::kRegionEnter) &&
+        h.type != uint16_t(RecordType::kCallRepeat))
       write_held_sample_locked(t);
-    // A loop's MPI calls are most of an MPI rank's records: two repeats
-    // a call, handled before the general dispatch.
-    if (h.type == uint16_t(RecordType::kRegionEnterRepeat))
+    // A loop's MPI calls are most of an MPI rank's records: a whole call
+    // or two repeats a call, handled before the general dispatch.
+    if (h.type == uint16_t(RecordType::kCallRepeat)) {
+      const auto& call = reinterpret_cast<const CallRepeatRecord&>(h);
+      convert_enter_repeat_locked(t, h.aux, call.enter);
+      convert_leave_repeat_locked(t, h.aux, call.leave);
+    } else if (h.type == uint16_t(RecordType::kRegionEnterRepeat))
       convert_enter_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
     else if (h.type == uint16_t(RecordType::kRegionLeaveRepeat))
       convert_leave_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);

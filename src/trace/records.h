@@ -24,6 +24,7 @@ enum class RecordType : uint16_t {
   kRingFlush = 8,     // RingFlushRecord: the thread waited while its full ring was written out
   kEventRepeat = 9,   // RepeatRecord: the thread's last event again (LastEvent; aux: kind | kEventRepeatCounts)
   kEventRun = 10,     // EventRunRecord: the thread's last event again, `count` times (aux as kEventRepeat)
+  kCallRepeat = 11,   // CallRepeatRecord: a kRegionEnterRepeat and its kRegionLeaveRepeat, nothing between
 };
 
 // Bit of a kEventRepeat or kEventRun record's aux: the repeat is the last event with its
@@ -220,6 +221,17 @@ struct RepeatRecord {
   uint64_t timestamp;  // a trace clock reading
 };
 static_assert(sizeof(RepeatRecord) == 16);
+
+// A whole call that repeats the last from its remembered caller stack: the
+// kRegionEnterRepeat at `enter` and the kRegionLeaveRepeat at `leave` of
+// slot header.aux, with nothing written on the thread between them (no
+// sample, no event: TracedCallWriter::defer_enter). One record a loop's
+// call, not two.
+struct CallRepeatRecord {
+  RecordHeader header;
+  uint64_t enter, leave;  // trace clock readings
+};
+static_assert(sizeof(CallRepeatRecord) == 24);
 
 // A traced-event producer found its thread's ring full and waited while the
 // ring was written out (Drain::write_or_flush), from `begin` to `end` (trace

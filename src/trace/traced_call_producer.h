@@ -1,7 +1,9 @@
 // TracedCallProducer: what traced-event producers (the MPI wrappers, the
 // OpenMP and CUDA callbacks) keep per thread. Used only on the
 // thread itself, outside signal handlers, under the reentrancy guard's
-// kRuntime section.
+// kRuntime section; but a held-back enter (TracedCallWriter::defer_enter),
+// which the sample handler writes before its sample where the thread is
+// not in that section.
 #pragma once
 
 #include <atomic>

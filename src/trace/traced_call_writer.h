@@ -8,8 +8,18 @@
 // and the drain writes the call without looking at what it says (it keeps
 // the same "last" records by the same rule, Drain::convert_*_locked).
 //
+// A call that repeats the last from its stack may hold its enter back
+// (defer_enter) and write itself whole at its leave, as one 24-byte
+// CallRepeatRecord, when nothing was written on the thread in between: a
+// ping-pong's send then writes nothing before the real call. Whatever is
+// written first on the thread writes the held enter before it: every
+// method here, and the sample handler (write_deferred_enter_shared), so the
+// ring stays in the order things happened.
+//
 // Not the signal path: called by traced-call wrappers on their own thread,
-// under its busy guard (a sample handler never sees a half-written record).
+// under its busy guard (a sample handler never sees a half-written record),
+// but for write_deferred_enter_shared, which the sample handler calls where
+// the thread is not busy.
 #pragma once
 
 #include <array>
@@ -83,6 +93,7 @@ class TracedCallWriter {
   __attribute__((always_inline)) bool enter(ThreadRing& ring, uint64_t timestamp, RegionView body, CallerStackCache::Ref stack,
              const uint64_t* ips, uint32_t depth, const python::PythonFrame* python = nullptr,
              uint32_t python_depth = 0) {
+    if (deferred_.held && !write_deferred_enter(ring)) return false;
     const bool has_site = remembered(stack);
     if (has_site && depth == 0) {
       Site& s = sites_[stack.slot];
@@ -117,8 +128,12 @@ class TracedCallWriter {
   // The leave of a call whose enter enter() wrote from `stack`.
   __attribute__((always_inline)) bool leave(ThreadRing& ring, uint64_t timestamp, RegionView body, CallerStackCache::Ref stack) {
     Site* s = remembered(stack) && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
-    if (s && s->leave_known && body.repeats(s->leave))
-      return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot, &s->leave);
+    const bool repeats = s && s->leave_known && body.repeats(s->leave);
+    // Its own enter, held back, and nothing since (anything written since
+    // wrote it, and calls nest): the call in one record.
+    if (repeats && deferred_.held && deferred_.slot == stack.slot) return whole_call(ring, timestamp, &s->leave);
+    if (deferred_.held && !write_deferred_enter(ring)) return false;
+    if (repeats) return repeat(ring, RecordType::kRegionLeaveRepeat, timestamp, stack.slot, &s->leave);
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + (body.carries() ? sizeof(EventPayload) : 0));
     auto* r = reinterpret_cast<RegionRecord*>(
         ring.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kRegionLeave), 0));
@@ -138,6 +153,7 @@ class TracedCallWriter {
   // (LastEvent: a Waitall's completions are one full record, then repeats).
   __attribute__((always_inline)) bool event(ThreadRing& ring, uint64_t timestamp, uint32_t kind,
                                             const EventPayload& payload) {
+    if (deferred_.held && !write_deferred_enter(ring)) return false;
     const EventRepeat how = last_event_.repeat_of(kind, payload);
     if (how != EventRepeat::kNone) {
       const uint16_t aux = event_repeat_aux(kind, how);
@@ -162,6 +178,7 @@ class TracedCallWriter {
   // nothing is written: write each with event()).
   bool event_run(ThreadRing& ring, uint64_t timestamp, uint32_t kind, EventRepeat how, uint64_t count) {
     if (last_event_.kind != kind || how == EventRepeat::kNone || count == 0) return false;
+    if (deferred_.held && !write_deferred_enter(ring)) return false;
     const uint16_t aux = event_repeat_aux(kind, how);
     auto* r = reinterpret_cast<EventRunRecord*>(
         ring.reserve_exclusive(sizeof(EventRunRecord), static_cast<uint16_t>(RecordType::kEventRun), aux));
@@ -173,7 +190,68 @@ class TracedCallWriter {
     return true;
   }
 
+  // Holds back the enter enter() would write now when it would be a repeat
+  // record (the stack and what the enter says as last time): nothing goes
+  // into the ring until the next write on the thread, which writes it
+  // first, or the call's leave, which writes both as one record. False
+  // (nothing held) otherwise, or when an enter is held already; then
+  // write it with enter(). The site's state moves on as if it was written.
+  bool defer_enter(uint64_t timestamp, RegionView body, CallerStackCache::Ref stack, uint32_t depth,
+                   uint32_t python_depth) {
+    if (deferred_.held || depth != 0 || python_depth != 0 || !remembered(stack)) return false;
+    Site& s = sites_[stack.slot];
+    if (s.generation != stack.generation || !body.repeats(s.enter)) return false;
+    s.enter.count_on();
+    deferred_.timestamp = timestamp;
+    deferred_.slot = stack.slot;
+    deferred_.held = true;
+    return true;
+  }
+  bool enter_deferred() const { return deferred_.held; }
+  // The held enter into the ring now (nothing held: true). False when the
+  // ring had no room (it stays held). write_deferred_enter_shared is for
+  // the sample handler and the thread's deferred samples, outside any
+  // method here (the thread not busy, or finishing its busy section): it
+  // reserves as a handler may, with atomics.
+  bool write_deferred_enter(ThreadRing& ring) { return write_deferred<true>(ring); }
+  bool write_deferred_enter_shared(ThreadRing& ring) { return write_deferred<false>(ring); }
+
  private:
+  struct DeferredEnter {
+    uint64_t timestamp = 0;
+    uint32_t slot = 0;
+    bool held = false;
+  };
+
+  template <bool kExclusive>
+  bool write_deferred(ThreadRing& ring) {
+    if (!deferred_.held) return true;
+    const auto type = static_cast<uint16_t>(RecordType::kRegionEnterRepeat);
+    const auto slot = static_cast<uint16_t>(deferred_.slot);
+    auto* r = reinterpret_cast<RepeatRecord*>(kExclusive ? ring.reserve_exclusive(sizeof(RepeatRecord), type, slot)
+                                                         : ring.reserve(sizeof(RepeatRecord), type, slot));
+    if (r == nullptr) return false;
+    r->timestamp = deferred_.timestamp;
+    if (kExclusive)
+      ring.commit_exclusive();
+    else
+      ring.commit();
+    deferred_.held = false;
+    return true;
+  }
+  // The held enter and this leave (repeating `last_leave`) as one record.
+  bool whole_call(ThreadRing& ring, uint64_t timestamp, RegionBody* last_leave) {
+    auto* r = reinterpret_cast<CallRepeatRecord*>(ring.reserve_exclusive(
+        sizeof(CallRepeatRecord), static_cast<uint16_t>(RecordType::kCallRepeat), static_cast<uint16_t>(deferred_.slot)));
+    if (r == nullptr) return false;
+    r->enter = deferred_.timestamp;
+    r->leave = timestamp;
+    ring.commit_exclusive();
+    deferred_.held = false;
+    last_leave->count_on();
+    return true;
+  }
+
   // The last full records from one remembered stack (CallerStackCache slot).
   struct Site {
     uint32_t generation = 0;  // the stack's; 0: nothing written from it
@@ -206,6 +284,7 @@ class TracedCallWriter {
 
   std::array<Site, CallerStackCache::kEntries> sites_{};
   LastEvent last_event_;  // of event()
+  DeferredEnter deferred_;  // defer_enter's
 };
 
 }  // namespace hybridprof

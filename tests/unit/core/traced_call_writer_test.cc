@@ -27,7 +27,8 @@ class TracedCallWriterTest : public ::testing::Test {
   // What was written since the last call: 'E'/'L' full enter/leave (with
   // the size), 'e'/'l' repeats (with the slot); 'V' a full event (with the
   // size), 'v'/'c' its repeat as it was / counted on (with the kind),
-  // 'R'/'C' a run of such repeats (kind, then "x" and the count).
+  // 'R'/'C' a run of such repeats (kind, then "x" and the count); 'w' a
+  // whole call repeated (slot, "@", its enter's and leave's times).
   std::vector<std::string> written() {
     std::vector<std::string> out;
     ring_.consume([&](const RecordHeader& h) {
@@ -44,6 +45,11 @@ class TracedCallWriterTest : public ::testing::Test {
           out.push_back(((h.aux & kEventRepeatCounts) ? "C" : "R") + std::to_string(h.aux & 0xff) + "x" +
                         std::to_string(reinterpret_cast<const EventRunRecord&>(h).count));
           break;
+        case RecordType::kCallRepeat: {
+          const auto& c = reinterpret_cast<const CallRepeatRecord&>(h);
+          out.push_back("w" + std::to_string(h.aux) + "@" + std::to_string(c.enter) + "-" + std::to_string(c.leave));
+          break;
+        }
         default: out.push_back("?"); break;
       }
     });
@@ -242,6 +248,88 @@ TEST_F(TracedCallWriterTest, AnEnterUnderPythonCarriesItsFramesAfterItsEvent) {
     EXPECT_EQ(python->frames()[1].flags, uint32_t{python::kEndsEvalCall});
   });
   EXPECT_EQ(enters, 2);
+}
+
+// An enter that would be a repeat can wait (defer_enter): the call's leave
+// then writes both as one record, and anything written before the leave
+// writes the enter first, in its place.
+TEST_F(TracedCallWriterTest, AHeldBackEnterIsWrittenWithItsLeaveOrBeforeAnythingElse) {
+  const Ref first{3, 9, true}, again{3, 9, false};
+  ASSERT_TRUE(writer_.enter(ring_, 100, carrying(kSend, 1), first, ips_, 3));
+  ASSERT_TRUE(writer_.leave(ring_, 150, bare(kSend), first));
+  // Only an enter that would be a repeat is held: not one that says
+  // something new, one from a stack not remembered, one carrying frames.
+  EXPECT_FALSE(writer_.defer_enter(200, carrying(kSend, 2), again, 0, 0));
+  EXPECT_FALSE(writer_.defer_enter(200, carrying(kSend, 1), Ref{4, 10, true}, 1, 0));
+  EXPECT_FALSE(writer_.defer_enter(200, carrying(kSend, 1), again, 0, 2));
+  EXPECT_FALSE(writer_.enter_deferred());
+  EXPECT_EQ(written(), (Written{"E96", "L32"}));
+
+  // Held, then its leave: one record with both times.
+  ASSERT_TRUE(writer_.defer_enter(200, carrying(kSend, 1), again, 0, 0));
+  EXPECT_TRUE(writer_.enter_deferred());
+  EXPECT_FALSE(writer_.defer_enter(210, carrying(kSend, 1), again, 0, 0));  // one at a time
+  EXPECT_EQ(written(), (Written{}));
+  ASSERT_TRUE(writer_.leave(ring_, 250, bare(kSend), again));
+  EXPECT_FALSE(writer_.enter_deferred());
+  EXPECT_EQ(written(), (Written{"w3@200-250"}));
+
+  // An event in between: the enter goes first, then the event, then a plain repeat leave.
+  ASSERT_TRUE(writer_.defer_enter(300, carrying(kSend, 1), again, 0, 0));
+  ASSERT_TRUE(writer_.event(ring_, 320, 5, EventPayload{}));
+  ASSERT_TRUE(writer_.leave(ring_, 350, bare(kSend), again));
+  EXPECT_EQ(written(), (Written{"e3", "V56", "l3"}));
+
+  // A leave that says something new: the enter, then the full leave.
+  ASSERT_TRUE(writer_.defer_enter(400, carrying(kSend, 1), again, 0, 0));
+  ASSERT_TRUE(writer_.leave(ring_, 450, carrying(kSend, 4, 2), again));
+  EXPECT_EQ(written(), (Written{"e3", "L72"}));
+
+  // Another call's enter (a call inside it) writes it first too; the
+  // outer call's leave is then a plain repeat.
+  ASSERT_TRUE(writer_.defer_enter(500, carrying(kSend, 1), again, 0, 0));
+  ASSERT_TRUE(writer_.enter(ring_, 510, bare(kRecv), Ref{5, 11, true}, ips_, 1));
+  ASSERT_TRUE(writer_.leave(ring_, 520, bare(kRecv), Ref{5, 11, true}));
+  ASSERT_TRUE(writer_.leave(ring_, 550, carrying(kSend, 4, 2), again));
+  EXPECT_EQ(written(), (Written{"e3", "E40", "L32", "l3"}));
+
+  // What the sample handler does before its sample.
+  ASSERT_TRUE(writer_.defer_enter(600, carrying(kSend, 1), again, 0, 0));
+  ASSERT_TRUE(writer_.write_deferred_enter_shared(ring_));
+  ASSERT_TRUE(writer_.write_deferred_enter_shared(ring_));  // nothing held: nothing written
+  ASSERT_TRUE(writer_.leave(ring_, 650, carrying(kSend, 4, 2), again));
+  EXPECT_EQ(written(), (Written{"e3", "l3"}));
+}
+
+// A held enter moves a counting event's number on as a written one does,
+// and stays held when the ring has no room for it (nothing lost).
+TEST_F(TracedCallWriterTest, AHeldBackEnterCountsOnAndWaitsForRoom) {
+  const Ref stack{0, 1, false};
+  auto request = [](uint64_t id) {
+    RegionBody b = carrying(kSend, 1);
+    b.flags |= kRegionEventCounts;
+    b.event.wide[2] = id;
+    return b;
+  };
+  ASSERT_TRUE(writer_.enter(ring_, 100, request(10), stack, nullptr, 0));
+  ASSERT_TRUE(writer_.leave(ring_, 150, bare(kSend), stack));
+  EXPECT_FALSE(writer_.defer_enter(200, request(10), stack, 0, 0));  // not the next number
+  ASSERT_TRUE(writer_.defer_enter(200, request(11), stack, 0, 0));
+  ASSERT_TRUE(writer_.leave(ring_, 250, bare(kSend), stack));
+  EXPECT_FALSE(writer_.defer_enter(300, request(11), stack, 0, 0));  // 11 was written
+  ASSERT_TRUE(writer_.defer_enter(300, request(12), stack, 0, 0));
+  EXPECT_EQ(written(), (Written{"E72", "L32", "w0@200-250"}));
+
+  // Fill the ring, leaving less than a record's room.
+  for (uint32_t bytes : {64u, 8u})
+    while (ring_.reserve_exclusive(bytes, static_cast<uint16_t>(RecordType::kPadding)) != nullptr)
+      ring_.commit_exclusive();
+  EXPECT_FALSE(writer_.write_deferred_enter(ring_));
+  EXPECT_FALSE(writer_.leave(ring_, 350, bare(kSend), stack));
+  EXPECT_TRUE(writer_.enter_deferred());
+  ring_.consume([](const RecordHeader&) {});
+  ASSERT_TRUE(writer_.leave(ring_, 350, bare(kSend), stack));
+  EXPECT_EQ(written(), (Written{"w0@300-350"}));
 }
 
 }  // namespace
