@@ -1,23 +1,23 @@
 // Outstanding non-blocking requests by handle, and what the tracer needs to
 // know at their completion.
 //
-// An open-addressing table (linear probing; removal shifts the run back, so
-// no tombstones pile up) under a spin lock. A message loop (OSU's osu_bw)
-// tracks and completes a request per message, ~60 ns a message plain; a
-// std::unordered_map under a std::mutex cost ~35 ns of that per request
-// (a node allocated and freed, two lock round trips); this is a few loads
-// and one atomic exchange. The lock is held for a probe, never across a
-// call into MPI; a thread finding it taken spins briefly, then yields (a
-// holder may have been preempted on an oversubscribed node).
+// Handles are looked up in a small open-addressing index (linear probing;
+// removal shifts the run back, so no tombstones pile up) of 16-byte
+// entries, four to a cache line; what a request needs at its completion
+// waits in a pool beside it, and the index names it by number. A message
+// loop (OSU's osu_bw) tracks and completes a request per message, ~60 ns a
+// message plain: a probe touches a line or two, a request's value moves
+// once in and once out. The table is under a spin lock, held for a probe,
+// never across a call into MPI; a thread finding it taken spins briefly,
+// then yields (a holder may have been preempted on an oversubscribed node).
 //
 // One handle may stand for several requests at once: a library may give
 // every send that completed at once the same predefined complete request
 // (Open MPI's ob1 returns &ompi_request_empty for an eager send it finished
 // inside MPI_Isend), so an osu_bw window of 64 sends holds one handle 64
-// times. A handle's entries are kept in the order they were made (the
-// first under the handle, the later ones under the handle and their number),
-// and its completion takes the oldest: the program completes them in turn,
-// as it started them; each step finds one entry, however many share it.
+// times. A handle's requests are a queue in the order they were made, and
+// its completion takes the oldest: the program completes them in turn, as
+// it started them. Each step is one probe, however many share the handle.
 #pragma once
 
 #include <sched.h>
@@ -36,64 +36,52 @@ class RequestTable {
 
   void insert(Key key, const Value& value) {
     Locked held(lock_);
-    if (2 * (used_ + 1) > slots_.size()) grow();
-    const size_t head = find({key, 0});
-    if (head == kNone) {
-      place({key, 0}, value);
+    const uint32_t node = new_node(value);
+    if (2 * (used_ + 1) > index_.size()) grow();
+    const size_t i = find(key);
+    if (i != kNone) {  // held already: the handle's queue gets a later request
+      nodes_[index_[i].newest].next = node;
+      index_[i].newest = node;
       return;
     }
-    // Held already: a later entry of the handle, numbered after the head's.
-    const uint32_t n = ++slots_[head].last;
-    place({key, n}, value);
+    place(Entry{key, node, node});
   }
 
-  // Runs fn(Value&) on the oldest entry of `key`, under the lock; removes
+  // Runs fn(Value&) on the oldest request of `key`, under the lock; removes
   // it when fn returns true. False (fn not run) when `key` has none.
   template <typename Fn>
   bool with_oldest(Key key, Fn&& fn) {
     Locked held(lock_);
     if (used_ == 0) return false;
-    size_t head = find({key, 0});
-    if (head == kNone) return false;
-    if (!fn(slots_[head].value)) return true;
-    Slot& h = slots_[head];
-    if (h.next > h.last) {  // the handle's only entry
-      remove(head);
-      return true;
-    }
-    // The next entry of the handle takes the head's place.
-    const uint32_t next = h.next, last = h.last;
-    const size_t later = find({key, next});
-    if (later == kNone) {  // never so: each of next..last is held
-      remove(head);
-      return true;
-    }
-    const Value value = slots_[later].value;
-    remove(later);  // may move the head back in its run
-    head = find({key, 0});
-    slots_[head].value = value;
-    slots_[head].next = next + 1;
-    slots_[head].last = last;
+    const size_t i = find(key);
+    if (i == kNone) return false;
+    Entry& e = index_[i];
+    const uint32_t oldest = e.oldest;
+    if (!fn(nodes_[oldest].value)) return true;
+    if (oldest == e.newest)
+      remove(i);  // the handle's only request
+    else
+      e.oldest = nodes_[oldest].next;
+    free_node(oldest);
     return true;
   }
 
   size_t size() {
     Locked held(lock_);
-    return used_;
+    return requests_;
   }
 
  private:
-  // An entry's name: its handle and its place among the handle's entries
-  // (0: the head, holding the oldest; later ones 1, 2, ... as made).
-  struct Name {
+  static constexpr uint32_t kNoNode = 0xffffffffu;
+  // A handle's queue of requests: pool nodes oldest..newest, by `next`.
+  struct Entry {
     Key key = nullptr;  // null: an empty slot
-    uint32_t place = 0;
-    bool operator==(const Name& o) const { return key == o.key && place == o.place; }
+    uint32_t oldest = kNoNode, newest = kNoNode;
   };
-  struct Slot {
-    Name name;
-    uint32_t next = 1, last = 0;  // the head's: places of its later entries still held, next..last
+  static_assert(sizeof(Entry) == 16, "four entries a cache line");
+  struct Node {
     Value value{};
+    uint32_t next = kNoNode;  // the same handle's next request, or the next free node
   };
   static constexpr size_t kNone = ~size_t{0};
 
@@ -113,59 +101,76 @@ class RequestTable {
     std::atomic<bool>& lock_;
   };
 
-  size_t home(const Name& n) const {
-    // Handles are heap or static addresses: drop the alignment bits, mix.
-    const uint64_t h = ((reinterpret_cast<uintptr_t>(n.key) >> 4) + n.place * 0xD6E8FEB86659FD93ull) *
-                       0x9E3779B97F4A7C15ull;
-    return size_t(h >> 32) & (slots_.size() - 1);
+  uint32_t new_node(const Value& value) {
+    uint32_t n = free_;
+    if (n != kNoNode) {
+      free_ = nodes_[n].next;
+      nodes_[n].value = value;
+    } else {
+      n = static_cast<uint32_t>(nodes_.size());
+      nodes_.push_back(Node{value, kNoNode});
+    }
+    nodes_[n].next = kNoNode;
+    ++requests_;
+    return n;
   }
-  size_t find(const Name& n) const {
-    if (slots_.empty()) return kNone;
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = home(n); slots_[i].name.key != nullptr; i = (i + 1) & mask)
-      if (slots_[i].name == n) return i;
+  void free_node(uint32_t n) {
+    nodes_[n].next = free_;
+    free_ = n;
+    --requests_;
+  }
+
+  size_t home(Key key) const {
+    // Handles are heap or static addresses: drop the alignment bits, mix.
+    const uint64_t h = (reinterpret_cast<uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ull;
+    return size_t(h >> 32) & (index_.size() - 1);
+  }
+  size_t find(Key key) const {
+    if (index_.empty()) return kNone;
+    const size_t mask = index_.size() - 1;
+    for (size_t i = home(key); index_[i].key != nullptr; i = (i + 1) & mask)
+      if (index_[i].key == key) return i;
     return kNone;
   }
-  void place(const Name& n, const Value& value) {
-    const size_t mask = slots_.size() - 1;
-    size_t i = home(n);
-    while (slots_[i].name.key != nullptr) i = (i + 1) & mask;
-    slots_[i] = Slot{n, 1, 0, value};
+  void place(const Entry& e) {
+    const size_t mask = index_.size() - 1;
+    size_t i = home(e.key);
+    while (index_[i].key != nullptr) i = (i + 1) & mask;
+    index_[i] = e;
     ++used_;
   }
   // Empties slot `i` and moves later entries of its run back into the hole
   // where their home allows, so every entry stays reachable from its home.
   void remove(size_t i) {
-    const size_t mask = slots_.size() - 1;
+    const size_t mask = index_.size() - 1;
     size_t hole = i;
-    for (size_t j = (i + 1) & mask; slots_[j].name.key != nullptr; j = (j + 1) & mask) {
-      const size_t h = home(slots_[j].name);
+    for (size_t j = (i + 1) & mask; index_[j].key != nullptr; j = (j + 1) & mask) {
+      const size_t h = home(index_[j].key);
       // j's entry may move to the hole unless its home lies in (hole, j].
       const bool home_after_hole = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
       if (home_after_hole) continue;
-      slots_[hole] = slots_[j];
+      index_[hole] = index_[j];
       hole = j;
     }
-    slots_[hole] = Slot{};
+    index_[hole] = Entry{};
     --used_;
   }
   void grow() {
-    std::vector<Slot> old;
-    old.swap(slots_);
-    slots_.assign(old.empty() ? kInitialSlots : 2 * old.size(), Slot{});
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.name.key == nullptr) continue;
-      size_t i = home(s.name);
-      while (slots_[i].name.key != nullptr) i = (i + 1) & mask;
-      slots_[i] = s;
-    }
+    std::vector<Entry> old;
+    old.swap(index_);
+    index_.assign(old.empty() ? kInitialSlots : 2 * old.size(), Entry{});
+    used_ = 0;
+    for (const Entry& e : old)
+      if (e.key != nullptr) place(e);
   }
 
   static constexpr size_t kInitialSlots = 1024;
   std::atomic<bool> lock_{false};
-  std::vector<Slot> slots_;
-  size_t used_ = 0;
+  std::vector<Entry> index_;
+  size_t used_ = 0;  // handles in index_
+  std::vector<Node> nodes_;
+  uint32_t free_ = kNoNode;  // the pool's free nodes, by `next`
+  size_t requests_ = 0;      // in the pool, not free
 };
 
 }  // namespace hybridprof::mpi
