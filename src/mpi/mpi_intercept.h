@@ -59,12 +59,12 @@ __attribute__((always_inline)) inline int intercept(Real real, Args&... args) {
     return call_real<F>(real, args...);
   }
   {
-    const ProfilerWork work;
+    const ProfilerWork work(call.thread());
     Hooks<F>::before(call, args...);
     call.begin();
   }
   const int rc = call_real<F>(real, args...);
-  const ProfilerWork work;
+  const ProfilerWork work(call.thread());
   Hooks<F>::after(call, rc, args...);
   return rc;
 }

@@ -48,6 +48,8 @@ class MpiCall {
   // This call is traced (its hooks run), whether or not its enter record
   // found room in the ring.
   bool recording() const { return thread_ != nullptr; }
+  // The calling thread's state while recording() (else null).
+  ThreadState* thread() const { return thread_; }
   // Writes the enter record (once; the real call comes next).
   void begin();
   // Times in the trace clock (common/trace_clock.h): the call's start, and

@@ -92,6 +92,9 @@ __attribute__((always_inline)) inline CallerStack capture_caller_stack(TracingHo
 class ProfilerWork {
  public:
   ProfilerWork() : busy_(current_thread_of(tracing_host())) {}
+  // The same where the calling thread's state is at hand (null: none):
+  // no lookup through the host.
+  explicit ProfilerWork(ThreadState* calling_thread) : busy_(calling_thread) {}
 
  private:
   static ThreadState* current_thread_of(TracingHost* host) { return host ? host->current_thread() : nullptr; }
