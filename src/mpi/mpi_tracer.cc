@@ -152,10 +152,11 @@ void MpiCall::write_enter(bool carries_held) {
   ThreadState& t = *thread_;
   BusyScope busy(&t);
   const RegionView enter = body(enter_flags_, carries_held);
-  // A repeat of the last call from this stack waits for its leave, which
-  // then writes the call as one record, or for whatever the thread writes
-  // first (a sample taken inside the real call, an event).
-  if (t.traced.calls.defer_enter(enter_ns_, enter, stack_, stack_depth_, python_depth_)) {
+  // A repeat of the last call from this stack, of a function that does not
+  // wait, waits for its leave, which then writes the call as one record,
+  // or for whatever the thread writes first (a sample taken inside the
+  // real call, an event).
+  if (returns_at_once(function_) && t.traced.calls.defer_enter(enter_ns_, enter, stack_, stack_depth_, python_depth_)) {
     entered_ = true;
     return;
   }
