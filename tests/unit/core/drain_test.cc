@@ -144,6 +144,7 @@ class DrainTest : public ::testing::Test {
   int enters_held_ = 0;
 
   void check_repeated_calls_from_one_place();
+  void check_counting_calls();
 };
 
 TEST_F(DrainTest, WholeCallsReadBackAsTheirEnterEventsAndLeave) {
@@ -342,13 +343,26 @@ void DrainTest::check_repeated_calls_from_one_place() {
 // more than the last (a counting event), which the writer repeats; every
 // call must read back with its own number, across a pass (a new chunk,
 // where the stream's memory of shapes starts afresh) and a number skipped.
-TEST_F(DrainTest, RepeatedCallsWithCountingEventsReadBackWithTheirNumbers) {
+TEST_F(DrainTest, RepeatedCallsWithCountingEventsReadBackWithTheirNumbers) { check_counting_calls(); }
+
+// The same with the enters held back: each call is one record.
+TEST_F(DrainTest, HeldBackCallsWithCountingEventsReadBackWithTheirNumbers) {
+  held_enters_ = true;
+  check_counting_calls();
+  EXPECT_GE(enters_held_, 500);
+}
+
+void DrainTest::check_counting_calls() {
   auto isend = [&](uint64_t ns, uint64_t request) {
     RegionBody leave = body(1, kSend, 4, 8, 0);
     leave.flags |= kRegionEventCounts;
     leave.event.wide[2] = request;
-    ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, body(1, kSend, -1, 0, 0), CallerStackCache::Ref{0, 1, false},
-                                       nullptr, 0));
+    const RegionBody enter = body(1, kSend, -1, 0, 0);
+    const CallerStackCache::Ref ref{0, 1, false};
+    if (held_enters_ && t_->traced.calls.defer_enter(ns, enter, ref, 0, 0))
+      ++enters_held_;
+    else
+      ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, enter, ref, nullptr, 0));
     ASSERT_TRUE(t_->traced.calls.leave(t_->ring, ns + 40, leave, CallerStackCache::Ref{0, 1, false}));
   };
   std::vector<uint64_t> expected;
