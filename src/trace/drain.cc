@@ -346,8 +346,12 @@ void Drain::drain_thread_locked(ThreadState& t) {
     // or two repeats a call, handled before the general dispatch.
     if (h.type == uint16_t(RecordType::kCallRepeat)) {
       const auto& call = reinterpret_cast<const CallRepeatRecord&>(h);
-      convert_enter_repeat_locked(t, h.aux, call.enter);
-      convert_leave_repeat_locked(t, h.aux, call.leave);
+      if (!window_open_.load(std::memory_order_relaxed) && clock_.to_ns(call.leave) > window_closed_ns_) {
+        skip_call_repeat_locked(t, h.aux);
+      } else {
+        convert_enter_repeat_locked(t, h.aux, call.enter);
+        convert_leave_repeat_locked(t, h.aux, call.leave);
+      }
     } else if (h.type == uint16_t(RecordType::kRegionEnterRepeat))
       convert_enter_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
     else if (h.type == uint16_t(RecordType::kRegionLeaveRepeat))
@@ -767,6 +771,18 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   }
 }
 
+void Drain::skip_call_repeat_locked(ThreadState& t, uint32_t slot) {
+  if (slot >= DrainedThread::kNoSite) return;
+  DrainedThread::CallSite& site = t.drained.call_sites[slot];
+  if (site.generation == 0 || !site.leave_known) return;  // no producer writes that
+  if (site.enter.counts()) {
+    site.enter.count_on();
+    site.enter_shape.count_on();
+  }
+  site.leave.count_on();
+  site.written = {};
+}
+
 void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {
   const bool outside = (r.flags & kRegionEventsOutside) != 0;
   if (r.flags & kRegionCarriesEmptyEvent)
@@ -911,6 +927,7 @@ bool Drain::set_window(bool open, uint64_t now_ns, const std::string& cause, uin
   if (!window_open_.exchange(false)) return false;  // producers stop first
   std::lock_guard lock(mutex_);
   if (finished_) return false;
+  window_closed_ns_ = now_ns;
   drain_rings_locked();
   for (ThreadState* t : threads_) {
     t->drained.window_orphans += static_cast<uint32_t>(t->drained.open_regions.size() + t->drained.call_unwritten);

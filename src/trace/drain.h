@@ -265,6 +265,12 @@ class Drain {
   // RepeatRecords: the site's last full enter / leave again (records.h).
   void convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp);
   void convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp);
+  // A CallRepeatRecord that ends after the capture window closed: the
+  // call's enter was still held back (TracedCallWriter::defer_enter) when
+  // the window's close drained the rings. It is dropped, as the leave of a
+  // call the close found open is; the site's records move on as the
+  // producer's did, and the next call from it is written in full.
+  void skip_call_repeat_locked(ThreadState& t, uint32_t slot);
   // The events an enter or leave record carries, at its time.
   void convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns);
   // A traced event at its own time: into the thread's unwritten call when
@@ -366,6 +372,7 @@ class Drain {
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> recording_{true};
   std::atomic<bool> window_open_{true};
+  uint64_t window_closed_ns_ = 0;  // when the window last closed (under mutex_)
   // The drain thread's: the next scheduled window changes (0: none).
   uint64_t open_at_ns_ = 0, close_at_ns_ = 0;
   // The poll timeout that wakes the drain thread for the first of them.

@@ -398,6 +398,51 @@ void DrainTest::check_counting_calls() {
   EXPECT_LT(bytes, 12 * expected.size()) << bytes << " bytes for " << expected.size() << " calls";
 }
 
+// A call whose enter was still held back when the capture window closed
+// comes whole after the close: it is dropped, as the leave of a call the
+// close found open is, and the site's next calls (counting events) read
+// back with their own numbers.
+TEST_F(DrainTest, AHeldBackCallTheWindowsCloseCutIsDroppedAndTheNextReadBackRight) {
+  const CallerStackCache::Ref ref{0, 1, false};
+  const RegionBody enter = body(1, kSend, -1, 0, 0);
+  auto leave_of = [&](uint64_t request) {
+    RegionBody leave = body(1, kSend, 4, 8, 0);
+    leave.flags |= kRegionEventCounts;
+    leave.event.wide[2] = request;
+    return leave;
+  };
+  auto isend = [&](uint64_t ns, uint64_t request) {
+    if (!t_->traced.calls.defer_enter(ns, enter, ref, 0, 0)) {
+      ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, enter, ref, nullptr, 0));
+    }
+    ASSERT_TRUE(t_->traced.calls.leave(t_->ring, ns + 40, leave_of(request), ref));
+  };
+  isend(100, 10);
+  isend(200, 11);
+  ASSERT_TRUE(t_->traced.calls.defer_enter(300, enter, ref, 0, 0));  // request 12 is being made...
+  ASSERT_TRUE(drain_.set_window(false, 320, "test", 0));               // ... when the window closes
+  ASSERT_TRUE(t_->traced.calls.leave(t_->ring, 340, leave_of(12), ref));
+  drain_.flush_now();
+  ASSERT_TRUE(drain_.set_window(true, 500, "test", 0));
+  isend(600, 13);
+  isend(700, 14);
+  drain_.flush_now();
+  std::vector<std::pair<char, uint64_t>> seen;
+  std::vector<uint64_t> requests;
+  std::string error;
+  ASSERT_TRUE(raw::read_stream(
+      path_,
+      [&](const raw::Record& r) {
+        if (const auto* e = std::get_if<raw::Enter>(&r)) seen.emplace_back('E', e->timestamp_ns);
+        if (const auto* l = std::get_if<raw::Leave>(&r)) seen.emplace_back('L', l->timestamp_ns);
+        if (const auto* m = std::get_if<raw::Event>(&r)) requests.push_back(m->payload.wide[2]);
+      },
+      nullptr, &error))
+      << error;
+  EXPECT_EQ(seen, (Seen{{'E', 100}, {'L', 140}, {'E', 200}, {'L', 240}, {'E', 600}, {'L', 640}, {'E', 700}, {'L', 740}}));
+  EXPECT_EQ(requests, (std::vector<uint64_t>{10, 11, 13, 14}));
+}
+
 // A process killed while a call blocks must still show the call's start.
 TEST_F(DrainTest, ACallInProgressIsOnDiskAfterEachPass) {
   enter(100, 1);
