@@ -215,7 +215,8 @@ inline constexpr uint32_t region_python_frames_bytes(uint32_t python_depth) {
 // (TracedCallWriter) and the drain keep the last full records per slot by
 // the same rule, so 16 bytes stand for up to 72. A full enter from a stack
 // starts its "last" records afresh, the leave's too. The MPI wrappers write
-// no other kind of record for a loop's calls after its first.
+// no other kind of record for a loop's calls after its first (but for the
+// CallRepeatRecord that stands for both, below).
 struct RepeatRecord {
   RecordHeader header;
   uint64_t timestamp;  // a trace clock reading

@@ -76,6 +76,23 @@ class DrainTest : public ::testing::Test {
     }
     ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, b, ref, nullptr, 0));
   }
+  // A whole call from `ref`, its enter held back with held_enters_ when it may be.
+  void call_from(uint64_t ns, uint64_t leave_ns, const RegionBody& enter, const RegionBody& leave,
+                 CallerStackCache::Ref ref) {
+    if (held_enters_ && t_->traced.calls.defer_enter(ns, enter, ref, 0, 0)) {
+      ++enters_held_;
+    } else {
+      ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, enter, ref, nullptr, 0));
+    }
+    ASSERT_TRUE(t_->traced.calls.leave(t_->ring, leave_ns, leave, ref));
+  }
+  // An Isend's leave: its request's number, a counting event.
+  static RegionBody isend_leave(uint64_t request) {
+    RegionBody leave = body(1, kSend, 4, 8, 0);
+    leave.flags |= kRegionEventCounts;
+    leave.event.wide[2] = request;
+    return leave;
+  }
   void leave_from(uint64_t ns, uint32_t region, uint32_t slot, uint32_t generation, int peer = -1) {
     ASSERT_TRUE(t_->traced.calls.leave(t_->ring, ns, body(region, kRecv, peer, 0, 8),
                                        CallerStackCache::Ref{slot, generation, false}));
@@ -354,16 +371,7 @@ TEST_F(DrainTest, HeldBackCallsWithCountingEventsReadBackWithTheirNumbers) {
 
 void DrainTest::check_counting_calls() {
   auto isend = [&](uint64_t ns, uint64_t request) {
-    RegionBody leave = body(1, kSend, 4, 8, 0);
-    leave.flags |= kRegionEventCounts;
-    leave.event.wide[2] = request;
-    const RegionBody enter = body(1, kSend, -1, 0, 0);
-    const CallerStackCache::Ref ref{0, 1, false};
-    if (held_enters_ && t_->traced.calls.defer_enter(ns, enter, ref, 0, 0))
-      ++enters_held_;
-    else
-      ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, enter, ref, nullptr, 0));
-    ASSERT_TRUE(t_->traced.calls.leave(t_->ring, ns + 40, leave, CallerStackCache::Ref{0, 1, false}));
+    call_from(ns, ns + 40, body(1, kSend, -1, 0, 0), isend_leave(request), CallerStackCache::Ref{0, 1, false});
   };
   std::vector<uint64_t> expected;
   uint64_t now = 1000;
@@ -405,23 +413,13 @@ void DrainTest::check_counting_calls() {
 TEST_F(DrainTest, AHeldBackCallTheWindowsCloseCutIsDroppedAndTheNextReadBackRight) {
   const CallerStackCache::Ref ref{0, 1, false};
   const RegionBody enter = body(1, kSend, -1, 0, 0);
-  auto leave_of = [&](uint64_t request) {
-    RegionBody leave = body(1, kSend, 4, 8, 0);
-    leave.flags |= kRegionEventCounts;
-    leave.event.wide[2] = request;
-    return leave;
-  };
-  auto isend = [&](uint64_t ns, uint64_t request) {
-    if (!t_->traced.calls.defer_enter(ns, enter, ref, 0, 0)) {
-      ASSERT_TRUE(t_->traced.calls.enter(t_->ring, ns, enter, ref, nullptr, 0));
-    }
-    ASSERT_TRUE(t_->traced.calls.leave(t_->ring, ns + 40, leave_of(request), ref));
-  };
+  held_enters_ = true;
+  auto isend = [&](uint64_t ns, uint64_t request) { call_from(ns, ns + 40, enter, isend_leave(request), ref); };
   isend(100, 10);
   isend(200, 11);
   ASSERT_TRUE(t_->traced.calls.defer_enter(300, enter, ref, 0, 0));  // request 12 is being made...
   ASSERT_TRUE(drain_.set_window(false, 320, "test", 0));               // ... when the window closes
-  ASSERT_TRUE(t_->traced.calls.leave(t_->ring, 340, leave_of(12), ref));
+  ASSERT_TRUE(t_->traced.calls.leave(t_->ring, 340, isend_leave(12), ref));
   drain_.flush_now();
   ASSERT_TRUE(drain_.set_window(true, 500, "test", 0));
   isend(600, 13);

@@ -21,6 +21,13 @@ RegionBody carrying(uint32_t region, uint32_t peer, uint32_t kind = 1) {
   return RegionBody{region, kRegionCarriesEvent | kind << kCarriedEventKindShift, message};
 }
 RegionBody bare(uint32_t region) { return RegionBody{region, 0, {}}; }
+// A send's record carrying its request's number (a counting event).
+RegionBody request(uint64_t id) {
+  RegionBody b = carrying(kSend, 1);
+  b.flags |= kRegionEventCounts;
+  b.event.wide[2] = id;
+  return b;
+}
 
 class TracedCallWriterTest : public ::testing::Test {
  protected:
@@ -112,12 +119,6 @@ TEST_F(TracedCallWriterTest, StacksAreTheirOwnSitesAndNewGenerationsStartAfresh)
 // from one place repeats as a loop of Send calls does.
 TEST_F(TracedCallWriterTest, ACountingEventRepeatsWhenItsNumberMovesOnByOne) {
   const Ref stack{0, 1, false};
-  auto request = [](uint64_t id) {
-    RegionBody b = carrying(kSend, 1);
-    b.flags |= kRegionEventCounts;
-    b.event.wide[2] = id;
-    return b;
-  };
   for (uint64_t id : {10, 11, 12, 12, 14, 15}) {
     writer_.enter(ring_, 100, bare(kSend), stack, nullptr, 0);
     writer_.leave(ring_, 150, request(id), stack);
@@ -305,12 +306,6 @@ TEST_F(TracedCallWriterTest, AHeldBackEnterIsWrittenWithItsLeaveOrBeforeAnything
 // and stays held when the ring has no room for it (nothing lost).
 TEST_F(TracedCallWriterTest, AHeldBackEnterCountsOnAndWaitsForRoom) {
   const Ref stack{0, 1, false};
-  auto request = [](uint64_t id) {
-    RegionBody b = carrying(kSend, 1);
-    b.flags |= kRegionEventCounts;
-    b.event.wide[2] = id;
-    return b;
-  };
   ASSERT_TRUE(writer_.enter(ring_, 100, request(10), stack, nullptr, 0));
   ASSERT_TRUE(writer_.leave(ring_, 150, bare(kSend), stack));
   EXPECT_FALSE(writer_.defer_enter(200, request(10), stack, 0, 0));  // not the next number
