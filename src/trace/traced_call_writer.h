@@ -11,7 +11,7 @@
 // A call that repeats the last from its stack may hold its enter back
 // (defer_enter) and write itself whole at its leave, as one 24-byte
 // CallRepeatRecord, when nothing was written on the thread in between: a
-// ping-pong's send then writes nothing before the real call. Whatever is
+// loop's MPI_Isend then writes nothing before the real call. Whatever is
 // written first on the thread writes the held enter before it: every
 // method here, and the sample handler (write_deferred_enter_shared), so the
 // ring stays in the order things happened.
