@@ -156,19 +156,15 @@ class TracedCallWriter {
     if (deferred_.held && !write_deferred_enter(ring)) return false;
     const EventRepeat how = last_event_.repeat_of(kind, payload);
     if (how != EventRepeat::kNone) {
-      const uint16_t aux = event_repeat_aux(kind, how);
-      auto* r = reinterpret_cast<RepeatRecord*>(
-          ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(RecordType::kEventRepeat), aux));
-      if (r == nullptr) return false;
-      r->timestamp = timestamp;
+      if (!write_repeat(ring, RecordType::kEventRepeat, event_repeat_aux(kind, how), timestamp)) return false;
     } else {
       auto* r = reinterpret_cast<EventRecord*>(ring.reserve_exclusive(
           sizeof(EventRecord), static_cast<uint16_t>(RecordType::kEvent), static_cast<uint16_t>(kind)));
       if (r == nullptr) return false;
       r->timestamp = timestamp;
       r->payload = payload;
+      ring.commit_exclusive();
     }
-    ring.commit_exclusive();
     last_event_.remember(kind, payload);
     return true;
   }
@@ -213,8 +209,23 @@ class TracedCallWriter {
   // the sample handler and the thread's deferred samples, outside any
   // method here (the thread not busy, or finishing its busy section): it
   // reserves as a handler may, with atomics.
-  bool write_deferred_enter(ThreadRing& ring) { return write_deferred<true>(ring); }
-  bool write_deferred_enter_shared(ThreadRing& ring) { return write_deferred<false>(ring); }
+  bool write_deferred_enter(ThreadRing& ring) {
+    if (!deferred_.held) return true;
+    if (!write_repeat(ring, RecordType::kRegionEnterRepeat, static_cast<uint16_t>(deferred_.slot), deferred_.timestamp))
+      return false;
+    deferred_.held = false;
+    return true;
+  }
+  bool write_deferred_enter_shared(ThreadRing& ring) {
+    if (!deferred_.held) return true;
+    auto* r = reinterpret_cast<RepeatRecord*>(ring.reserve(
+        sizeof(RepeatRecord), static_cast<uint16_t>(RecordType::kRegionEnterRepeat), static_cast<uint16_t>(deferred_.slot)));
+    if (r == nullptr) return false;
+    r->timestamp = deferred_.timestamp;
+    ring.commit();
+    deferred_.held = false;
+    return true;
+  }
 
  private:
   struct DeferredEnter {
@@ -223,22 +234,6 @@ class TracedCallWriter {
     bool held = false;
   };
 
-  template <bool kExclusive>
-  bool write_deferred(ThreadRing& ring) {
-    if (!deferred_.held) return true;
-    const auto type = static_cast<uint16_t>(RecordType::kRegionEnterRepeat);
-    const auto slot = static_cast<uint16_t>(deferred_.slot);
-    auto* r = reinterpret_cast<RepeatRecord*>(kExclusive ? ring.reserve_exclusive(sizeof(RepeatRecord), type, slot)
-                                                         : ring.reserve(sizeof(RepeatRecord), type, slot));
-    if (r == nullptr) return false;
-    r->timestamp = deferred_.timestamp;
-    if (kExclusive)
-      ring.commit_exclusive();
-    else
-      ring.commit();
-    deferred_.held = false;
-    return true;
-  }
   // The held enter and this leave (repeating `last_leave`) as one record.
   bool whole_call(ThreadRing& ring, uint64_t timestamp, RegionBody* last_leave) {
     auto* r = reinterpret_cast<CallRepeatRecord*>(ring.reserve_exclusive(
@@ -266,12 +261,17 @@ class TracedCallWriter {
   // the last: a counting event's number moves on in place (the view it
   // repeats is not copied: see RegionView).
   static bool repeat(ThreadRing& ring, RecordType type, uint64_t timestamp, uint32_t slot, RegionBody* last) {
-    auto* r = reinterpret_cast<RepeatRecord*>(
-        ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(type), static_cast<uint16_t>(slot)));
+    if (!write_repeat(ring, type, static_cast<uint16_t>(slot), timestamp)) return false;
+    last->count_on();
+    return true;
+  }
+  // A RepeatRecord of `type` (aux: its stack's slot, or its event's kind
+  // and how it repeats) at `timestamp`.
+  static bool write_repeat(ThreadRing& ring, RecordType type, uint16_t aux, uint64_t timestamp) {
+    auto* r = reinterpret_cast<RepeatRecord*>(ring.reserve_exclusive(sizeof(RepeatRecord), static_cast<uint16_t>(type), aux));
     if (r == nullptr) return false;
     r->timestamp = timestamp;
     ring.commit_exclusive();
-    last->count_on();
     return true;
   }
   static void fill(RegionRecord& r, uint64_t timestamp, RegionView body, CallerStackCache::Ref stack) {
