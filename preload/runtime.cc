@@ -170,14 +170,12 @@ class RuntimeHost final : public TracingHost {
   static constexpr uint64_t kPythonLookupIntervalNs = 10'000'000;
 
  public:
-  explicit RuntimeHost(Runtime& rt) : rt_(rt) {}
+  explicit RuntimeHost(Runtime& rt) : TracingHost(rt.drain, rt.config), rt_(rt) {}
   bool tracing() const override { return recording_now(); }
   ThreadState* current_thread() override {
     ThreadContext* ctx = tls_thread;
     return ctx && recording_now() ? ctx->state : nullptr;
   }
-  Drain& drain() override { return rt_.drain; }
-  const RuntimeConfig& config() const override { return rt_.config; }
   std::string raw_dir() const override { return rt_.raw_dir; }
   void say(const std::string& line) override { preload::say(line); }
   bool set_capture_window(bool open, const std::string& cause) override {

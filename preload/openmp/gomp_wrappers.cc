@@ -29,7 +29,9 @@ namespace hp = hybridprof::openmp;
     constexpr bool kStart = hp::Role::role == hp::Role::kForkStart;                                       \
     hp::ForkPacket* kept = nullptr;                                                                       \
     {                                                                                                     \
-      const hybridprof::ProfilerWork work;                                                                \
+      hybridprof::TracingHost* const host = hybridprof::traced_host();                                    \
+      local.forker_state = host ? host->current_thread() : nullptr;                                       \
+      const hybridprof::ProfilerWork work(local.forker_state);                                            \
       kept = kStart ? hp::keep_fork_packet(local) : &local;                                               \
       hp::before_fork(*kept, num_threads);                                                                \
     }                                                                                                     \

@@ -100,12 +100,9 @@ bool in_ompt_runtime(void* function) {
 const void* this_thread_token() { return &t_packets; }
 
 RealGompFunction::RealGompFunction(const char* name)
-    : function(require_gomp_function(name)), in_ompt_runtime(openmp::in_ompt_runtime(function)) {}
-
-bool RealGompFunction::traced() const {
-  static const bool switched_on = adapter_traced("openmp");  // --trace
-  return switched_on && !(in_ompt_runtime && ompt_reports());
-}
+    : function(require_gomp_function(name)),
+      in_ompt_runtime(openmp::in_ompt_runtime(function)),
+      switched_on(adapter_traced("openmp")) {}
 
 namespace {
 
@@ -159,7 +156,7 @@ void create_task(const RealGompFunction& real, const void* site, void (*fn)(void
 
 void before_fork(const ForkPacket& packet, unsigned num_threads) {
   // Under the wrapper's ProfilerWork (gomp_wrappers.cc).
-  if (!packet.traced || traced_host() == nullptr) return;
+  if (!packet.traced || packet.forker_state == nullptr) return;
   if (num_threads == 0) {
     static const RealGompFunction max_threads("omp_get_max_threads");
     num_threads = static_cast<unsigned>(reinterpret_cast<int (*)()>(max_threads.function)());
@@ -173,28 +170,34 @@ void after_fork(const ForkPacket& packet) {
 
 void traced_body(void* p) {
   const auto* packet = static_cast<const ForkPacket*>(p);
-  // A worker runs bodies between waits for work; its master forked them.
+  // A worker runs bodies between waits for work; its master forked them
+  // and looked itself up as it did.
   const bool worker = packet->forker != this_thread_token();
+  TracingHost* host = nullptr;
+  ThreadState* thread = nullptr;
+  if (!packet->traced) {
+  } else if (!worker) {
+    thread = packet->forker_state;
+    host = tracing_host();
+  } else if ((host = traced_host()) != nullptr) {
+    thread = host->current_thread();
+  }
+  if (host == nullptr || thread == nullptr) return run_body(packet->fn, packet->data);
   uint32_t depth = 0;
-  bool traced = false;
   {
-    const ProfilerWork work;  // not around the body: its samples are the program's
-    if (TracingHost* host = packet->traced ? traced_host() : nullptr) {
-      traced = true;
-      if (worker) worker_busy();
-      depth = open_depth();
-      const auto body = reinterpret_cast<uint64_t>(packet->fn);
-      open(*host, Construct::kParallel, false, body);
-      if (packet->construct != Construct::kParallel) open(*host, packet->construct, false, body);
-    }
+    const ProfilerWork work(thread);  // not around the body: its samples are the program's
+    if (worker) worker_busy();
+    depth = open_depth();
+    const auto body = reinterpret_cast<uint64_t>(packet->fn);
+    open_on(*host, thread, Construct::kParallel, false, body);
+    if (packet->construct != Construct::kParallel) open_on(*host, thread, packet->construct, false, body);
   }
   run_body(packet->fn, packet->data);
-  if (!traced) return;
   // A combined loop's nowait end closed the loop; what the body left open closes with it.
-  const ProfilerWork work;
+  const ProfilerWork work(thread);
   close_above(depth);
   if (!worker) return;
-  if (TracingHost* host = traced_host()) worker_idle(*host);
+  if (TracingHost* now = traced_host()) worker_idle(*now, thread);
 }
 
 ForkPacket* keep_fork_packet(const ForkPacket& packet) {

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "openmp/ompt_tool.h"
 #include "openmp/openmp_regions.h"
 #include "trace/traced_region.h"
 
@@ -36,8 +37,10 @@ struct RealGompFunction {
   explicit RealGompFunction(const char* name);
   void* function;
   bool in_ompt_runtime;  // defined by a runtime that may report through OMPT
+  bool switched_on;      // --trace has openmp
   // This call is traced here: not when its runtime reports through OMPT.
-  bool traced() const;
+  // Inline, a load or two: every construct asks.
+  bool traced() const { return switched_on && !(in_ompt_runtime && ompt_reports()); }
 };
 
 // What a fork hands libgomp instead of the outlined body and its data.
@@ -47,12 +50,16 @@ struct ForkPacket {
   Construct construct;  // kParallel, or the loop / sections of a combined construct
   bool traced;
   const void* forker;  // this_thread_token() of the thread that forked it (its master)
+  // The master's state as it forked (host->current_thread(); null: not
+  // traced then): its body's regions are entered on it without a second
+  // lookup through the host.
+  ThreadState* forker_state = nullptr;
 };
 // A token for the calling thread, unique among live threads.
 const void* this_thread_token();
 // Around the real fork of a traced packet: the team's fork (`num_threads`
-// as the call gives it, 0: the default; under the caller's ProfilerWork)
-// and, for kFork, its join.
+// as the call gives it, 0: the default; under the caller's ProfilerWork),
+// when its master is traced (forker_state), and, for kFork, its join.
 void before_fork(const ForkPacket& packet, unsigned num_threads);
 void after_fork(const ForkPacket& packet);
 // Runs the outlined body of `packet` (a ForkPacket) inside its regions.

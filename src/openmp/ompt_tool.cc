@@ -95,7 +95,7 @@ thread_local unsigned t_team_index __attribute__((tls_model("initial-exec"))) = 
 
 // A worker has finished its part of a region: it waits for work.
 void left_region(TracingHost* host) {
-  if (t_team_index != 0 && host != nullptr) worker_idle(*host);
+  if (t_team_index != 0 && host != nullptr) worker_idle(*host, host->current_thread());
 }
 
 void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t* parallel, ompt_data_t*, unsigned, unsigned index,

@@ -136,7 +136,11 @@ void close_innermost(OpenRegions& open) {
 }  // namespace
 
 void open(TracingHost& host, Construct c, bool waiting, uint64_t code) {
-  OpenMpThread* me = PerThread<OpenMpThread>::get();
+  open_on(host, host.current_thread(), c, waiting, code);
+}
+
+void open_on(TracingHost& host, ThreadState* thread, Construct c, bool waiting, uint64_t code) {
+  OpenMpThread* me = thread ? PerThread<OpenMpThread>::get() : nullptr;
   if (me == nullptr) return;
   const uint32_t kind = kind_of(c, waiting);
   uint32_t flags = 0, leave_flags = 0;
@@ -150,14 +154,14 @@ void open(TracingHost& host, Construct c, bool waiting, uint64_t code) {
   const uint32_t region = region_id(host, kind, code, me->cache);
   OpenRegions& open = me->open;
   if (open.depth == OpenRegions::kMax) {  // deeper than any program nests: not kept open
-    leave_region(host, enter_region(host, region, flags, event), leave_flags);
+    leave_region(host, enter_region_on(host, thread, region, flags, event), leave_flags);
     return;
   }
   // Made where it is kept (the entered region, a prvalue, is not copied
   // there: a copy of what was just written field by field reads it back
   // sixteen bytes at a time, which waits for the stores to reach the cache).
   const OpenRegion* made = ::new (static_cast<void*>(&open.open[open.depth]))
-      OpenRegion{kind, enter_region(host, region, flags, event), leave_flags};
+      OpenRegion{kind, enter_region_on(host, thread, region, flags, event), leave_flags};
   if (made->region.thread != nullptr) ++open.depth;
 }
 
@@ -193,7 +197,7 @@ void join() {
 }
 
 // One idle region per process, at no code of the program's.
-void worker_idle(TracingHost& host) { open(host, Construct::kIdle, false, 0); }
+void worker_idle(TracingHost& host, ThreadState* thread) { open_on(host, thread, Construct::kIdle, false, 0); }
 void worker_busy() { close(Construct::kIdle, false); }
 
 uint32_t open_depth() {

@@ -14,6 +14,7 @@
 
 namespace hybridprof {
 class TracingHost;
+struct ThreadState;
 }
 
 namespace hybridprof::openmp {
@@ -33,6 +34,9 @@ inline constexpr uint32_t kConstructs = static_cast<uint32_t>(Construct::kBarrie
 // `code` (an address in the program: the outlined body of a parallel
 // region, or just before the call the construct made) on this thread.
 void open(TracingHost& host, Construct c, bool waiting, uint64_t code);
+// The same on `thread`, the calling thread's state (host.current_thread()),
+// for a caller that has it at hand; null: nothing is entered.
+void open_on(TracingHost& host, ThreadState* thread, Construct c, bool waiting, uint64_t code);
 // Leaves the innermost open region of construct `c` (or its wait) if it is
 // the innermost one; a call whose start was not seen (before tracing
 // began) closes nothing: false then.
@@ -55,7 +59,7 @@ void join();
 // worker_busy() (its next parallel region's start), as Score-P and TAU
 // name it. A master thread is never idle: between regions it runs the
 // program.
-void worker_idle(TracingHost& host);
+void worker_idle(TracingHost& host, ThreadState* thread);
 void worker_busy();
 // How many regions are open on this thread; close_above(n) leaves the ones
 // opened after there were n.

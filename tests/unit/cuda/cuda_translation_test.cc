@@ -38,7 +38,7 @@ using Record = sink::RecordingSink::Record;
 // The runtime's part: a drain over a raw stream, the test's thread traced.
 class TestHost final : public TracingHost {
  public:
-  explicit TestHost(const std::string& raw_path) {
+  explicit TestHost(const std::string& raw_path) : TracingHost(drain_, config_) {
     config_.trace_clock = "monotonic";
     Drain::Options options;
     options.raw_path = raw_path;
@@ -59,8 +59,6 @@ class TestHost final : public TracingHost {
   }
   bool tracing() const override { return true; }
   ThreadState* current_thread() override { return thread_; }
-  Drain& drain() override { return drain_; }
-  const RuntimeConfig& config() const override { return config_; }
   std::string raw_dir() const override { return "/nonexistent"; }
   void say(const std::string&) override {}
   void finish_process(raw::EndReason, int64_t) override {}

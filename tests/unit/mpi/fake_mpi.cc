@@ -178,7 +178,7 @@ void fill_status(MPI_Status* status, int source, int tag, uint64_t bytes, bool c
   status->_ucount = bytes;
 }
 
-FakeHost::FakeHost(const std::string& raw_path) {
+FakeHost::FakeHost(const std::string& raw_path) : TracingHost(drain_, config_) {
   config_.trace_clock = "monotonic";  // timestamps the test's drain reads as they are
   Drain::Options options;
   options.raw_path = raw_path;

@@ -94,8 +94,6 @@ class FakeHost final : public TracingHost {
   ~FakeHost() override;
   bool tracing() const override { return true; }
   ThreadState* current_thread() override { return thread_; }
-  Drain& drain() override { return drain_; }
-  const RuntimeConfig& config() const override { return config_; }
   std::string raw_dir() const override { return "/nonexistent"; }
   void say(const std::string& line) override { said.push_back(line); }
   void finish_process(raw::EndReason, int64_t) override { ++finished; }
