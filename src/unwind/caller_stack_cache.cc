@@ -54,11 +54,17 @@ __attribute__((always_inline)) inline uint32_t CallerStackCache::find(uint32_t p
 
 uint32_t CallerStackCache::find_turn(uint32_t parent, uint64_t slot, uint64_t ip) {
   Node& p = nodes_[parent];
-  for (const uint32_t id : p.taken)
-    if (id != kNone && frames_[id].slot == slot && frames_[id].ip == ip) return id;
+  const uint32_t last = p.taken_last;
+  if (last != kNone) {
+    const uint32_t next = nodes_[last].taken_after;
+    if (next != kNone && frames_[next].slot == slot && frames_[next].ip == ip) return p.taken_last = next;
+    if (frames_[last].slot == slot && frames_[last].ip == ip) return last;
+  }
   ++hashed_;
   const uint32_t id = find(parent, slot, ip);
-  if (id != kNone) p.taken[1] = p.taken[0], p.taken[0] = id;
+  if (id == kNone) return id;
+  if (last != kNone) nodes_[last].taken_after = id;
+  p.taken_last = id;
   return id;
 }
 
@@ -79,7 +85,7 @@ uint32_t CallerStackCache::add(uint32_t parent, uint64_t slot, uint64_t ip, uint
   frames_.push_back(Frame{slot, ip});
   // A run goes on when the frame follows the one added before it (and that
   // one ends no stack); capture() sets the run's last node once it is whole.
-  nodes_.push_back(Node{parent, depth, id, 0, 0, 0, false, {kNone, kNone}});
+  nodes_.push_back(Node{parent, depth, id, 0, 0, 0, false, kNone, kNone});
   // Only a run's first frame is indexed: the rest are found next to their
   // parent (an insertion is then one random write, not one a frame).
   if (!follows_parent(id)) {

@@ -96,7 +96,7 @@ class CallerStackCache {
   uint64_t hits() const { return hits_; }
   uint64_t misses() const { return misses_; }  // captures not remembered
   uint64_t read() const { return read_; }      // misses read through known code (FrameSizes), no unwind
-  uint64_t hashed() const { return hashed_; }  // turns the walk looked up past the two taken last
+  uint64_t hashed() const { return hashed_; }  // turns the walk looked up, not the one it foresaw
   size_t frames_remembered() const { return nodes_.size(); }
 
  private:
@@ -113,15 +113,20 @@ class CallerStackCache {
     uint64_t child_slot;  // where the next frame out keeps its return address; 0: none seen
     uint32_t generation;  // a stack ending here, as handed out; 0: not yet
     bool end;             // a stack ends here (its outermost frame, or its truncation)
-    // The children outside its run the walk took from here last, latest
-    // first (kNone: none): a loop's calls turn the same ways each round,
-    // found without hashing. Two: a loop alternating two calls (a
-    // ping-pong's send and receive, which part at the wrapper's frame).
-    uint32_t taken[2];
+    // The child the walk took from here last (kNone: none), and, as a
+    // child, the sibling the walk took after it the time before: a loop's
+    // calls turn the same ways in the same order each round (LULESH's
+    // thirty OpenMP regions from one wrapper frame, a ping-pong's send and
+    // receive), so the turn after the last one is found without hashing,
+    // however many siblings the loop goes round. (Two children taken last,
+    // kept in turn, missed every time in a round of three or more.)
+    uint32_t taken_last;
+    uint32_t taken_after;
   };
   // The child of `parent` (kNone: a root) for a frame (slot, ip); kNone.
   uint32_t find(uint32_t parent, uint64_t slot, uint64_t ip) const;
-  // The same for the walk: asks parent's taken children first.
+  // The same for the walk: asks first the child taken after the one
+  // taken last, then that one.
   uint32_t find_turn(uint32_t parent, uint64_t slot, uint64_t ip);
   // Whether node `id` is stored right after its parent (in its run), and
   // so found there rather than in the index.

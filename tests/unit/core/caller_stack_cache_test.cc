@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <map>
 #include <set>
 #include <vector>
@@ -58,6 +59,14 @@ __attribute__((noinline)) void twin_frame(CallerStackCache* cache, Seen* seen) {
   capture_here(cache, seen);
   seen->into_grandcaller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
   g_sink = g_sink + 2;  // not folded into small_frame
+}
+
+// More twins: the same frame again, each a function of its own.
+template <int K>
+__attribute__((noinline)) void twin_of(CallerStackCache* cache, Seen* seen) {
+  capture_here(cache, seen);
+  seen->into_grandcaller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  g_sink = g_sink + K;
 }
 
 __attribute__((noinline)) void at_depth(int depth, CallerStackCache* cache, Seen* seen) {
@@ -142,6 +151,43 @@ TEST_F(CallerStacks, ALoopAlternatingTwoCallersTurnsWithoutHashing) {
   EXPECT_NE(first[0].ips, first[1].ips);
   EXPECT_EQ(cache.hashed(), hashed);
   EXPECT_EQ(cache.misses(), 2u);
+}
+
+// A loop calling from five places in turn, all parting at the same frame
+// (LULESH's OpenMP regions, from one wrapper frame): after the first round
+// each turn is the one that followed the last, found without the index.
+TEST_F(CallerStacks, ALoopGoingRoundFiveCallersTurnsWithoutHashing) {
+  void (*const callers[])(CallerStackCache*, Seen*) = {twin_of<3>, twin_of<4>, twin_of<5>, twin_of<6>, twin_of<7>};
+  constexpr size_t kCallers = std::size(callers);
+  // 50 rounds in order, then out of order: one loop, so one call site.
+  std::vector<size_t> order;
+  for (int round = 0; round < 50; ++round)
+    for (size_t i = 0; i < kCallers; ++i) order.push_back(i);
+  const size_t in_order = order.size();
+  for (size_t i : {3u, 0u, 4u, 4u, 1u, 2u}) order.push_back(i);
+  std::vector<Seen> first(kCallers);
+  uint64_t hashed_at_round_3 = 0, hashed_in_order = 0;
+  for (size_t n = 0; n < order.size(); ++n) {
+    // Round 0 unwinds, round 1 looks each turn up, round 2's first turn
+    // (from the last caller round to the first) too.
+    if (n == 3 * kCallers) hashed_at_round_3 = cache.hashed();
+    if (n == in_order) hashed_in_order = cache.hashed();
+    const size_t i = order[n];
+    Seen s;
+    callers[i](&cache, &s);
+    if (n < kCallers) {
+      expect_callers(s);
+      first[i] = s;
+    }
+    ASSERT_EQ(s.ips, first[i].ips) << "call " << n << ", caller " << i;
+  }
+  EXPECT_EQ(std::set<std::vector<uint64_t>>({first[0].ips, first[1].ips, first[2].ips, first[3].ips, first[4].ips})
+                .size(),
+            kCallers);
+  EXPECT_EQ(hashed_in_order, hashed_at_round_3);
+  // Out of order each is still found, through the index.
+  EXPECT_GT(cache.hashed(), hashed_in_order);
+  EXPECT_EQ(cache.misses(), kCallers);
 }
 
 TEST_F(CallerStacks, ACallerGoingByReferenceGetsNoCopyOfARememberedStack) {
