@@ -95,7 +95,7 @@ struct OpenRegions {
   uint32_t depth = 0;
 };
 
-// A thread's OpenMP state (PerThread: 15 KiB, too much for static TLS).
+// A thread's OpenMP state (PerThread: over 10 KiB, too much for static TLS).
 struct OpenMpThread {
   OpenRegions open;
   RegionCache cache;

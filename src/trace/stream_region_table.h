@@ -68,12 +68,15 @@ class RecentRegionIds {
   // (StreamRegionTable::id, or what the adapter wraps it in).
   template <typename LookUp>
   uint32_t id(const Key& key, uint64_t stream, LookUp&& look_up) {
-    Set& set = sets_[index(key)];
-    for (const Slot& s : set.ways)
-      if (s.stream == stream && s.key == key) return s.id;
-    Slot& room = set.ways[set.next];
-    set.next = (set.next + 1) % kWays;
-    room = Slot{key, stream, look_up()};
+    const size_t i = index(key);
+    // Streams count from 1 and a process starts a few (its own, a fork's):
+    // their low 32 bits tell them apart.
+    const auto in_stream = static_cast<uint32_t>(stream);
+    for (const Slot& s : sets_[i].ways)
+      if (s.stream == in_stream && s.key == key) return s.id;
+    Slot& room = sets_[i].ways[next_[i]];
+    next_[i] = static_cast<uint8_t>((next_[i] + 1) % kWays);
+    room = Slot{key, in_stream, look_up()};
     return room.id;
   }
 
@@ -88,14 +91,17 @@ class RecentRegionIds {
   }
   struct Slot {
     Key key{};
-    uint64_t stream = 0;  // 0: empty (streams count from 1)
+    uint32_t stream = 0;  // 0: empty
     uint32_t id = 0;
   };
-  struct Set {
+  static_assert(sizeof(Slot) == 16, "a set is one cache line");
+  // A set in one line: the program's work between two constructs evicts
+  // the cache, and a lookup then waits for one line, not two or three.
+  struct alignas(64) Set {
     Slot ways[kWays];
-    uint32_t next = 0;  // the way the next miss fills
   };
   Set sets_[Sets];
+  uint8_t next_[Sets] = {};  // the way each set's next miss fills
 };
 
 }  // namespace hybridprof
