@@ -175,11 +175,10 @@ void traced_body(void* p) {
   const bool worker = packet->forker != this_thread_token();
   TracingHost* host = nullptr;
   ThreadState* thread = nullptr;
-  if (!packet->traced) {
-  } else if (!worker) {
+  if (packet->traced && !worker) {
     thread = packet->forker_state;
     host = tracing_host();
-  } else if ((host = traced_host()) != nullptr) {
+  } else if (packet->traced && (host = traced_host()) != nullptr) {
     thread = host->current_thread();
   }
   if (host == nullptr || thread == nullptr) return run_body(packet->fn, packet->data);

@@ -35,7 +35,7 @@ class TracingHost {
   virtual ThreadState* current_thread() = 0;
   // Not virtual: every traced enter and leave asks, and a call through
   // the vtable each time is a few nanoseconds of a ~100 ns budget.
-  Drain& drain() const { return drain_of_host_; }
+  Drain& drain() { return drain_of_host_; }
   const RuntimeConfig& config() const { return config_of_host_; }
   // Where this process's raw stream is written.
   virtual std::string raw_dir() const = 0;
