@@ -46,38 +46,61 @@ __attribute__((always_inline)) inline uint32_t CallerStackCache::find(uint32_t p
     return next;
   const size_t mask = index_.size() - 1;
   for (size_t i = key_hash(parent, slot, ip) & mask;; i = (i + 1) & mask) {
-    const uint32_t id = index_[i];
-    if (id == kNone) return kNone;
-    if (nodes_[id].parent == parent && frames_[id].slot == slot && frames_[id].ip == ip) return id;
+    const uint32_t entry = index_[i];
+    if (entry == kNone) return kNone;
+    if (entry & kGraftEntry) {
+      const Graft& g = grafts_[entry & ~kGraftEntry];
+      if (g.from == parent && frames_[g.to].slot == slot && frames_[g.to].ip == ip) return g.to;
+    } else if (nodes_[entry].parent == parent && frames_[entry].slot == slot && frames_[entry].ip == ip) {
+      return entry;
+    }
   }
 }
 
 uint32_t CallerStackCache::find_turn(uint32_t parent, uint64_t slot, uint64_t ip) {
+  // A turn from `parent` is a child of it or a graft from it. The one
+  // taken last is one (it was found so); the one foreseen after it, when
+  // that was a child, is a child too: only children are linked in turn (a
+  // graft's target is another stack's node, its links that stack's). A
+  // frame found elsewhere in the tree, though it would read the stack
+  // right, would name it by another route: a stack's generation must not
+  // depend on the walk's history.
+  const auto matches = [&](uint32_t id) { return frames_[id].slot == slot && frames_[id].ip == ip; };
   Node& p = nodes_[parent];
-  const uint32_t last = p.taken_last;
-  if (last != kNone) {
-    const uint32_t next = nodes_[last].taken_after;
-    if (next != kNone && frames_[next].slot == slot && frames_[next].ip == ip) return p.taken_last = next;
-    if (frames_[last].slot == slot && frames_[last].ip == ip) return last;
+  const uint32_t taken = p.taken_last;
+  if (taken != kNone) {
+    const uint32_t last = taken & ~kGraftEntry;
+    if ((taken & kGraftEntry) == 0) {
+      const uint32_t next = nodes_[last].taken_after;
+      if (next != kNone && matches(next)) return p.taken_last = next;
+    }
+    if (matches(last)) return last;
   }
   ++hashed_;
   const uint32_t id = find(parent, slot, ip);
   if (id == kNone) return id;
-  if (last != kNone) nodes_[last].taken_after = id;
-  p.taken_last = id;
+  const bool graft = nodes_[id].parent != parent;
+  if (!graft && taken != kNone && (taken & kGraftEntry) == 0) nodes_[taken].taken_after = id;
+  p.taken_last = graft ? id | kGraftEntry : id;
   return id;
 }
 
 void CallerStackCache::grow_index() {
-  std::vector<uint32_t> bigger(index_.size() * 2, kNone);
-  const size_t mask = bigger.size() - 1;
+  index_.assign(index_.size() * 2, kNone);
   for (uint32_t id = 0; id < nodes_.size(); ++id) {
-    if (follows_parent(id)) continue;
-    size_t i = key_hash(nodes_[id].parent, frames_[id].slot, frames_[id].ip) & mask;
-    while (bigger[i] != kNone) i = (i + 1) & mask;
-    bigger[i] = id;
+    if (!follows_parent(id)) index_insert(key_hash(nodes_[id].parent, frames_[id].slot, frames_[id].ip), id);
   }
-  index_.swap(bigger);
+  for (uint32_t g = 0; g < grafts_.size(); ++g) {
+    const Graft& graft = grafts_[g];
+    index_insert(key_hash(graft.from, frames_[graft.to].slot, frames_[graft.to].ip), kGraftEntry | g);
+  }
+}
+
+void CallerStackCache::index_insert(uint64_t hash, uint32_t entry) {
+  const size_t mask = index_.size() - 1;
+  size_t i = hash & mask;
+  while (index_[i] != kNone) i = (i + 1) & mask;
+  index_[i] = entry;
 }
 
 uint32_t CallerStackCache::add(uint32_t parent, uint64_t slot, uint64_t ip, uint32_t depth) {
@@ -90,10 +113,7 @@ uint32_t CallerStackCache::add(uint32_t parent, uint64_t slot, uint64_t ip, uint
   // parent (an insertion is then one random write, not one a frame).
   if (!follows_parent(id)) {
     if (2 * ++indexed_ > index_.size()) grow_index();  // at most half full
-    const size_t mask = index_.size() - 1;
-    size_t i = key_hash(parent, slot, ip) & mask;
-    while (index_[i] != kNone) i = (i + 1) & mask;
-    index_[i] = id;
+    index_insert(key_hash(parent, slot, ip), id);
   }
   if (parent != kNone && nodes_[parent].child_slot == 0) nodes_[parent].child_slot = slot;
   return id;
@@ -116,6 +136,10 @@ void CallerStackCache::mark_end(uint32_t leaf, uint32_t flags) {
 void CallerStackCache::forget_all() {
   nodes_.clear();
   frames_.clear();
+  grafts_.clear();
+  grafted_generations_.clear();
+  recent_grafted_.clear();
+  ends_.clear();
   indexed_ = 0;
   root_ = kNone;
   index_.assign(256, kNone);
@@ -129,6 +153,39 @@ void CallerStackCache::copy_stack(uint32_t leaf, uint64_t* ips) const {
   for (uint32_t id = leaf; id != kNone; id = nodes_[id].parent) ips[nodes_[id].depth - 1] = frames_[id].ip;
 }
 
+__attribute__((always_inline)) inline int64_t CallerStackCache::offset_after(const Graft* taken, uint32_t k) const {
+  int64_t offset = 0;
+  for (uint32_t i = 0; i < k; ++i) offset += int64_t{nodes_[taken[i].from].depth} + 1 - nodes_[taken[i].to].depth;
+  return offset;
+}
+
+void CallerStackCache::copy_grafted_stack(const GraftedStack& stack, uint64_t* ips) const {
+  // Piece k runs inwards from the next graft's start (or the end) to graft
+  // k's end (or the root), in its own stack's depths.
+  for (uint32_t k = 0; k <= stack.grafts; ++k) {
+    const int64_t offset = offset_after(stack.taken, k);
+    const uint32_t first = k == 0 ? kNone : stack.taken[k - 1].to;
+    for (uint32_t id = k < stack.grafts ? stack.taken[k].from : stack.leaf;; id = nodes_[id].parent) {
+      ips[nodes_[id].depth - 1 + offset] = frames_[id].ip;
+      if (id == first || nodes_[id].parent == kNone) break;
+    }
+  }
+}
+
+__attribute__((always_inline)) inline bool CallerStackCache::GraftedStack::operator==(const GraftedStack& o) const {
+  if (leaf != o.leaf || grafts != o.grafts) return false;
+  for (uint32_t k = 0; k < grafts; ++k)
+    if (!(taken[k] == o.taken[k])) return false;
+  return true;
+}
+
+__attribute__((always_inline)) inline size_t CallerStackCache::GraftedStackHash::operator()(
+    const GraftedStack& s) const {
+  uint64_t h = mix(s.leaf);
+  for (uint32_t k = 0; k < s.grafts; ++k) h = mix(h ^ (uint64_t{s.taken[k].from} << 32 | s.taken[k].to));
+  return size_t(h);
+}
+
 CallerStackCache::Ref CallerStackCache::hand_out() {
   if (handed_out_ >= kMaxHandedOut) forget_all();
   const uint32_t generation = next_generation();
@@ -140,9 +197,51 @@ CallerStackCache::Ref CallerStackCache::ref_for(uint32_t leaf) {
   const bool first = n.generation == 0;
   // Fewer leaves than nodes in an epoch, and hand_out's share bounded: the
   // number fits below the epoch.
-  static_assert(kMaxHandedOut + kMaxNodes < (1u << kEpochShift));
+  // (Grafted stacks have their own bound, kMaxHandedOut, in capture().)
+  static_assert(2 * kMaxHandedOut + kMaxNodes < (1u << kEpochShift));
   if (first) n.generation = next_generation();
   return Ref{n.generation % kEntries, n.generation, first};
+}
+
+// Inlined into capture(), as offset_after and the hash: each call level
+// under a traced call costs a deep caller (see trace/traced_region.h).
+__attribute__((always_inline)) inline CallerStackCache::Ref CallerStackCache::ref_for_grafted(
+    const GraftedStack& stack) {
+  // The stacks named last first: a loop's, without the table's hashing
+  // and its buckets' misses at every call.
+  if (!recent_grafted_.empty()) {
+    const RecentGrafted& recent = recent_grafted_[GraftedStackHash{}(stack) & (kRecentGrafted - 1)];
+    if (recent.generation != 0 && recent.stack == stack)
+      return Ref{recent.generation % kEntries, recent.generation, false};
+  }
+  return name_grafted(stack);
+}
+
+CallerStackCache::Ref CallerStackCache::name_grafted(const GraftedStack& stack) {
+  uint32_t& generation = grafted_generations_[stack];
+  const bool first = generation == 0;
+  if (first) generation = next_generation();
+  if (recent_grafted_.empty()) recent_grafted_.resize(kRecentGrafted);
+  recent_grafted_[GraftedStackHash{}(stack) & (kRecentGrafted - 1)] = RecentGrafted{stack, generation};
+  return Ref{generation % kEntries, generation, first};
+}
+
+uint32_t CallerStackCache::shared_outer_part(const uint64_t* own_ips, const uint64_t* own_slots, uint32_t depth,
+                                             uint32_t from, uint32_t* at, uint32_t* leaf) const {
+  if (depth < from + kMinGraftedFrames) return kNone;
+  const auto end = ends_.find(mix(own_slots[depth - 1] ^ mix(own_ips[depth - 1])));
+  if (end == ends_.end()) return kNone;
+  uint32_t shared = kNone;
+  uint32_t i = depth;
+  for (uint32_t id = end->second; id != kNone && i > from; id = nodes_[id].parent) {
+    if (frames_[id].slot != own_slots[i - 1] || frames_[id].ip != own_ips[i - 1]) break;
+    shared = id;
+    --i;
+  }
+  if (shared == kNone || depth - i < kMinGraftedFrames) return kNone;
+  *at = i;
+  *leaf = end->second;
+  return shared;
 }
 
 uint32_t CallerStackCache::read_known_stack(uint64_t own_slot) {
@@ -179,6 +278,7 @@ __attribute__((no_sanitize("address"))) uint32_t CallerStackCache::capture(uint6
     root_ = find(kNone, own_slot, own_return);
   uint32_t node = root_;
   uint32_t matched = kNone;  // the outermost frame the live stack shares with the tree
+  GraftedStack path;         // the grafts the walk took to get there
   while (node != kNone && !nodes_[node].end) {
     const uint32_t last = nodes_[node].run_last;
     const Frame* f = frames_.data();
@@ -187,16 +287,35 @@ __attribute__((no_sanitize("address"))) uint32_t CallerStackCache::capture(uint6
     node = matched = next - 1;
     const Node& n = nodes_[node];
     if (n.end || n.child_slot == 0) break;
+    const uint32_t from = node;
     node = find_turn(node, n.child_slot, *reinterpret_cast<const volatile uint64_t*>(n.child_slot));
+    if (node != kNone && nodes_[node].parent != from) {  // onto another stack's outer part
+      if (path.grafts == kMaxGraftsPerStack) {
+        node = kNone;
+        break;
+      }
+      path.taken[path.grafts++] = Graft{from, node};
+    }
   }
   if (node != kNone && nodes_[node].end) {
-    ++hits_;
     const Node& leaf = nodes_[node];
-    *flags |= leaf.end_flags;
-    const Ref r = ref ? ref_for(node) : Ref{};
-    if (ref) *ref = r;
-    if (copy_remembered || !ref || r.stored) copy_stack(node, ips);
-    return leaf.depth;
+    path.leaf = node;
+    const int64_t depth = int64_t{leaf.depth} + offset_after(path.taken, path.grafts);
+    // Through grafts, the end must be the thread's outermost frame: a
+    // truncated stack's end is where its own depth ran out, not this one's.
+    if (path.grafts == 0 || (leaf.end_flags == 0 && depth <= max_depth_)) {
+      ++hits_;
+      *flags |= leaf.end_flags;
+      const Ref r = !ref ? Ref{} : path.grafts == 0 ? ref_for(node) : ref_for_grafted(path);
+      if (ref) *ref = r;
+      if (copy_remembered || !ref || r.stored) {
+        if (path.grafts == 0)
+          copy_stack(node, ips);
+        else
+          copy_grafted_stack(path, ips);
+      }
+      return uint32_t(depth);
+    }
   }
 
   ++misses_;
@@ -227,31 +346,73 @@ __attribute__((no_sanitize("address"))) uint32_t CallerStackCache::capture(uint6
     if (own_slots[i] <= own_slots[i - 1]) return depth;
   }
   if (!read_through_known_code) frame_sizes_.learn(own_ips, own_slots, depth, unwind_flags == 0 && depth < max_depth_);
-  if (nodes_.size() + depth > kMaxNodes) {
+  if (nodes_.size() + depth > kMaxNodes || grafted_generations_.size() >= kMaxHandedOut) {
     forget_all();
     matched = kNone;
   }
   // The frames the walk matched are in the tree already (when the stack
   // found agrees with them); the ones after are new, one after another.
   uint32_t parent = kNone, shared = 0;
-  if (matched != kNone) {
-    const uint32_t d = nodes_[matched].depth;
+  if (matched == kNone || nodes_[matched].end) {
+    path.grafts = 0;
+  } else {
+    // Its frames count from the innermost of the stack that stored them.
+    const int64_t d = int64_t{nodes_[matched].depth} + offset_after(path.taken, path.grafts);
     if (d <= depth && own_slots[d - 1] == frames_[matched].slot && own_ips[d - 1] == frames_[matched].ip) {
       parent = matched;
-      shared = d;
+      shared = uint32_t(d);
+    } else {
+      path.grafts = 0;
     }
   }
+  // The outer part, when another stack that ends where this one does has
+  // it already: only the frames before it are added.
+  uint32_t outer_at = depth, outer_leaf = kNone;
+  const uint32_t outer = nodes_.size() >= kReservedNodes && unwind_flags == 0 && depth < max_depth_ &&
+                                 path.grafts < kMaxGraftsPerStack
+                             ? shared_outer_part(own_ips, own_slots, depth, shared, &outer_at, &outer_leaf)
+                             : kNone;
   const uint32_t first_added = uint32_t(nodes_.size());
-  for (uint32_t i = shared; i < depth; ++i) {
-    uint32_t id = parent == kNone || parent < first_added ? find(parent, own_slots[i], own_ips[i]) : kNone;
-    if (id == kNone) id = add(parent, own_slots[i], own_ips[i], i + 1);
-    parent = id;
-  }
+  // False when the stack would take more grafts than a stack may: then it
+  // is not remembered (a frame kept beside a graft from the same node
+  // would give one stack two routes, and two names).
+  const auto add_frames = [&](uint32_t from, uint32_t to) {
+    for (uint32_t i = from; i < to; ++i) {
+      uint32_t id = parent == kNone || parent < first_added ? find(parent, own_slots[i], own_ips[i]) : kNone;
+      if (id != kNone && parent != kNone && nodes_[id].parent != parent) {  // a graft the walk did not take
+        if (path.grafts == kMaxGraftsPerStack) return false;
+        path.taken[path.grafts++] = Graft{parent, id};
+      }
+      // Depths count on from the parent's, in the numbering of the stack it was stored for.
+      if (id == kNone) id = add(parent, own_slots[i], own_ips[i], parent == kNone ? 1 : nodes_[parent].depth + 1);
+      parent = id;
+    }
+    return true;
+  };
+  bool remembered = add_frames(shared, outer_at);
+  const bool grafted = remembered && outer != kNone && parent != kNone && path.grafts < kMaxGraftsPerStack &&
+                       (nodes_[parent].child_slot == 0 || nodes_[parent].child_slot == own_slots[outer_at]);
+  if (remembered && !grafted) remembered = add_frames(outer_at, depth);
   // The frames added are one run, outwards from the first (a stack's
   // frames found in the tree come first, the new ones after them).
   for (uint32_t id = first_added; id < nodes_.size(); ++id) nodes_[id].run_last = parent;
+  if (!remembered) return depth;
+  if (grafted) {
+    nodes_[parent].child_slot = own_slots[outer_at];
+    grafts_.push_back(Graft{parent, outer});
+    path.taken[path.grafts++] = grafts_.back();
+    if (2 * ++indexed_ > index_.size())
+      grow_index();
+    else
+      index_insert(key_hash(parent, own_slots[outer_at], own_ips[outer_at]), kGraftEntry | uint32_t(grafts_.size() - 1));
+    path.leaf = outer_leaf;  // the end is the other stack's
+    if (ref) *ref = ref_for_grafted(path);
+    return depth;
+  }
   mark_end(parent, unwind_flags);
-  if (ref) *ref = ref_for(parent);
+  if (unwind_flags == 0 && depth < max_depth_) ends_[mix(frames_[parent].slot ^ mix(frames_[parent].ip))] = parent;
+  path.leaf = parent;
+  if (ref) *ref = path.grafts == 0 ? ref_for(parent) : ref_for_grafted(path);
   return depth;
 }
 

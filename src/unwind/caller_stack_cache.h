@@ -26,7 +26,14 @@
 // 200-frame stack costs about 200 loads, whatever the number of stacks
 // remembered: 1 call site or 4,096 cost about the same. A stack whose walk
 // leaves the tree is unwound and added. Frames shared by many stacks are
-// kept once.
+// kept once: their inner frames by the tree itself, and their outer ones
+// (stacks that part near the innermost frame, under a deep recursion or
+// an interpreter's frames) by grafts: a new stack whose outer part, long
+// enough, is another's keeps only its inner frames and a graft onto that
+// part, so 4,096 stacks of 200 frames are not 819,200 frames (which
+// overflowed the tree, and made every call a first call again, until
+// 2026-11-29). A stack through grafts is named by the grafts it took and
+// its end, looked up in a table.
 //
 // Consumers key records by the stack (RegionRecord's stack_slot and
 // stack_generation) through Ref: each remembered stack has a generation of
@@ -43,6 +50,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "unwind/frame_sizes.h"
@@ -98,6 +106,17 @@ class CallerStackCache {
   uint64_t read() const { return read_; }      // misses read through known code (FrameSizes), no unwind
   uint64_t hashed() const { return hashed_; }  // turns the walk looked up, not the one it foresaw
   size_t frames_remembered() const { return nodes_.size(); }
+  size_t grafts() const { return grafts_.size(); }  // outer frames shared, not copied (below)
+
+  // Once the tree holds kReservedNodes frames, a new stack whose outer
+  // part, at least this many frames, is already the outer part of a
+  // remembered one (the same slots, the same return addresses, to the same
+  // end) keeps only its inner frames and a graft onto the other's. Below
+  // either a stack keeps its own copy: a walk through a graft names its
+  // stack by a lookup, ~10-25 ns; and a tree within its reserved frames
+  // costs no page faults and no copies as it grows.
+  static constexpr uint32_t kMinGraftedFrames = 32;
+  static constexpr uint32_t kMaxGraftsPerStack = 4;
 
  private:
   static constexpr uint32_t kNone = 0xffffffffu;
@@ -120,10 +139,35 @@ class CallerStackCache {
     // receive), so the turn after the last one is found without hashing,
     // however many siblings the loop goes round. (Two children taken last,
     // kept in turn, missed every time in a round of three or more.)
-    uint32_t taken_last;
+    uint32_t taken_last;   // kGraftEntry set: a graft's target
     uint32_t taken_after;
   };
-  // The child of `parent` (kNone: a root) for a frame (slot, ip); kNone.
+  // A graft: the frame after node `from` is node `to`, stored as another
+  // stack's (so `to`'s parent is not `from`, and the depths it and the
+  // frames beyond it count are that stack's). Sound because a frame is
+  // known by its slot and its return address alone: the next slot out
+  // follows from them, whichever stack stored them.
+  struct Graft {
+    uint32_t from, to;
+    bool operator==(const Graft& o) const { return from == o.from && to == o.to; }
+  };
+  // A stack through grafts: the grafts it took, in order, and its end.
+  struct GraftedStack {
+    uint32_t leaf = 0;
+    uint32_t grafts = 0;
+    Graft taken[kMaxGraftsPerStack] = {};
+    bool operator==(const GraftedStack& o) const;
+  };
+  // How many frames further out than their depths say the nodes after the
+  // first `k` grafts of a stack are.
+  int64_t offset_after(const Graft* taken, uint32_t k) const;
+  struct GraftedStackHash {
+    size_t operator()(const GraftedStack& s) const;
+  };
+  static constexpr uint32_t kGraftEntry = 0x80000000u;  // index_ entries: kGraftEntry | graft's number
+
+  // The child of `parent` (kNone: a root) for a frame (slot, ip), or a
+  // graft from `parent` to it; kNone.
   uint32_t find(uint32_t parent, uint64_t slot, uint64_t ip) const;
   // The same for the walk: asks first the child taken after the one
   // taken last, then that one.
@@ -138,7 +182,19 @@ class CallerStackCache {
   void forget_all();
   // The stack ending at `leaf`, innermost first, into ips[0..depth).
   void copy_stack(uint32_t leaf, uint64_t* ips) const;
+  // The same through grafts.
+  void copy_grafted_stack(const GraftedStack& stack, uint64_t* ips) const;
   Ref ref_for(uint32_t leaf);
+  Ref ref_for_grafted(const GraftedStack& stack);
+  Ref name_grafted(const GraftedStack& stack);  // not among the recent ones
+  void index_insert(uint64_t hash, uint32_t entry);
+  // A new stack (`depth` frames, innermost first) ending where a
+  // remembered one ends (`*leaf`: their outermost frame, the thread's
+  // first): the node where the frames they share from there inwards begin,
+  // own frame `*at`, no further in than `from`; kNone when they share
+  // fewer than kMinGraftedFrames.
+  uint32_t shared_outer_part(const uint64_t* own_ips, const uint64_t* own_slots, uint32_t depth, uint32_t from,
+                             uint32_t* at, uint32_t* leaf) const;
   // A miss's stack read through known code, into the scratch arrays from
   // index 1; its depth counted as the unwinders count (this frame first),
   // 0 when it cannot be read so.
@@ -148,6 +204,17 @@ class CallerStackCache {
   std::vector<Frame> frames_;
   std::vector<Node> nodes_;
   uint32_t root_ = kNone;  // the root found last
+  std::vector<Graft> grafts_;
+  std::unordered_map<GraftedStack, uint32_t, GraftedStackHash> grafted_generations_;
+  struct RecentGrafted {
+    GraftedStack stack;
+    uint32_t generation = 0;  // 0: empty
+  };
+  static constexpr size_t kRecentGrafted = 4096;
+  std::vector<RecentGrafted> recent_grafted_;  // by the stack's hash; made at the first graft
+  // Stacks' ends with nothing past them (the thread's outermost frame), by
+  // their frame: where a new stack's outer part is looked for.
+  std::unordered_map<uint64_t, uint32_t> ends_;
   std::vector<uint32_t> index_;  // open addressing: node ids by (parent, slot, ip); kNone: empty
   size_t indexed_ = 0;           // nodes in index_ (those not following their parent)
   std::vector<uint64_t> scratch_ips_, scratch_slots_;

@@ -16,6 +16,10 @@ namespace hybridprof {
 namespace {
 
 constexpr uint32_t kMaxDepth = 64;
+// Room for what a capture or a fresh unwind may write (a deeper cache's).
+constexpr uint32_t kRoom = 256;
+// How deep via<K>'s fresh unwinds go (a test of deep stacks raises it).
+uint32_t g_fresh_max_depth = kMaxDepth;
 
 // What one capture saw, and the return addresses its callers saw themselves.
 struct Seen {
@@ -29,7 +33,7 @@ struct Seen {
 volatile int g_sink;
 
 __attribute__((noinline)) void capture_here(CallerStackCache* cache, Seen* seen) {
-  std::vector<uint64_t> ips(kMaxDepth + 1);
+  std::vector<uint64_t> ips(kRoom + 1);
   const uint32_t n = cache->capture(ips.data(), &seen->flags, &seen->ref);
   ips.resize(n);
   seen->ips = ips;
@@ -242,9 +246,9 @@ __attribute__((noinline)) void via(const int* digits, int level, CallerStackCach
   if (level == 3) {
     capture_here(cache, seen);
     // A fresh unwind from here: the same callers as capture_here's.
-    std::vector<uint64_t> ips(kMaxDepth + 1);
+    std::vector<uint64_t> ips(kRoom + 1);
     uint32_t flags = 0;
-    ips.resize(unwind_from_caller(ips.data(), nullptr, kMaxDepth, &flags));
+    ips.resize(unwind_from_caller(ips.data(), nullptr, g_fresh_max_depth, &flags));
     *fresh = ips;
   } else {
     dispatch(digits, level + 1, cache, seen, fresh);
@@ -272,6 +276,16 @@ void site(int n, CallerStackCache* cache, Seen* seen, std::vector<uint64_t>* fre
   dispatch(digits, 1, cache, seen, fresh);
 }
 
+// site(n) under `depth` frames of recursion.
+__attribute__((noinline)) void site_at_depth(int depth, int n, CallerStackCache* cache, Seen* seen,
+                                             std::vector<uint64_t>* fresh) {
+  if (depth > 0)
+    site_at_depth(depth - 1, n, cache, seen, fresh);
+  else
+    site(n, cache, seen, fresh);
+  g_sink = g_sink + 1;
+}
+
 // From 1, 9, 64 and 1,000 call sites called in turn: each stack is unwound
 // in the first round only, and every capture is the stack a fresh unwind
 // finds (the capture's own frame aside).
@@ -295,6 +309,53 @@ TEST_F(CallerStacks, EachCallSiteIsUnwoundOnceHoweverManyThereAre) {
     }
     EXPECT_EQ(c.hits(), 2u * uint64_t(sites));
   }
+}
+
+// 300 stacks that part only in their innermost frames, under 120 frames
+// of recursion they share: once the tree holds its reserved frames, each
+// new stack keeps its own inner frames and a graft onto the outer part
+// another stored, not a copy of it, and every stack is the one a fresh
+// unwind finds, with a generation of its own, handed out stored once.
+TEST_F(CallerStacks, StacksPartingNearTheInnermostFrameShareTheirOuterFrames) {
+  constexpr uint32_t kDeep = 200;
+  constexpr int kSites = 300, kRecursion = 120;
+  g_fresh_max_depth = kDeep;
+  CallerStackCache c(kDeep);
+  std::vector<uint32_t> generation(kSites);
+  uint64_t misses = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int n = 0; n < kSites; ++n) {
+      Seen s;
+      std::vector<uint64_t> fresh;
+      site_at_depth(kRecursion, n * 3, &c, &s, &fresh);
+      ASSERT_EQ(s.ips.size(), fresh.size() + 1) << "round " << round << ", site " << n;
+      ASSERT_GT(fresh.size(), size_t(kRecursion));
+      for (size_t i = 1; i < fresh.size(); ++i)
+        ASSERT_EQ(s.ips[i + 1], fresh[i]) << "round " << round << ", site " << n << ", frame " << i;
+      EXPECT_EQ(s.flags & (kSampleUnwindFailed | kSampleTruncated), 0u);
+      ASSERT_NE(s.ref.generation, 0u);
+      if (round == 0) {
+        EXPECT_TRUE(s.ref.stored) << "site " << n;
+        generation[size_t(n)] = s.ref.generation;
+      } else {
+        EXPECT_FALSE(s.ref.stored) << "round " << round << ", site " << n;
+        EXPECT_EQ(s.ref.generation, generation[size_t(n)]) << "round " << round << ", site " << n;
+      }
+    }
+    if (round == 0) misses = c.misses();
+    EXPECT_EQ(c.misses(), misses) << "after round " << round;
+  }
+  g_fresh_max_depth = kMaxDepth;
+  EXPECT_EQ(std::set<uint32_t>(generation.begin(), generation.end()).size(), size_t(kSites));
+  // Unwound at most once each: a new stack made of parts seen before (a
+  // site's innermost call, another's middle one) is read through the
+  // grafts, not unwound.
+  EXPECT_LE(misses, uint64_t(kSites));
+  // Stacks are grafted once the tree holds its reserved frames (~125 of
+  // these stacks), each then with about the eight frames of its own
+  // (without grafts: 300 of 130 and more, 39,000 frames).
+  EXPECT_GT(c.grafts(), size_t(misses / 2));
+  EXPECT_LT(c.frames_remembered(), size_t(CallerStackCache::kReservedNodes + kRecursion + 40 + 10 * kSites));
 }
 
 // A stack never seen before, through code seen before (each level's
