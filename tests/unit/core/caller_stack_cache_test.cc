@@ -319,7 +319,10 @@ TEST_F(CallerStacks, EachCallSiteIsUnwoundOnceHoweverManyThereAre) {
 TEST_F(CallerStacks, StacksPartingNearTheInnermostFrameShareTheirOuterFrames) {
   constexpr uint32_t kDeep = 200;
   constexpr int kSites = 300, kRecursion = 120;
-  g_fresh_max_depth = kDeep;
+  struct FreshUnwindsGoDeep {  // for this test only, however it ends
+    FreshUnwindsGoDeep() { g_fresh_max_depth = kDeep; }
+    ~FreshUnwindsGoDeep() { g_fresh_max_depth = kMaxDepth; }
+  } deep;
   CallerStackCache c(kDeep);
   std::vector<uint32_t> generation(kSites);
   uint64_t misses = 0;
@@ -345,7 +348,6 @@ TEST_F(CallerStacks, StacksPartingNearTheInnermostFrameShareTheirOuterFrames) {
     if (round == 0) misses = c.misses();
     EXPECT_EQ(c.misses(), misses) << "after round " << round;
   }
-  g_fresh_max_depth = kMaxDepth;
   EXPECT_EQ(std::set<uint32_t>(generation.begin(), generation.end()).size(), size_t(kSites));
   // Unwound at most once each: a new stack made of parts seen before (a
   // site's innermost call, another's middle one) is read through the
