@@ -207,6 +207,7 @@ void Drain::append_device_work(const DeviceWork& work) {
 void Drain::add_tool_code(uint64_t start, uint64_t end) {
   std::lock_guard lock(mutex_);
   tool_code_.emplace_back(start, end);
+  ++interning_version_;
 }
 
 void Drain::write_device_work_locked(bool all, const uint32_t* location) {
@@ -290,6 +291,7 @@ void Drain::define_code_region(uint32_t id, std::string name, uint32_t paradigm,
     // Code of a library loaded since the last pass: its load first.
     std::vector<raw::Record> changes;
     modules_.refresh(now, &changes, /*force=*/true);
+    if (!changes.empty()) ++interning_version_;
     for (const auto& r : changes) writer_.append(r);
   }
   if (modules_.find(code_address, now, &module)) def.code_module = module.id, def.code_offset = code_address - module.bias;
@@ -317,6 +319,7 @@ void Drain::begin_pass_locked() {
   // taken in them are interned.
   std::vector<raw::Record> changes;
   modules_.refresh(monotonic_ns(), &changes);
+  if (!changes.empty()) ++interning_version_;
   for (const auto& r : changes) writer_.append(r);
   if (python_codes_) python_codes_->new_pass();
   define_new_event_sets_locked();
@@ -407,6 +410,7 @@ void Drain::add_traced_code(const std::vector<TracedCode>& code) {
   traced_code_.insert(traced_code_.end(), code.begin(), code.end());
   std::sort(traced_code_.begin(), traced_code_.end(),
             [](const TracedCode& a, const TracedCode& b) { return a.start < b.start; });
+  ++interning_version_;
 }
 
 const Drain::TracedCode* Drain::traced_code_at(uint64_t address) const {
@@ -491,19 +495,38 @@ uint32_t Drain::insert_regions_locked(EnclosingRegions& e, uint32_t frame, uint3
   return node;
 }
 
-uint32_t Drain::intern_stack_locked(uint32_t node, const StackView& s, uint32_t* flags, uint32_t* innermost_region,
-                                    EnclosingRegions* enclosing) {
+uint32_t Drain::intern_stack_locked(DrainedThread& d, uint32_t node, const StackView& s, uint32_t* flags,
+                                    uint32_t* innermost_region, EnclosingRegions* enclosing) {
   ModuleInfo module;
   bool have_module = false;
-  if (innermost_region) *innermost_region = kNoRegion;
+  uint32_t innermost = kNoRegion;
+  // Return addresses point after the call: step back into it so the
+  // call's own line is what gets symbolized.
+  const auto address_of = [&](uint32_t i) { return (i == 0 && !s.all_return_addresses) ? s.ips[0] : s.ips[i] - 1; };
   const auto native = [&](uint32_t i) {
     if (enclosing) node = insert_regions_locked(*enclosing, i + 1, node);
-    // Return addresses point after the call: step back into it so the
-    // call's own line is what gets symbolized.
-    const uint64_t address = (i == 0 && !s.all_return_addresses) ? s.ips[0] : s.ips[i] - 1;
-    node = intern_native_locked(node, address, s.timestamp_ns, &module, &have_module, innermost_region);
+    node = intern_native_locked(node, address_of(i), s.timestamp_ns, &module, &have_module, &innermost);
   };
-  if (s.python_depth == 0) {
+  if (s.python_depth == 0 && (enclosing == nullptr || enclosing->count == 0)) {
+    // From where this stack parts from the thread's last one.
+    DrainedThread::LastInterned& last = d.last_interned;
+    uint32_t shared = 0;
+    if (last.version == interning_version_ && last.root == node) {
+      const uint32_t most = std::min<uint32_t>(uint32_t(last.frames.size()), s.depth);
+      while (shared < most && last.frames[shared].address == address_of(s.depth - 1 - shared)) ++shared;
+    }
+    last.root = node;
+    last.version = interning_version_;
+    last.frames.resize(shared);
+    if (shared != 0) {
+      node = last.frames[shared - 1].node;
+      innermost = last.frames[shared - 1].innermost_region;
+    }
+    for (uint32_t i = s.depth - shared; i-- > 0;) {
+      native(i);
+      last.frames.push_back({address_of(i), node, innermost});
+    }
+  } else if (s.python_depth == 0) {
     for (uint32_t i = s.depth; i-- > 0;) native(i);
   } else {
     if (!merge_stacks(s.ips, s.depth, s.python, s.python_depth, options_.python.eval_start, options_.python.eval_end,
@@ -519,10 +542,11 @@ uint32_t Drain::intern_stack_locked(uint32_t node, const StackView& s, uint32_t*
       const uint32_t code = python_codes_ ? python_codes_->id_for(f, &new_codes_) : 0;
       const uint64_t offset = (uint64_t{code} << 32) | uint32_t(f.byte_offset < 0 ? 0 : f.byte_offset + 1);
       node = cct_.child(node, raw::kPythonModule, offset, &new_nodes_);
-      if (innermost_region) *innermost_region = kNoRegion;
+      innermost = kNoRegion;
     }
   }
   if (enclosing) node = insert_regions_locked(*enclosing, 0, node);
+  if (innermost_region) *innermost_region = innermost;
   return node;
 }
 
@@ -552,7 +576,7 @@ uint32_t Drain::enter_context_locked(ThreadState& t, const RegionRecord& r, uint
     stack.python_depth = python->depth;
   }
   uint32_t flags = r.flags;
-  const uint32_t node = intern_stack_locked(root_for(flags), stack, &flags, &innermost, &enclosing);
+  const uint32_t node = intern_stack_locked(t.drained, root_for(flags), stack, &flags, &innermost, &enclosing);
   if (remembered) {
     DrainedThread::RememberedStack& known = t.drained.remember(r.stack_generation);
     known.node = node;
@@ -577,7 +601,8 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       EnclosingRegions enclosing = enclosing_regions(t.drained, s.ips(), h.aux, s.flags);
       uint32_t flags = s.flags;
       const uint32_t stack =
-          intern_stack_locked(root_for(flags), StackView{s.ips(), h.aux, false, s.timestamp_ns}, &flags, nullptr, &enclosing);
+          intern_stack_locked(t.drained, root_for(flags), StackView{s.ips(), h.aux, false, s.timestamp_ns}, &flags, nullptr,
+                              &enclosing);
       const uint32_t node = sample_leaf_locked(flags, s.ips(), h.aux, stack);
       append_new_definitions_locked();
       hold_sample_locked(t, raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
@@ -591,7 +616,7 @@ void Drain::convert_locked(ThreadState& t, const RecordHeader& h) {
       const StackView view{s.ips(), h.aux, false, s.timestamp_ns,
                            reinterpret_cast<const python::PythonFrame*>(s.python_frames()), s.python_depth};
       const uint32_t node =
-          sample_leaf_locked(flags, s.ips(), h.aux, intern_stack_locked(root_for(flags), view, &flags, nullptr, &enclosing));
+          sample_leaf_locked(flags, s.ips(), h.aux, intern_stack_locked(t.drained, root_for(flags), view, &flags, nullptr, &enclosing));
       append_new_definitions_locked();
       hold_sample_locked(t, raw::Sample{t.index, s.timestamp_ns, node, flags, s.weight ? s.weight : 1});
       break;
@@ -1022,6 +1047,7 @@ void Drain::after_fork_in_child() {
   appended_locations_.clear();
   device_work_.clear();
   cct_.clear();
+  ++interning_version_;
   next_location_ = 0;
   event_sets_defined_ = 0;
   finished_ = false;

@@ -322,8 +322,11 @@ class Drain {
   };
   // Sets kSamplePythonIncomplete in *flags when the Python frames did not
   // merge whole.
-  uint32_t intern_stack_locked(uint32_t node, const StackView& s, uint32_t* flags, uint32_t* innermost_region,
-                               EnclosingRegions* enclosing);
+  // A stack of native frames only, outside regions that enclose code,
+  // starts from where it parts from the thread's last one
+  // (DrainedThread::last_interned).
+  uint32_t intern_stack_locked(DrainedThread& d, uint32_t node, const StackView& s, uint32_t* flags,
+                               uint32_t* innermost_region, EnclosingRegions* enclosing);
   // An enter's return addresses from the program's frame that entered the
   // region outwards (DrainedThread::OpenRegion::frames).
   void entering_frames(const uint64_t* ips, uint32_t depth, uint32_t flags, std::vector<uint64_t>* frames) const;
@@ -359,6 +362,10 @@ class Drain {
   DeviceWorkQueue device_work_;
   std::vector<std::pair<uint64_t, uint64_t>> tool_code_;  // add_tool_code's [start, end)
   uint64_t passes_ = 0;  // begin_pass_locked's count
+  // Changes whenever what interning a stack reads changes (modules loaded
+  // or unloaded, traced or tool code added, the tree emptied): threads'
+  // last interned stacks of another version are not reused.
+  uint64_t interning_version_ = 1;
   uint32_t next_location_ = 0;  // threads' and appended locations' indices
   size_t event_sets_defined_ = 0;  // registered_event_sets()[0, n) are in the stream
   // Written under mutex_; atomic so that ended() may read it from a handler.

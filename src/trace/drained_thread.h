@@ -75,6 +75,24 @@ struct DrainedThread {
   };
   static constexpr uint32_t kNoSite = CallerStackCache::kEntries;
   std::array<CallSite, CallerStackCache::kEntries> call_sites;
+  // The native stack interned last (Drain::intern_stack_locked), outermost
+  // frame first: the address interned for each frame and the node it led
+  // to. A thread's stacks share their outer frames (its main loop, a
+  // solver's levels), so the next one is interned from where the two part,
+  // not from its root: looking up every frame of a deep stack was most of
+  // what the drain spent on a sample or a new traced-call stack. Valid for
+  // the drain's `version` of what interning reads (modules, traced code).
+  struct InternedFrame {
+    uint64_t address;
+    uint32_t node;
+    uint32_t innermost_region;  // as intern_stack_locked's, this frame the innermost
+  };
+  struct LastInterned {
+    uint32_t root = 0;
+    uint64_t version = 0;  // 0: none
+    std::vector<InternedFrame> frames;
+  };
+  LastInterned last_interned;
   // The last EventRecord read or repeated, kept by the producer's rule
   // (TracedCallWriter::event) so that a kEventRepeat stands for it.
   LastEvent last_event;

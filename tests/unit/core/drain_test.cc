@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "trace/event_sets.h"
@@ -610,6 +612,132 @@ TEST_F(DrainTest, AFullRingIsWrittenOutNotLost) {
   EXPECT_EQ(counters.ring_flushes, uint64_t(flushes));
   EXPECT_GT(counters.ring_flush_ns, 0u);
   t_ = drain_.add_thread(getpid(), 1);  // for TearDown
+}
+
+}  // namespace
+}  // namespace hybridprof
+
+namespace hybridprof {
+namespace {
+
+// A thread's stacks share their outer frames, and the drain interns each
+// from where it parts from the thread's last one: the paths must read back
+// as if each had been interned from its root, whatever came before.
+class DrainInterningTest : public DrainTest {
+ protected:
+  // A sample whose stack is `ips` (innermost first; ips[0] the
+  // interrupted instruction), with `flags`.
+  void sample_with(uint64_t ns, const std::vector<uint64_t>& ips, uint32_t flags = 0) {
+    auto* s = reinterpret_cast<SampleRecord*>(t_->ring.reserve_exclusive(
+        sample_record_bytes(uint32_t(ips.size())), uint16_t(RecordType::kSample), uint16_t(ips.size())));
+    ASSERT_NE(s, nullptr);
+    s->timestamp_ns = ns;
+    s->flags = flags;
+    s->weight = 1;
+    std::copy(ips.begin(), ips.end(), s->ips());
+    t_->ring.commit_exclusive();
+    drain_.flush_now();  // one pass a sample: stacks interned across passes too
+  }
+  // Every sample's path read back: its root, then (module, offset) from
+  // the outermost frame in; and whether any node was defined twice.
+  struct Path {
+    uint32_t root = 0;
+    std::vector<uint64_t> offsets;  // outermost first
+    bool operator==(const Path&) const = default;
+  };
+  std::vector<Path> paths(bool* defined_twice) {
+    drain_.flush_now();
+    std::map<uint32_t, raw::CctNode> nodes;
+    std::set<std::tuple<uint32_t, uint32_t, uint64_t>> keys;
+    std::vector<uint32_t> sampled;
+    *defined_twice = false;
+    std::string error;
+    EXPECT_TRUE(raw::read_stream(
+        path_,
+        [&](const raw::Record& r) {
+          if (const auto* n = std::get_if<raw::CctNode>(&r)) {
+            nodes[n->id] = *n;
+            *defined_twice |= !keys.emplace(n->parent, n->module, n->offset).second;
+          }
+          if (const auto* s = std::get_if<raw::Sample>(&r)) sampled.push_back(s->node);
+        },
+        nullptr, &error))
+        << error;
+    std::vector<Path> out;
+    for (uint32_t node : sampled) {
+      Path p;
+      while (nodes.count(node)) {
+        p.offsets.insert(p.offsets.begin(), nodes[node].offset);
+        node = nodes[node].parent;
+      }
+      p.root = node;
+      out.push_back(p);
+    }
+    return out;
+  }
+  // What a sample of `ips` interns to, from its root: no module is known
+  // for these addresses, so each frame is its address (a return address
+  // stepped back into its call, the interrupted instruction as it is).
+  static Path expected(const std::vector<uint64_t>& ips, uint32_t root = raw::kRootComplete) {
+    Path p{root, {}};
+    for (size_t i = ips.size(); i-- > 0;) p.offsets.push_back(i == 0 ? ips[0] : ips[i] - 1);
+    return p;
+  }
+  // A stack of `outer` frames shared by all, then `inner` of its own
+  // (`tag` tells them apart), innermost first.
+  static std::vector<uint64_t> stack(uint32_t outer, uint32_t inner, uint64_t tag) {
+    std::vector<uint64_t> ips;
+    for (uint32_t i = 0; i < inner; ++i) ips.push_back(0x500000 + tag * 0x1000 + i * 16 + 1);
+    for (uint32_t i = outer; i-- > 0;) ips.push_back(0x400000 + i * 16 + 1);
+    return ips;
+  }
+};
+
+TEST_F(DrainInterningTest, StacksSharingOuterFramesReadBackAsFromTheirRoot) {
+  const std::vector<std::vector<uint64_t>> stacks = {
+      stack(40, 10, 1),  // deep
+      stack(40, 3, 2),   // parts from it near the innermost frame
+      stack(25, 0, 0),   // its outer frames only
+      stack(40, 10, 1),  // the first again
+      stack(40, 10, 1),  // and again (all of it shared)
+      stack(45, 2, 3),   // longer outwards than the last (its outermost frames differ)
+      stack(1, 0, 0),    // one frame
+      stack(40, 10, 4),
+  };
+  std::vector<Path> want;
+  uint64_t ns = 1000;
+  for (const auto& ips : stacks) {
+    sample_with(ns += 10, ips);
+    want.push_back(expected(ips));
+  }
+  // The same stack cut at --max-depth: its path starts at another root.
+  sample_with(ns += 10, stacks[0], kSampleTruncated);
+  want.push_back(expected(stacks[0], raw::kRootTruncated));
+  sample_with(ns += 10, stacks[0]);
+  want.push_back(expected(stacks[0]));
+  bool defined_twice = true;
+  const std::vector<Path> got = paths(&defined_twice);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "sample " << i;
+  EXPECT_FALSE(defined_twice) << "a frame under one parent is one node";
+}
+
+TEST_F(DrainInterningTest, AFrameThatBecomesToolCodeIsDroppedFromTheNextStack) {
+  const std::vector<uint64_t> ips = stack(20, 5, 1);
+  sample_with(1000, ips);
+  // Another tool's code now covers an outer frame (its range registered
+  // after the first sample): the next sample of the same stack leaves it
+  // out, though the stack is the one interned last.
+  const uint64_t tool_frame = ips[10];
+  drain_.add_tool_code(tool_frame - 1, tool_frame);
+  sample_with(1010, ips);
+  bool defined_twice = true;
+  const std::vector<Path> got = paths(&defined_twice);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], expected(ips));
+  Path without = expected(ips);
+  without.offsets.erase(std::find(without.offsets.begin(), without.offsets.end(), tool_frame - 1));
+  EXPECT_EQ(got[1], without);
 }
 
 }  // namespace
