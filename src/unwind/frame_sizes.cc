@@ -40,18 +40,6 @@ void FrameSizes::put(uint64_t ip, uint32_t next) {
   } else if (e.next != next) {
     e.next = kVaries;
   }
-  if (Entry& r = recent_[recent_slot(ip)]; r.ip == ip) r.next = e.next;
-}
-
-__attribute__((always_inline)) inline const uint32_t* FrameSizes::next_of(uint64_t ip) const {
-  if (ip == 0) return nullptr;  // never learned (put ignores it); an empty entry's
-  Entry& r = recent_[recent_slot(ip)];
-  if (r.ip != ip) {
-    const Entry* e = find(ip);
-    if (e == nullptr) return nullptr;
-    r = *e;
-  }
-  return &r.next;
 }
 
 void FrameSizes::learn(const uint64_t* ips, const uint64_t* slots, uint32_t depth, bool outermost) {
@@ -69,12 +57,12 @@ __attribute__((no_sanitize("address"))) uint32_t FrameSizes::read(uint64_t first
   uint64_t slot = first;
   for (uint32_t depth = 0; depth < max_depth && slot + 8 <= end; ++depth) {
     const uint64_t ip = *reinterpret_cast<const volatile uint64_t*>(slot);
-    const uint32_t* next = next_of(ip);
-    if (next == nullptr || *next == kVaries) return 0;
+    const Entry* e = find(ip);
+    if (e == nullptr || e->next == kVaries) return 0;
     ips[depth] = ip;
     slots[depth] = slot;
-    if (*next == kOutermost) return depth + 1;
-    slot += *next;
+    if (e->next == kOutermost) return depth + 1;
+    slot += e->next;
   }
   return 0;
 }

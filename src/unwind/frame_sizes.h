@@ -9,7 +9,6 @@
 // Not the signal path: used from traced-call wrappers. May allocate.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -44,19 +43,9 @@ class FrameSizes {
   };
   const Entry* find(uint64_t ip) const;
   void put(uint64_t ip, uint32_t next);
-  // What `ip` says (its Entry::next), or null when it was not learned.
-  const uint32_t* next_of(uint64_t ip) const;
 
   std::vector<Entry> table_;  // open addressing, at most half full
   size_t count_ = 0;
-  // The addresses looked up last, direct-mapped, in front of the table: a
-  // stack's frames repeat a few return addresses (a recursion's, an
-  // interpreter's), and the table, grown past the first-level cache while
-  // a thread meets new code, costs a cache miss where this costs none
-  // (a read is a chain of dependent loads, a frame at a time).
-  static constexpr size_t kRecent = 256;
-  static size_t recent_slot(uint64_t ip) { return size_t(ip ^ ip >> 8) & (kRecent - 1); }
-  mutable std::array<Entry, kRecent> recent_{};
 };
 
 }  // namespace hybridprof
