@@ -710,8 +710,9 @@ void Drain::write_held_sample_locked(ThreadState& t) {
   t.drained.last_sample_ns = std::max(t.drained.last_sample_ns, t.drained.held_sample.timestamp_ns);
 }
 
-bool Drain::sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter_ns) const {
-  return (flags & kRegionEnterLate) && t.drained.sample_held && t.drained.held_sample.timestamp_ns >= enter_ns;
+bool Drain::sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const {
+  // The reading converted only when it decides: a loop's enters (not late) skip it.
+  return (flags & kRegionEnterLate) && t.drained.sample_held && t.drained.held_sample.timestamp_ns >= clock_.to_ns(enter);
 }
 
 uint64_t Drain::region_ns(const ThreadState& t, uint64_t timestamp) const {
@@ -719,7 +720,7 @@ uint64_t Drain::region_ns(const ThreadState& t, uint64_t timestamp) const {
 }
 
 void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
-  const bool sample_inside = sample_held_inside_locked(t, r.flags, clock_.to_ns(r.timestamp));
+  const bool sample_inside = sample_held_inside_locked(t, r.flags, r.timestamp);
   if (!sample_inside) write_held_sample_locked(t);
   write_unwritten_call_locked(t);  // a call inside a call
   const uint64_t ns = region_ns(t, r.timestamp);
@@ -770,7 +771,7 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
     return;  // no producer writes that
   }
   const bool sample_inside =
-      sample_held_inside_locked(t, t.drained.call_sites[slot].enter.flags, clock_.to_ns(timestamp));
+      sample_held_inside_locked(t, t.drained.call_sites[slot].enter.flags, timestamp);
   if (!sample_inside) write_held_sample_locked(t);
   write_unwritten_call_locked(t);  // a call inside a call
   // The loop case: the same call from the same place as last time (a

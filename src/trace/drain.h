@@ -249,11 +249,11 @@ class Drain {
   // every enter in the stream has its leave.
   void leave_open_regions_locked(ThreadState& t, uint64_t end_ns);
   // The thread's last sample (DrainedThread::held_sample): held, and
-  // written. A late enter at `enter_ns` writes a held sample after itself
-  // when the sample is younger (then true), else before.
+  // written. A late enter at trace clock reading `enter` writes a held
+  // sample after itself when the sample is younger (then true), else before.
   void hold_sample_locked(ThreadState& t, const raw::Sample& sample);
   void write_held_sample_locked(ThreadState& t);
-  bool sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter_ns) const;
+  bool sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const;
   // A region record's time in ns, no earlier than the thread's last sample
   // written (a late enter that could not go before it; a leave read just
   // after a sample that the producer took between its clock read and its
