@@ -507,27 +507,30 @@ uint32_t Drain::intern_stack_locked(DrainedThread& d, uint32_t node, const Stack
     if (enclosing) node = insert_regions_locked(*enclosing, i + 1, node);
     node = intern_native_locked(node, address_of(i), s.timestamp_ns, &module, &have_module, &innermost);
   };
-  if (s.python_depth == 0 && (enclosing == nullptr || enclosing->count == 0)) {
-    // From where this stack parts from the thread's last one.
+  if (s.python_depth == 0) {
+    // From where this stack parts from the thread's last one, when both
+    // are interned alike (no enclosing region goes in between frames).
+    const bool reuse = enclosing == nullptr || enclosing->count == 0;
+    const uint32_t root = node;
     DrainedThread::LastInterned& last = d.last_interned;
     uint32_t shared = 0;
-    if (last.version == interning_version_ && last.root == node) {
+    if (reuse && last.version == interning_version_ && last.root == root) {
       const uint32_t most = std::min<uint32_t>(uint32_t(last.frames.size()), s.depth);
       while (shared < most && last.frames[shared].address == address_of(s.depth - 1 - shared)) ++shared;
+      if (shared != 0) {
+        node = last.frames[shared - 1].node;
+        innermost = last.frames[shared - 1].innermost_region;
+      }
     }
-    last.root = node;
-    last.version = interning_version_;
-    last.frames.resize(shared);
-    if (shared != 0) {
-      node = last.frames[shared - 1].node;
-      innermost = last.frames[shared - 1].innermost_region;
+    if (reuse) {
+      last.root = root;
+      last.version = interning_version_;
+      last.frames.resize(shared);
     }
     for (uint32_t i = s.depth - shared; i-- > 0;) {
       native(i);
-      last.frames.push_back({address_of(i), node, innermost});
+      if (reuse) last.frames.push_back({address_of(i), node, innermost});
     }
-  } else if (s.python_depth == 0) {
-    for (uint32_t i = s.depth; i-- > 0;) native(i);
   } else {
     if (!merge_stacks(s.ips, s.depth, s.python, s.python_depth, options_.python.eval_start, options_.python.eval_end,
                       &merged_))

@@ -149,19 +149,16 @@ void CallerStackCache::forget_all() {
   handed_out_ = 0;
 }
 
-void CallerStackCache::copy_stack(uint32_t leaf, uint64_t* ips) const {
-  for (uint32_t id = leaf; id != kNone; id = nodes_[id].parent) ips[nodes_[id].depth - 1] = frames_[id].ip;
-}
-
 __attribute__((always_inline)) inline int64_t CallerStackCache::offset_after(const Graft* taken, uint32_t k) const {
   int64_t offset = 0;
   for (uint32_t i = 0; i < k; ++i) offset += int64_t{nodes_[taken[i].from].depth} + 1 - nodes_[taken[i].to].depth;
   return offset;
 }
 
-void CallerStackCache::copy_grafted_stack(const GraftedStack& stack, uint64_t* ips) const {
+void CallerStackCache::copy_stack(const GraftedStack& stack, uint64_t* ips) const {
   // Piece k runs inwards from the next graft's start (or the end) to graft
-  // k's end (or the root), in its own stack's depths.
+  // k's end (or the root), in its own stack's depths; with no graft, one
+  // piece from the end to the root.
   for (uint32_t k = 0; k <= stack.grafts; ++k) {
     const int64_t offset = offset_after(stack.taken, k);
     const uint32_t first = k == 0 ? kNone : stack.taken[k - 1].to;
@@ -308,12 +305,7 @@ __attribute__((no_sanitize("address"))) uint32_t CallerStackCache::capture(uint6
       *flags |= leaf.end_flags;
       const Ref r = !ref ? Ref{} : path.grafts == 0 ? ref_for(node) : ref_for_grafted(path);
       if (ref) *ref = r;
-      if (copy_remembered || !ref || r.stored) {
-        if (path.grafts == 0)
-          copy_stack(node, ips);
-        else
-          copy_grafted_stack(path, ips);
-      }
+      if (copy_remembered || !ref || r.stored) copy_stack(path, ips);
       return uint32_t(depth);
     }
   }

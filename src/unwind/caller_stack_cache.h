@@ -180,10 +180,9 @@ class CallerStackCache {
   // Marks `leaf` the end of a stack; a run that went on past it ends there.
   void mark_end(uint32_t leaf, uint32_t flags);
   void forget_all();
-  // The stack ending at `leaf`, innermost first, into ips[0..depth).
-  void copy_stack(uint32_t leaf, uint64_t* ips) const;
-  // The same through grafts.
-  void copy_grafted_stack(const GraftedStack& stack, uint64_t* ips) const;
+  // The stack the walk found (through its grafts, if any), innermost
+  // first, into ips[0..depth).
+  void copy_stack(const GraftedStack& stack, uint64_t* ips) const;
   Ref ref_for(uint32_t leaf);
   Ref ref_for_grafted(const GraftedStack& stack);
   Ref name_grafted(const GraftedStack& stack);  // not among the recent ones
