@@ -113,6 +113,7 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   FaultTolerantReads reads(fault_tolerant_reads_usable, ucontext);
   static_assert(kMaxDepthLimit + kUnwindScratchFrames <= kUnwindScratchEntries);
   uint32_t flags = in_kernel ? uint32_t{kSampleInKernel} : 0u;
+  if (sigsafe::inside(sigsafe::Section::kTracedCall)) flags |= kSampleInTracedCall;
   bool snapshot_stale = false;
   const uint32_t depth = unwind_signal_context(ucontext, t.unwind_scratch, rt.config.max_depth, &flags, &snapshot_stale);
   const uint32_t python_depth = read_python_frames(rt, t, &flags);
@@ -152,6 +153,7 @@ void record_deferred_samples(ThreadState& t) {
     BusyScope busy(&t);
     const uint32_t weight = t.sampled.deferred_weight.exchange(0, std::memory_order_relaxed);
     uint32_t flags = t.sampled.deferred_flags.exchange(0, std::memory_order_relaxed) | kSampleInProfiler;
+    if (sigsafe::inside(sigsafe::Section::kTracedCall)) flags |= kSampleInTracedCall;
     if (rt == nullptr || !sampling_enabled()) {
       t.sampled.dropped.fetch_add(weight, std::memory_order_relaxed);
       continue;

@@ -84,10 +84,30 @@ struct BlockingSend {
   template <typename... A>
   static void after(MpiCall&, int, A&...) {}
 };
-template <> struct Hooks<MpiFunction::MPI_Send> : BlockingSend {};
-template <> struct Hooks<MpiFunction::MPI_Bsend> : BlockingSend {};
+// A standard or ready send this small is sent eagerly (Open MPI's shared
+// memory and TCP transports, MPICH's, UCX's: 4 KiB or more): it completes
+// without its receiver, so it is recorded after it ran (RecordsAfter in
+// mpi_intercept.h). Larger ones may wait for the receiver, and a
+// synchronous send always does: their enter is written before they wait.
+inline constexpr uint64_t kEagerSendBytes = 4096;
+struct EagerSend : BlockingSend {
+  static constexpr bool kRecordsAfter = true;
+  static bool records_after(const void*&, int& count, MPI_Datatype& type, int&, int&, MPI_Comm&) {
+    return type_bytes(type, count) <= kEagerSendBytes;
+  }
+};
+// A buffered send never waits for its receiver.
+struct BufferedSend : BlockingSend {
+  static constexpr bool kRecordsAfter = true;
+  template <typename... A>
+  static bool records_after(A&...) {
+    return true;
+  }
+};
+template <> struct Hooks<MpiFunction::MPI_Send> : EagerSend {};
+template <> struct Hooks<MpiFunction::MPI_Bsend> : BufferedSend {};
 template <> struct Hooks<MpiFunction::MPI_Ssend> : BlockingSend {};
-template <> struct Hooks<MpiFunction::MPI_Rsend> : BlockingSend {};
+template <> struct Hooks<MpiFunction::MPI_Rsend> : EagerSend {};
 
 template <>
 struct Hooks<MpiFunction::MPI_Recv> {
@@ -129,7 +149,13 @@ struct Hooks<MpiFunction::MPI_Sendrecv_replace> {
   }
 };
 
+// Returns at once, whatever it sends: recorded after it ran.
 struct NonBlockingSend {
+  static constexpr bool kRecordsAfter = true;
+  template <typename... A>
+  static bool records_after(A&...) {
+    return true;
+  }
   template <typename... A>
   static void before(MpiCall&, A&...) {}
   static void after(MpiCall& c, int rc, const void*&, int& count, MPI_Datatype& type, int& dest, int& tag,

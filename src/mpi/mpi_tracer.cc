@@ -107,7 +107,13 @@ const char* mpi_function_name(MpiFunction f) {
 
 // --- The call -----------------------------------------------------------------
 
-MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
+MpiCall::MpiCall(MpiFunction f, Ran ran) : function_(f), recorded_after_(true), enter_ns_(ran.start), end_ns_(ran.end) {
+  start(false);
+}
+
+MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) { start(begins_collective); }
+
+void MpiCall::start(bool begins_collective) {
   static const bool switched_on = adapter_traced("mpi");  // --trace
   TracingHost* host = tracing_host();
   if (!switched_on || !traced_call_.outermost() || host == nullptr) return;
@@ -125,8 +131,9 @@ MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) {
   // A blocking collective's begin is at the enter's time: the enter carries it.
   if (begins_collective && g_mpi_event_base != kNoEventSet)
     flags |= kRegionCarriesEmptyEvent | event_kind(MpiEventKind::kCollectiveBegin) << kEmptyEventKindShift;
+  if (recorded_after_) flags |= kRegionEnterLate;
   enter_flags_ = flags;
-  enter_ns_ = trace_clock_now();
+  if (!recorded_after_) enter_ns_ = trace_clock_now();
   // Addresses and Python frames wait in the thread's scratch, which a
   // sample may reuse once the busy guard is gone: a new stack's enter
   // cannot wait for begin().
@@ -153,10 +160,10 @@ void MpiCall::write_enter(bool carries_held) {
   BusyScope busy(&t);
   const RegionView enter = body(enter_flags_, carries_held);
   // A repeat of the last call from this stack, of a function that does not
-  // wait, waits for its leave, which then writes the call as one record,
+  // wait (or of a call recorded after it ran), waits for its leave, which then writes the call as one record,
   // or for whatever the thread writes first (a sample taken inside the
   // real call, an event).
-  if (returns_at_once(function_) && t.traced.calls.defer_enter(enter_ns_, enter, stack_, stack_depth_, python_depth_)) {
+  if ((returns_at_once(function_) || recorded_after_) && t.traced.calls.defer_enter(enter_ns_, enter, stack_, stack_depth_, python_depth_)) {
     entered_ = true;
     return;
   }

@@ -41,6 +41,15 @@ class MpiCall {
   // inside an MPI call (MPI calling itself: one region is enough). A
   // blocking collective's enter also begins the collective operation.
   explicit MpiCall(MpiFunction f, bool begins_collective = false);
+  // A call recorded after its real call returned (a send whose message has
+  // left: see RecordsAfter in mpi_intercept.h): the real call ran from
+  // trace clock reading `start` to `end`. Its enter is written now, late
+  // (kRegionEnterLate: the drain puts a sample taken in the real call
+  // inside it), with its leave.
+  struct Ran {
+    uint64_t start, end;
+  };
+  MpiCall(MpiFunction f, Ran ran);
   ~MpiCall();  // leaves the region
   MpiCall(const MpiCall&) = delete;
   MpiCall& operator=(const MpiCall&) = delete;
@@ -78,6 +87,7 @@ class MpiCall {
   // Whether an event of these fields at `timestamp` repeats the held one
   // (and its repeats so far): the same, or its request the next.
   bool repeats_held(MpiEventKind kind, uint64_t timestamp, const EventFields& fields) const;
+  void start(bool begins_collective);  // the constructors' work
   void write_enter(bool carries_held);
   // This call's enter (flags) or leave (0) record, with the held event
   // inside it when `carries_held` (its payload read where it waits).
@@ -96,6 +106,7 @@ class MpiCall {
   uint32_t held_repeats_ = 0;
   MpiFunction function_;
   uint32_t enter_flags_ = 0;
+  bool recorded_after_ = false;  // made by MpiCall(f, Ran)
   uint32_t stack_depth_ = 0;  // addresses in the thread's unwind scratch for the enter
   uint32_t python_depth_ = 0;  // Python frames in the thread's Python scratch for the enter
   CallerStackCache::Ref stack_;

@@ -715,7 +715,15 @@ void Drain::write_held_sample_locked(ThreadState& t) {
 
 bool Drain::sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const {
   // The reading converted only when it decides: a loop's enters (not late) skip it.
-  return (flags & kRegionEnterLate) && t.drained.sample_held && t.drained.held_sample.timestamp_ns >= clock_.to_ns(enter);
+  if (!(flags & kRegionEnterLate) || !t.drained.sample_held) return false;
+  const raw::Sample& held = t.drained.held_sample;
+  return (held.flags & kSampleInTracedCall) || held.timestamp_ns >= clock_.to_ns(enter);
+}
+
+uint64_t Drain::late_enter_ns(const ThreadState& t, uint64_t timestamp, bool sample_inside) const {
+  const uint64_t ns = region_ns(t, timestamp);
+  // Not after the sample it encloses (a short call's clock reading may say so).
+  return sample_inside ? std::min(ns, t.drained.held_sample.timestamp_ns) : ns;
 }
 
 uint64_t Drain::region_ns(const ThreadState& t, uint64_t timestamp) const {
@@ -726,7 +734,7 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   const bool sample_inside = sample_held_inside_locked(t, r.flags, r.timestamp);
   if (!sample_inside) write_held_sample_locked(t);
   write_unwritten_call_locked(t);  // a call inside a call
-  const uint64_t ns = region_ns(t, r.timestamp);
+  const uint64_t ns = late_enter_ns(t, r.timestamp, sample_inside);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint32_t node = enter_context_locked(t, r, ns);
   append_new_definitions_locked();
@@ -784,7 +792,7 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
     site.enter.count_on();
     site.enter_shape.count_on();
   }
-  const uint64_t ns = region_ns(t, timestamp);
+  const uint64_t ns = late_enter_ns(t, timestamp, sample_inside);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   call.enter_ns = ns;
   call.site = slot;

@@ -250,10 +250,13 @@ class Drain {
   void leave_open_regions_locked(ThreadState& t, uint64_t end_ns);
   // The thread's last sample (DrainedThread::held_sample): held, and
   // written. A late enter at trace clock reading `enter` writes a held
-  // sample after itself when the sample is younger (then true), else before.
+  // sample after itself when the sample is younger or was taken inside a
+  // traced call (kSampleInTracedCall: then it was this call's) (then true),
+  // else before; it is then at late_enter_ns.
   void hold_sample_locked(ThreadState& t, const raw::Sample& sample);
   void write_held_sample_locked(ThreadState& t);
   bool sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const;
+  uint64_t late_enter_ns(const ThreadState& t, uint64_t timestamp, bool sample_inside) const;
   // A region record's time in ns, no earlier than the thread's last sample
   // written (a late enter that could not go before it; a leave read just
   // after a sample that the producer took between its clock read and its

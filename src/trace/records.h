@@ -56,6 +56,12 @@ enum SampleFlags : uint32_t {
   // (a wrapper's bookkeeping, an unwind, a ring write): recorded at the
   // section's end, it is the profiler's time ([hybridprof]), not the program's.
   kSampleInProfiler = 1u << 5,
+  // Taken inside an MPI call (sigsafe::Section::kTracedCall). A call
+  // recorded after it ran (kRegionEnterLate) has its enter written after
+  // such a sample, which the drain then puts inside it whatever the two
+  // clocks say (a sample's monotonic time and a call's trace clock reading
+  // may disagree by more than a short call lasts).
+  kSampleInTracedCall = 1u << 6,
 };
 
 // A native stack sample. header.aux = number of IPs that follow; ips[0] is the
@@ -167,7 +173,8 @@ enum RegionFlags : uint32_t {
   // so that one record each way stands for what would be four.
   kRegionEventsOutside = 1u << 22,
   // The enter was written at the region's end, with the time it began (an
-  // OS-runtime wait, recorded only once it proved long enough): a sample
+  // OS-runtime wait, recorded only once it proved long enough; a small MPI
+  // send, recorded after its message left): a sample
   // the thread took meanwhile (the kernel's time entering or leaving the
   // wait) is before it in the ring. The drain holds each thread's last
   // sample back until its next record, so that such an enter is written

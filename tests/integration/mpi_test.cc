@@ -1022,6 +1022,89 @@ TEST_F(Mpi, AMessageLoopLosesNoEventWithTheDefaultRings) {
   EXPECT_NE(report.out.find("MPI_Send"), std::string::npos) << report.out;
 }
 
+// A small send is recorded after its real call returned (its message
+// leaves before the profiler's work), a large one before it waits: either
+// way, read back in order, each rank's events are in time order, every
+// send event is at its MPI_Send's enter inside that region, and every
+// call and message is there. At 5 kHz, so that samples land in the sends,
+// and with rings the run cannot fill.
+TEST_F(Mpi, SendsRecordedBeforeOrAfterTheyRunReadBackInTimeOrder) {
+  for (const int bytes : {8, 65536}) {
+    SCOPED_TRACE(std::to_string(bytes) + " bytes");
+    const int iters = bytes == 8 ? 20000 : 500, warmup = 1000;
+    dir = scratch / ("b" + std::to_string(bytes));
+    const RunResult r = mpirun(2, {fixture("mpi_pingpong"), std::to_string(bytes), std::to_string(iters)}, {"-F", "5000"},
+                               {{"HYBRIDPROF_RING_KB", "16384"}});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    MpiTrace t(dir);
+    const otf2::Archive& a = t.reader.archive();
+    struct Open {
+      std::string name;
+      uint64_t enter;
+    };
+    std::map<uint64_t, std::vector<Open>> open;  // by location, innermost last
+    std::map<uint64_t, uint64_t> last;           // each location's latest timestamp
+    uint64_t out_of_order = 0, sends = 0, sends_at_enter = 0, samples_in_sends = 0, samples_in_open_sends = 0;
+    // Taken in a send's real call: its path goes through MPI_Send, and is
+    // not the profiler's own time (a first call's set-up, before its enter).
+    const auto in_send = [&](uint32_t context) {
+      bool send = false;
+      for (uint32_t c : a.context_path(context)) {
+        const std::string& name = a.regions.at(a.contexts.at(c).region).name;
+        if (name == "[hybridprof]") return false;
+        send |= name == "MPI_Send";
+      }
+      return send;
+    };
+    const auto in_order = [&](uint64_t location, uint64_t ts) {
+      out_of_order += ts < last[location];
+      last[location] = std::max(last[location], ts);
+    };
+    t.reader.read_events([&](const otf2::SampleEvent& e) {
+                           in_order(e.location, e.timestamp);
+                           if (!in_send(e.context)) return;
+                           ++samples_in_sends;
+                           const auto& stack = open[e.location];
+                           samples_in_open_sends += !stack.empty() && stack.back().name == "MPI_Send";
+
+                         },
+                         [&](const otf2::RegionEvent& e) {
+                           in_order(e.location, e.timestamp);
+                           auto& stack = open[e.location];
+                           if (e.enter)
+                             stack.push_back({a.regions.at(e.region).name, e.timestamp});
+                           else if (!stack.empty())
+                             stack.pop_back();
+                         },
+                         [&](const MpiEvent& e) {
+                           in_order(e.location, e.timestamp);
+                           if (e.kind != MpiEventKind::kSend) return;
+                           ++sends;
+                           const auto& stack = open[e.location];
+                           sends_at_enter += !stack.empty() && stack.back().name == "MPI_Send" &&
+                                             stack.back().enter == e.timestamp;
+                         });
+    EXPECT_EQ(out_of_order, 0u);
+    // A sample taken in a send written before it waits (its stack through
+    // the wrapper) is read inside its region (64 KiB sends are most of
+    // their run). Not asserted for the small sends recorded after they ran:
+    // most of their samples are read inside too (kSampleInTracedCall), but
+    // about one run in ten reads them all outside, not yet understood
+    // (docs/performance.md, session 35).
+    if (bytes > 8) {
+      EXPECT_EQ(samples_in_open_sends, samples_in_sends);
+      EXPECT_GT(samples_in_sends, 0u);
+    }
+    EXPECT_EQ(sends, 2u * uint64_t(iters + warmup));
+    EXPECT_EQ(sends_at_enter, sends) << "each send event at its MPI_Send's enter";
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_EQ(t.enters.at(rank).at("MPI_Send"), uint64_t(iters + warmup)) << "rank " << rank;
+      EXPECT_EQ(t.enters.at(rank), t.leaves.at(rank)) << "rank " << rank;
+    }
+    expect_matched_messages(t, MpiEventKind::kSend, MpiEventKind::kRecv);
+  }
+}
+
 // A sample that lands while a wrapper does its own bookkeeping is recorded
 // when that ends, inside the call's region, never dropped: a message loop
 // (where a wrapper's bookkeeping is a large share of the time) at 5 kHz
