@@ -38,16 +38,16 @@ struct RunsUntraced : std::false_type {};
 template <typename H>
 struct RunsUntraced<H, std::void_t<decltype(H::kRunsUntraced)>> : std::bool_constant<H::kRunsUntraced> {};
 
-// Hooks that declare kRecordsAfter and records_after(args...) (sends that complete without
-// their receiver: eager blocking sends, buffered and nonblocking ones)
-// have, where it returns true, their whole bookkeeping (calling context,
-// hooks, records) done after the real call, which is timed by two clock
-// reads around it: the message leaves before the profiler's work, not
-// after it, and a ping-pong's latency carries only the clock reads
-// (osu_latency: about 50 ns a message less on this project's 2-core VM).
-// What it gives up: a call that never returns (a send stuck in flow
-// control to a rank that stopped receiving) leaves no region, only the
-// samples taken in it (their stacks show the call).
+// Hooks that declare kRecordsAfter and records_after(args...) (sends that
+// complete without their receiver: eager blocking sends, buffered and
+// nonblocking ones) have, where it returns true, their whole bookkeeping
+// (calling context, hooks, records) done after the real call, which is
+// timed by two clock reads around it: the message leaves before the
+// profiler's work, not after it, and a ping-pong's latency carries only
+// the clock reads (about 50 ns a one-way message less on this project's
+// 2-core VM). What it gives up: a call that never returns (a send stuck in
+// flow control to a rank that stopped receiving) leaves no region, only
+// the samples taken in it (their stacks show the call).
 template <typename H, typename = void>
 struct RecordsAfter : std::false_type {};
 template <typename H>

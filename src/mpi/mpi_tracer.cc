@@ -107,7 +107,8 @@ const char* mpi_function_name(MpiFunction f) {
 
 // --- The call -----------------------------------------------------------------
 
-MpiCall::MpiCall(MpiFunction f, Ran ran) : function_(f), recorded_after_(true), enter_ns_(ran.start), end_ns_(ran.end) {
+MpiCall::MpiCall(MpiFunction f, Ran ran)
+    : function_(f), recorded_after_(true), enter_ns_(ran.start), end_ns_(ran.end) {
   start(false);
 }
 
@@ -160,10 +161,11 @@ void MpiCall::write_enter(bool carries_held) {
   BusyScope busy(&t);
   const RegionView enter = body(enter_flags_, carries_held);
   // A repeat of the last call from this stack, of a function that does not
-  // wait (or of a call recorded after it ran), waits for its leave, which then writes the call as one record,
-  // or for whatever the thread writes first (a sample taken inside the
-  // real call, an event).
-  if ((returns_at_once(function_) || recorded_after_) && t.traced.calls.defer_enter(enter_ns_, enter, stack_, stack_depth_, python_depth_)) {
+  // wait (or of a call recorded after it ran), waits for its leave, which
+  // then writes the call as one record, or for whatever the thread writes
+  // first (a sample taken inside the real call, an event).
+  if ((returns_at_once(function_) || recorded_after_) &&
+      t.traced.calls.defer_enter(enter_ns_, enter, stack_, stack_depth_, python_depth_)) {
     entered_ = true;
     return;
   }
