@@ -96,14 +96,16 @@ struct EagerSend : BlockingSend {
     return type_bytes(type, count) <= kEagerSendBytes;
   }
 };
-// A buffered send never waits for its receiver.
-struct BufferedSend : BlockingSend {
+// Calls that never wait for their receiver, whatever they send.
+struct AlwaysRecordedAfter {
   static constexpr bool kRecordsAfter = true;
   template <typename... A>
   static bool records_after(A&...) {
     return true;
   }
 };
+// A buffered send copies its message and returns.
+struct BufferedSend : BlockingSend, AlwaysRecordedAfter {};
 template <> struct Hooks<MpiFunction::MPI_Send> : EagerSend {};
 template <> struct Hooks<MpiFunction::MPI_Bsend> : BufferedSend {};
 template <> struct Hooks<MpiFunction::MPI_Ssend> : BlockingSend {};
@@ -150,12 +152,7 @@ struct Hooks<MpiFunction::MPI_Sendrecv_replace> {
 };
 
 // Returns at once, whatever it sends: recorded after it ran.
-struct NonBlockingSend {
-  static constexpr bool kRecordsAfter = true;
-  template <typename... A>
-  static bool records_after(A&...) {
-    return true;
-  }
+struct NonBlockingSend : AlwaysRecordedAfter {
   template <typename... A>
   static void before(MpiCall&, A&...) {}
   static void after(MpiCall& c, int rc, const void*&, int& count, MPI_Datatype& type, int& dest, int& tag,

@@ -4,16 +4,14 @@ namespace hybridprof {
 
 uint32_t CallingContextTree::child(uint32_t parent, uint32_t module, uint64_t offset,
                                    std::vector<raw::CctNode>* new_nodes) {
-  size_t mask = entries_.size() - 1;
+  // Room for one more first (at most half full), so that the probe below
+  // ends where the node goes if it is new.
+  if (2 * (size_ + 1) > entries_.size()) grow();
+  const size_t mask = entries_.size() - 1;
   size_t i = hash(parent, module, offset) & mask;
   for (; entries_[i].id != 0; i = (i + 1) & mask) {
     const Entry& e = entries_[i];
     if (e.offset == offset && e.parent == parent && e.module == module) return e.id;
-  }
-  if (2 * (size_ + 1) > entries_.size()) {
-    grow();
-    mask = entries_.size() - 1;
-    for (i = hash(parent, module, offset) & mask; entries_[i].id != 0;) i = (i + 1) & mask;
   }
   const uint32_t id = next_id_++;
   entries_[i] = Entry{offset, parent, module, id};

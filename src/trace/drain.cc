@@ -288,11 +288,7 @@ void Drain::define_code_region(uint32_t id, std::string name, uint32_t paradigm,
   const uint64_t now = monotonic_ns();
   ModuleInfo module;
   if (!modules_.find(code_address, now, &module)) {
-    // Code of a library loaded since the last pass: its load first.
-    std::vector<raw::Record> changes;
-    modules_.refresh(now, &changes, /*force=*/true);
-    if (!changes.empty()) ++interning_version_;
-    for (const auto& r : changes) writer_.append(r);
+    refresh_modules_locked(now, /*force=*/true);  // code of a library loaded since the last pass: its load first
   }
   if (modules_.find(code_address, now, &module)) def.code_module = module.id, def.code_offset = code_address - module.bias;
   writer_.append(def);
@@ -317,12 +313,17 @@ void Drain::begin_pass_locked() {
   clock_.anchor();  // traced-call readings of this pass convert from here
   // Modules loaded since the last pass are recorded before any sample
   // taken in them are interned.
-  std::vector<raw::Record> changes;
-  modules_.refresh(monotonic_ns(), &changes);
-  if (!changes.empty()) ++interning_version_;
-  for (const auto& r : changes) writer_.append(r);
+  refresh_modules_locked(monotonic_ns(), /*force=*/false);
   if (python_codes_) python_codes_->new_pass();
   define_new_event_sets_locked();
+}
+
+void Drain::refresh_modules_locked(uint64_t now, bool force) {
+  std::vector<raw::Record> changes;
+  modules_.refresh(now, &changes, force);
+  if (changes.empty()) return;
+  ++interning_version_;  // a frame's module may have changed
+  for (const auto& r : changes) writer_.append(r);
 }
 
 void Drain::define_new_event_sets_locked() {

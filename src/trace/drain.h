@@ -214,6 +214,10 @@ class Drain {
   void append_locked(const raw::Record& record);
   // A pass's start: the clock anchor, module changes, Python's per-pass reads.
   void begin_pass_locked();
+  // Writes the modules loaded and unloaded since the last look
+  // (ModuleTable::refresh; `force`: whether or not the loader says so);
+  // any change moves interning_version_.
+  void refresh_modules_locked(uint64_t now, bool force);
   // Empties t's ring into the stream.
   void drain_thread_locked(ThreadState& t);
   // write_or_flush's flush: t's ring into the stream, the stream to disk.
@@ -250,9 +254,9 @@ class Drain {
   void leave_open_regions_locked(ThreadState& t, uint64_t end_ns);
   // The thread's last sample (DrainedThread::held_sample): held, and
   // written. A late enter at trace clock reading `enter` writes a held
-  // sample after itself when the sample is younger or was taken inside a
-  // traced call (kSampleInTracedCall: then it was this call's) (then true),
-  // else before; it is then at late_enter_ns.
+  // sample after itself (then true), else before: when the sample is
+  // younger, or was taken inside a traced call (kSampleInTracedCall, so
+  // inside this one). It is then at late_enter_ns, no later than the sample.
   void hold_sample_locked(ThreadState& t, const raw::Sample& sample);
   void write_held_sample_locked(ThreadState& t);
   bool sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const;
