@@ -48,27 +48,42 @@ std::string utf8(const wchar_t* text) {
   return out;
 }
 
-// A label from an attribute structure, which may be an older, shorter
-// version (its `size` says which fields it has). A wide message is
-// converted into `storage`.
-Label label_of(const nvtxEventAttributes_t* a, std::string* storage) {
+// Whether `a` is a structure with a message of type `type` (an older,
+// shorter version may lack the field: its `size` says which it has).
+bool has_message(const nvtxEventAttributes_t* a, nvtxMessageType_t type) {
+  return a != nullptr && a->size >= offsetof(nvtxEventAttributes_t, message) + sizeof a->message &&
+         a->messageType == type;
+}
+
+// A label from an attribute structure; a wide message is left out (see
+// with_label).
+Label label_of(const nvtxEventAttributes_t* a) {
   Label label;
   if (a == nullptr) return label;
-  const size_t size = a->size;
-  if (size >= offsetof(nvtxEventAttributes_t, category) + sizeof a->category) label.category = a->category;
-  if (size < offsetof(nvtxEventAttributes_t, message) + sizeof a->message) return label;
-  switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII: label.text = a->message.ascii; break;
-    case NVTX_MESSAGE_TYPE_UNICODE:
-      *storage = utf8(a->message.unicode);
-      label.text = storage->c_str();
-      break;
-    case NVTX_MESSAGE_TYPE_REGISTERED:
-      label.registered = reinterpret_cast<const std::string*>(a->message.registered);
-      break;
-    default: break;
+  if (a->size >= offsetof(nvtxEventAttributes_t, category) + sizeof a->category) label.category = a->category;
+  if (has_message(a, NVTX_MESSAGE_TYPE_ASCII)) label.text = a->message.ascii;
+  if (has_message(a, NVTX_MESSAGE_TYPE_REGISTERED)) {
+    label.text = reinterpret_cast<const std::string*>(a->message.registered)->c_str();
+    label.registered = true;
   }
   return label;
+}
+
+template <auto F>
+__attribute__((noinline)) auto with_wide_label(Domain* domain, const nvtxEventAttributes_t* a) {
+  const std::string text = utf8(a->message.unicode);
+  Label label = label_of(a);
+  label.text = text.c_str();
+  return F(domain, label);
+}
+
+// F(domain, the label of `a`). Without a wide message (which needs
+// converting, into a string that lives until F returns) it ends in a jump
+// to F, as the text entry points do.
+template <auto F>
+__attribute__((always_inline)) inline auto with_label(Domain* domain, const nvtxEventAttributes_t* a) {
+  if (has_message(a, NVTX_MESSAGE_TYPE_UNICODE)) return with_wide_label<F>(domain, a);
+  return F(domain, label_of(a));
 }
 
 Label text_label(const char* text) {
@@ -79,29 +94,20 @@ Label text_label(const char* text) {
 
 // --- The core module: the default domain ----------------------------------
 
-void mark_ex(const nvtxEventAttributes_t* a) {
-  std::string s;
-  mark(default_domain(), label_of(a, &s));
-}
+void mark_ex(const nvtxEventAttributes_t* a) { with_label<mark>(default_domain(), a); }
 void mark_a(const char* m) { mark(default_domain(), text_label(m)); }
 void mark_w(const wchar_t* m) {
   const std::string s = utf8(m);
   mark(default_domain(), text_label(s.c_str()));
 }
-nvtxRangeId_t range_start_ex(const nvtxEventAttributes_t* a) {
-  std::string s;
-  return start(default_domain(), label_of(a, &s));
-}
+nvtxRangeId_t range_start_ex(const nvtxEventAttributes_t* a) { return with_label<start>(default_domain(), a); }
 nvtxRangeId_t range_start_a(const char* m) { return start(default_domain(), text_label(m)); }
 nvtxRangeId_t range_start_w(const wchar_t* m) {
   const std::string s = utf8(m);
   return start(default_domain(), text_label(s.c_str()));
 }
 void range_end(nvtxRangeId_t id) { end(id); }
-int range_push_ex(const nvtxEventAttributes_t* a) {
-  std::string s;
-  return push(default_domain(), label_of(a, &s));
-}
+int range_push_ex(const nvtxEventAttributes_t* a) { return with_label<push>(default_domain(), a); }
 int range_push_a(const char* m) { return push(default_domain(), text_label(m)); }
 int range_push_w(const wchar_t* m) {
   const std::string s = utf8(m);
@@ -113,18 +119,13 @@ void name_category_w(uint32_t category, const wchar_t* name) { name_category(def
 
 // --- The core2 module: the program's domains ------------------------------
 
-void domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  std::string s;
-  mark(domain_of(d), label_of(a, &s));
-}
+void domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { with_label<mark>(domain_of(d), a); }
 nvtxRangeId_t domain_range_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  std::string s;
-  return start(domain_of(d), label_of(a, &s));
+  return with_label<start>(domain_of(d), a);
 }
 void domain_range_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id); }
 int domain_range_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  std::string s;
-  return push(domain_of(d), label_of(a, &s));
+  return with_label<push>(domain_of(d), a);
 }
 int domain_range_pop(nvtxDomainHandle_t d) { return pop(domain_of(d)); }
 void domain_name_category_a(nvtxDomainHandle_t d, uint32_t category, const char* name) {

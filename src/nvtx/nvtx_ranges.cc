@@ -37,7 +37,7 @@ std::deque<Domain>& domains() {
 }
 
 std::string region_name(Domain& domain, const Label& label) {
-  std::string name = label.registered ? *label.registered : label.text ? label.text : "(unnamed)";
+  std::string name = label.text ? label.text : "(unnamed)";
   if (!domain.name.empty()) name = domain.name + ": " + name;
   if (label.category != 0) {
     std::lock_guard lock(domain.mutex);
@@ -87,7 +87,7 @@ __attribute__((noinline)) uint32_t define_region_id(TracingHost& host, Domain& d
 // CPU's return stack buffer (docs/performance.md, "Traced calls from many call sites").
 __attribute__((always_inline)) inline uint32_t region_id(TracingHost& host, Domain& domain, const Label& label,
                                                          LabelCache& labels) {
-  const void* key = label.registered ? static_cast<const void*>(label.registered) : label.text;
+  const void* key = label.text;
   const uint64_t stream = regions().stream();
   const auto hash = reinterpret_cast<uintptr_t>(key) ^ reinterpret_cast<uintptr_t>(&domain) >> 4 ^ label.category;
   CachedLabel& c = labels[(hash ^ hash >> 9) % std::size(labels)];
@@ -106,7 +106,9 @@ struct CaptureRange {
   uint64_t count = 0;  // 0: every one
   std::atomic<uint64_t> opened{0};
 };
-CaptureRange& capture_range() {
+// Inlined (its guard a load), as starts_capture's test: a call level less
+// under every push.
+__attribute__((always_inline)) inline CaptureRange& capture_range() {
   static CaptureRange* range = [] {
     auto* r = new CaptureRange();  // used until the process ends
     const TracingHost* host = tracing_host();
@@ -125,12 +127,13 @@ CaptureRange& capture_range() {
 }
 
 // Whether a range with `label` in `domain` starts a capture (and counts it).
-bool starts_capture(const Domain& domain, const Label& label) {
-  CaptureRange& c = capture_range();
-  if (!c.on || domain.name != c.domain) return false;
-  const char* text = label.registered ? label.registered->c_str() : label.text;
-  if (text == nullptr || c.name != text) return false;
+__attribute__((noinline)) bool named_for_capture(CaptureRange& c, const Domain& domain, const Label& label) {
+  if (domain.name != c.domain || label.text == nullptr || c.name != label.text) return false;
   return c.count == 0 || c.opened.fetch_add(1, std::memory_order_relaxed) < c.count;
+}
+__attribute__((always_inline)) inline bool starts_capture(const Domain& domain, const Label& label) {
+  CaptureRange& c = capture_range();
+  return c.on && named_for_capture(c, domain, label);
 }
 
 void set_window(bool open) {
@@ -273,7 +276,7 @@ void name_category(Domain* domain, uint32_t category, const std::string& name) {
   domain->categories[category] = name;
 }
 
-int push(Domain* domain, const Label& label) {
+int push(Domain* domain, Label label) {
   const ProfilerWork work;
   NvtxThread* me = this_thread();
   if (me == nullptr) return -1;
@@ -301,7 +304,7 @@ int pop(Domain* domain) {
   return level;
 }
 
-uint64_t start(Domain* domain, const Label& label) {
+uint64_t start(Domain* domain, Label label) {
   const ProfilerWork work;
   NvtxThread* me = this_thread();
   if (me == nullptr) return 0;  // ends nothing
@@ -327,7 +330,7 @@ void end(uint64_t id) {
   g_foreign_count.store(static_cast<uint32_t>(g_foreign_ends.size()), std::memory_order_relaxed);
 }
 
-void mark(Domain* domain, const Label& label) {
+void mark(Domain* domain, Label label) {
   const ProfilerWork work;
   NvtxThread* me = this_thread();
   if (me == nullptr) return;

@@ -36,21 +36,26 @@ Domain* create_domain(const std::string& name);
 const std::string* register_string(Domain* domain, const std::string& text);
 void name_category(Domain* domain, uint32_t category, const std::string& name);
 
-// What a range or mark says: a message, as text (`text`, any lifetime) or
-// registered (`registered`), or none; and its category (0: none).
+// What a range or mark says: a message (`text`, or none) and its category
+// (0: none). The message is text of any lifetime, or, `registered`, a
+// registered string's characters (register_string's: they stay for the
+// process, so their address names them). Sixteen bytes, passed by value:
+// the injection's entry points then jump to push() and the others instead
+// of calling them, a call level less under every traced call (see
+// enter_region in trace/traced_region.h).
 struct Label {
   const char* text = nullptr;
-  const std::string* registered = nullptr;
   uint32_t category = 0;
+  bool registered = false;
 };
 
 // NVTX's return values: the push's level (0 for the outermost) and the
 // pop's; -1 for a pop with nothing pushed in the domain on the thread.
-int push(Domain* domain, const Label& label);
+int push(Domain* domain, Label label);
 int pop(Domain* domain);
 // A start/end range's id (never 0); end() of an id not open does nothing.
-uint64_t start(Domain* domain, const Label& label);
+uint64_t start(Domain* domain, Label label);
 void end(uint64_t id);
-void mark(Domain* domain, const Label& label);
+void mark(Domain* domain, Label label);
 
 }  // namespace hybridprof::nvtx

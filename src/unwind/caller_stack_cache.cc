@@ -57,7 +57,11 @@ __attribute__((always_inline)) inline uint32_t CallerStackCache::find(uint32_t p
   }
 }
 
-uint32_t CallerStackCache::find_turn(uint32_t parent, uint64_t slot, uint64_t ip) {
+// Inlined into capture(), the hashing apart: a loop's walk turns where it
+// turned the round before, and each call level under a traced call costs
+// a deep caller mispredicted returns (trace/traced_region.h).
+__attribute__((always_inline)) inline uint32_t CallerStackCache::find_turn(uint32_t parent, uint64_t slot,
+                                                                           uint64_t ip) {
   // A turn from `parent` is a child of it or a graft from it. The one
   // taken last is one (it was found so); the one foreseen after it, when
   // that was a child, is a child too: only children are linked in turn (a
@@ -76,9 +80,15 @@ uint32_t CallerStackCache::find_turn(uint32_t parent, uint64_t slot, uint64_t ip
     }
     if (matches(last)) return last;
   }
+  return find_turn_hashed(parent, slot, ip);
+}
+
+uint32_t CallerStackCache::find_turn_hashed(uint32_t parent, uint64_t slot, uint64_t ip) {
   ++hashed_;
   const uint32_t id = find(parent, slot, ip);
   if (id == kNone) return id;
+  Node& p = nodes_[parent];
+  const uint32_t taken = p.taken_last;
   const bool graft = nodes_[id].parent != parent;
   if (!graft && taken != kNone && (taken & kGraftEntry) == 0) nodes_[taken].taken_after = id;
   p.taken_last = graft ? id | kGraftEntry : id;

@@ -172,6 +172,7 @@ class CallerStackCache {
   // The same for the walk: asks first the child taken after the one
   // taken last, then that one.
   uint32_t find_turn(uint32_t parent, uint64_t slot, uint64_t ip);
+  uint32_t find_turn_hashed(uint32_t parent, uint64_t slot, uint64_t ip);  // neither foreseen turn
   // Whether node `id` is stored right after its parent (in its run), and
   // so found there rather than in the index.
   bool follows_parent(uint32_t id) const;
