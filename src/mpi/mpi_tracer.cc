@@ -107,13 +107,6 @@ const char* mpi_function_name(MpiFunction f) {
 
 // --- The call -----------------------------------------------------------------
 
-MpiCall::MpiCall(MpiFunction f, Ran ran)
-    : function_(f), recorded_after_(true), enter_ns_(ran.start), end_ns_(ran.end) {
-  start(false);
-}
-
-MpiCall::MpiCall(MpiFunction f, bool begins_collective) : function_(f) { start(begins_collective); }
-
 void MpiCall::start(bool begins_collective) {
   static const bool switched_on = adapter_traced("mpi");  // --trace
   TracingHost* host = tracing_host();
