@@ -17,6 +17,7 @@
 #include "mpi/mpi_functions.h"
 #include "mpi/mpi_tracer.h"
 #include "mpi/pmpi.h"
+#include "trace/traced_region.h"
 
 namespace hybridprof::mpi {
 
@@ -92,8 +93,17 @@ struct BlockingSend {
 inline constexpr uint64_t kEagerSendBytes = 4096;
 struct EagerSend : BlockingSend {
   static constexpr bool kRecordsAfter = true;
+  // Decided before the real call, outside any region: a predefined type's
+  // size without a call into MPI; another's asked as the profiler's own
+  // work (a sample that lands in that call is [hybridprof]'s time, not a
+  // program's frame outside the send).
   static bool records_after(const void*&, int& count, MPI_Datatype& type, int&, int&, MPI_Comm&) {
-    return type_bytes(type, count) <= kEagerSendBytes;
+    uint64_t bytes = 0;
+    if (!known_type_bytes(type, count, &bytes)) {
+      const ProfilerWork work;
+      bytes = type_bytes(type, count);
+    }
+    return bytes <= kEagerSendBytes;
   }
 };
 // Calls that never wait for their receiver, whatever they send.

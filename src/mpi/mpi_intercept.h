@@ -65,26 +65,37 @@ template <MpiFunction F, typename Real, typename... Args>
 __attribute__((always_inline)) inline int intercept(Real real, Args&... args) {
   if constexpr (RecordsAfter<Hooks<F>>::value) {
     // Before any record the trace clock is decided (by the path below).
-    if (g_trace_clock_decided.load(std::memory_order_acquire) && Hooks<F>::records_after(args...)) {
-      uint64_t start, end;
-      int rc;
+    if (g_trace_clock_decided.load(std::memory_order_acquire)) {
+      bool after = false;
+      uint64_t start = 0, end = 0;
+      int rc = 0;
       {
         // Marks the real call as inside a traced one, as MpiCall does: MPI
-        // calling itself, or waiting in the C library, is not recorded again.
+        // calling itself, or waiting in the C library, is not recorded
+        // again. The decision too: a sample taken in it is the call's.
         const sigsafe::SectionScope inside(sigsafe::Section::kTracedCall);
         if (!inside.outermost()) return call_real<F>(real, args...);
-        start = trace_clock_now();
-        rc = call_real<F>(real, args...);
-        end = trace_clock_now();
+        if (Hooks<F>::records_after(args...)) {
+          after = true;
+          start = trace_clock_now();
+          rc = call_real<F>(real, args...);
+          end = trace_clock_now();
+        }
       }
-      MpiCall call(F, MpiCall::Ran{start, end});
-      if (call.recording()) {
-        const ProfilerWork work(call.thread());
-        Hooks<F>::before(call, args...);
-        call.begin();
-        Hooks<F>::after(call, rc, args...);
+      if (after) {
+        // Around the whole call, its leave included: a sample taken in
+        // this bookkeeping (after the real call) is recorded after the
+        // call's records, as the profiler's time, not inside the region
+        // with a time past its end.
+        const ProfilerWork work;
+        MpiCall call(F, MpiCall::Ran{start, end});
+        if (call.recording()) {
+          Hooks<F>::before(call, args...);
+          call.begin();
+          Hooks<F>::after(call, rc, args...);
+        }
+        return rc;
       }
-      return rc;
     }
   }
   MpiCall call(F, BeginsCollective<Hooks<F>>::value);

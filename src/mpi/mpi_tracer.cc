@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -256,9 +257,72 @@ void MpiCall::write_held_event() {
 
 // --- Sizes ----------------------------------------------------------------------
 
+namespace {
+
+// Predefined datatypes' sizes, written once each and read without a lock
+// (a send asks before its real call). A program uses a handful.
+struct KnownTypeSize {
+  std::atomic<uintptr_t> type{0};  // 0: free
+  std::atomic<int> size{0};
+};
+constexpr size_t kKnownTypes = 64;
+KnownTypeSize g_known_types[kKnownTypes];
+std::mutex g_known_types_mutex;  // writers
+
+// A handle as a number: a pointer in Open MPI, an integer in MPICH.
+template <typename Handle>
+uintptr_t type_key(Handle type) {
+  if constexpr (std::is_pointer_v<Handle>)
+    return reinterpret_cast<uintptr_t>(type);
+  else
+    return static_cast<uintptr_t>(type);
+}
+
+int known_type_size(uintptr_t key) {
+  for (size_t n = 0, i = (key >> 4 ^ key >> 12) % kKnownTypes; n < kKnownTypes; ++n, i = (i + 1) % kKnownTypes) {
+    const uintptr_t at = g_known_types[i].type.load(std::memory_order_acquire);
+    if (at == key) return g_known_types[i].size.load(std::memory_order_relaxed);
+    if (at == 0) break;
+  }
+  return -1;
+}
+
+void remember_type_size(uintptr_t key, int size) {
+  std::lock_guard lock(g_known_types_mutex);
+  for (size_t n = 0, i = (key >> 4 ^ key >> 12) % kKnownTypes; n < kKnownTypes; ++n, i = (i + 1) % kKnownTypes) {
+    const uintptr_t at = g_known_types[i].type.load(std::memory_order_relaxed);
+    if (at == key) return;
+    if (at != 0) continue;
+    g_known_types[i].size.store(size, std::memory_order_relaxed);
+    g_known_types[i].type.store(key, std::memory_order_release);
+    return;
+  }  // full: asked every time
+}
+
+bool predefined(MPI_Datatype type) {
+  int integers = 0, addresses = 0, types = 0, combiner = 0;
+  return pmpi().Type_get_envelope != nullptr &&
+         pmpi().Type_get_envelope(type, &integers, &addresses, &types, &combiner) == MPI_SUCCESS &&
+         combiner == MPI_COMBINER_NAMED;
+}
+
+}  // namespace
+
+bool known_type_bytes(MPI_Datatype type, int64_t count, uint64_t* bytes) {
+  const uintptr_t key = type_key(type);
+  const int size = key != 0 ? known_type_size(key) : -1;
+  if (size < 0) return false;
+  *bytes = count <= 0 ? 0 : static_cast<uint64_t>(size) * static_cast<uint64_t>(count);
+  return true;
+}
+
 uint64_t type_bytes(MPI_Datatype type, int64_t count) {
+  if (count <= 0) return 0;
+  uint64_t bytes = 0;
+  if (known_type_bytes(type, count, &bytes)) return bytes;
   int size = 0;
-  if (count <= 0 || pmpi().Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  if (pmpi().Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  if (type_key(type) != 0 && predefined(type)) remember_type_size(type_key(type), size);
   return static_cast<uint64_t>(size) * static_cast<uint64_t>(count);
 }
 

@@ -149,6 +149,10 @@ int finalize_or_defer(int (*real_finalize)());
 bool finalize_deferred();
 
 uint64_t type_bytes(MPI_Datatype type, int64_t count);
+// The same without a call into MPI, where `type` is a predefined datatype
+// type_bytes has seen (their sizes are remembered: they are never freed,
+// where a derived type's handle may be freed and reused); false otherwise.
+bool known_type_bytes(MPI_Datatype type, int64_t count, uint64_t* bytes);
 // The size of the message a completed receive `status` describes.
 uint64_t received_bytes(const MPI_Status* status, MPI_Datatype type);
 int comm_size(MPI_Comm comm);

@@ -35,6 +35,7 @@ Pmpi resolve_all() {
   p.Group_free = need<decltype(p.Group_free)>("PMPI_Group_free");
   p.Group_size = need<decltype(p.Group_size)>("PMPI_Group_size");
   p.Type_size = need<decltype(p.Type_size)>("PMPI_Type_size");
+  p.Type_get_envelope = need<decltype(p.Type_get_envelope)>("PMPI_Type_get_envelope");
   p.Get_count = need<decltype(p.Get_count)>("PMPI_Get_count");
   p.Test_cancelled = need<decltype(p.Test_cancelled)>("PMPI_Test_cancelled");
   p.Bcast = need<decltype(p.Bcast)>("PMPI_Bcast");

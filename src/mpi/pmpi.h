@@ -31,6 +31,9 @@ struct Pmpi {
   int (*Group_free)(MPI_Group*);
   int (*Group_size)(MPI_Group, int*);
   int (*Type_size)(MPI_Datatype, int*);
+  // Optional (null: every size is asked): tells predefined datatypes,
+  // whose sizes the tracer remembers, from derived ones.
+  int (*Type_get_envelope)(MPI_Datatype, int*, int*, int*, int*);
   int (*Get_count)(const MPI_Status*, MPI_Datatype, int*);
   int (*Test_cancelled)(const MPI_Status*, int*);
   int (*Bcast)(void*, int, MPI_Datatype, int, MPI_Comm);

@@ -64,9 +64,16 @@ int group_free(MPI_Group* group) {
 }
 int group_size(MPI_Group group, int* size) { return comm_size(reinterpret_cast<MPI_Comm>(group), size); }
 int type_size(MPI_Datatype type, int* size) {
+  ++fake().type_size_calls;
   auto it = fake().type_sizes.find(type);
   if (it == fake().type_sizes.end()) return MPI_ERR_TYPE;
   *size = it->second;
+  return MPI_SUCCESS;
+}
+int type_get_envelope(MPI_Datatype type, int* integers, int* addresses, int* types, int* combiner) {
+  if (fake().type_sizes.count(type) == 0) return MPI_ERR_TYPE;
+  *integers = *addresses = *types = 0;
+  *combiner = fake().predefined_types.count(type) ? MPI_COMBINER_NAMED : MPI_COMBINER_CONTIGUOUS;
   return MPI_SUCCESS;
 }
 int get_count(const MPI_Status* status, MPI_Datatype type, int* count) {
@@ -110,6 +117,7 @@ int allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op, M
 
 FakeMpi::FakeMpi() {
   type_sizes = {{byte, 1}, {int32, 4}, {float64, 8}, {uint64, 8}, {character, 1}};
+  predefined_types = {byte, int32, float64, uint64, character};
   reset();
 }
 
@@ -144,6 +152,7 @@ Pmpi FakeMpi::functions() const {
   p.Group_free = group_free;
   p.Group_size = group_size;
   p.Type_size = type_size;
+  p.Type_get_envelope = type_get_envelope;
   p.Get_count = get_count;
   p.Test_cancelled = test_cancelled;
   p.Bcast = bcast;

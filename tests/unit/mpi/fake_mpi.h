@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -61,6 +62,10 @@ struct FakeMpi {
 
   std::map<MPI_Comm, FakeComm> comms;
   std::map<MPI_Datatype, int> type_sizes;
+  // The predefined ones (MPI_COMBINER_NAMED; any other type is derived),
+  // and how many times a type's size was asked.
+  std::set<MPI_Datatype> predefined_types;
+  int type_size_calls = 0;
   // What a Bcast of one uint64 (a communicator's key) delivers on a rank
   // that is not the root: the key of the new communicator's rank 0.
   uint64_t root_key = 0;

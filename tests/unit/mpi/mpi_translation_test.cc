@@ -205,6 +205,44 @@ void expect_requests(const Traced& t, const std::vector<std::pair<EventKind, cha
   }
 }
 
+// A send decides before its real call whether to be recorded after it
+// (its size): a predefined type's size is remembered, so that decision
+// makes no call into MPI; a derived type's handle may be freed and made
+// again with another size, so its size is asked every time.
+TEST_F(MpiTranslation, PredefinedTypeSizesAreRememberedDerivedOnesAskedEveryTime) {
+  FakeMpi& f = fake();
+  EXPECT_EQ(type_bytes(f.int32, 3), 12u);
+  const int asked = f.type_size_calls;
+  uint64_t bytes = 0;
+  ASSERT_TRUE(known_type_bytes(f.int32, 5, &bytes));
+  EXPECT_EQ(bytes, 20u);
+  EXPECT_EQ(type_bytes(f.int32, 7), 28u);
+  EXPECT_EQ(f.type_size_calls, asked) << "a predefined type's size is asked once";
+
+  FakeObject object;
+  const MPI_Datatype derived = handle<MPI_Datatype>(object);
+  f.type_sizes[derived] = 16;
+  EXPECT_EQ(type_bytes(derived, 2), 32u);
+  EXPECT_FALSE(known_type_bytes(derived, 2, &bytes));
+  f.type_sizes[derived] = 24;  // freed, and made again with the same handle
+  EXPECT_EQ(type_bytes(derived, 2), 48u);
+  EXPECT_EQ(f.type_size_calls, asked + 2);
+
+  // Sends of both kinds carry their sizes, small (recorded after they ran)
+  // or large (entered before).
+  call<F::MPI_Send>(HP_SUCCEEDS(MPI_Send), buffer_, 10, f.float64, 3, 7, f.world);
+  call<F::MPI_Send>(HP_SUCCEEDS(MPI_Send), buffer_, 2, derived, 3, 7, f.world);
+  f.type_sizes[derived] = 4096;
+  call<F::MPI_Send>(HP_SUCCEEDS(MPI_Send), buffer_, 2, derived, 3, 7, f.world);
+  f.type_sizes.erase(derived);
+  const Traced t = traced();
+  EXPECT_EQ(t.events, (std::vector<Traced::Event>{{K::kSend, message(kWorld, 3, 7, 80, 0)},
+                                                  {K::kSend, message(kWorld, 3, 7, 48, 0)},
+                                                  {K::kSend, message(kWorld, 3, 7, 8192, 0)}}));
+  EXPECT_EQ(t.enters, 3u);
+  EXPECT_EQ(t.leaves, 3u);
+}
+
 TEST_F(MpiTranslation, RequestsAreCompletedByEveryWaitAndTestForm) {
   FakeMpi& f = fake();
   // Wait
