@@ -93,10 +93,9 @@ struct BlockingSend {
 inline constexpr uint64_t kEagerSendBytes = 4096;
 struct EagerSend : BlockingSend {
   static constexpr bool kRecordsAfter = true;
-  // Decided before the real call, outside any region: a predefined type's
-  // size without a call into MPI; another's asked as the profiler's own
-  // work (a sample that lands in that call is [hybridprof]'s time, not a
-  // program's frame outside the send).
+  // Decided before the real call and its region's start: a predefined
+  // type's size without a call into MPI; another's asked as the profiler's
+  // own work (a sample that lands in that call is [hybridprof]'s time).
   static bool records_after(const void*&, int& count, MPI_Datatype& type, int&, int&, MPI_Comm&) {
     uint64_t bytes = 0;
     if (!known_type_bytes(type, count, &bytes)) {

@@ -278,8 +278,10 @@ uintptr_t type_key(Handle type) {
     return static_cast<uintptr_t>(type);
 }
 
+size_t first_slot(uintptr_t key) { return (key >> 4 ^ key >> 12) % kKnownTypes; }
+
 int known_type_size(uintptr_t key) {
-  for (size_t n = 0, i = (key >> 4 ^ key >> 12) % kKnownTypes; n < kKnownTypes; ++n, i = (i + 1) % kKnownTypes) {
+  for (size_t n = 0, i = first_slot(key); n < kKnownTypes; ++n, i = (i + 1) % kKnownTypes) {
     const uintptr_t at = g_known_types[i].type.load(std::memory_order_acquire);
     if (at == key) return g_known_types[i].size.load(std::memory_order_relaxed);
     if (at == 0) break;
@@ -289,7 +291,7 @@ int known_type_size(uintptr_t key) {
 
 void remember_type_size(uintptr_t key, int size) {
   std::lock_guard lock(g_known_types_mutex);
-  for (size_t n = 0, i = (key >> 4 ^ key >> 12) % kKnownTypes; n < kKnownTypes; ++n, i = (i + 1) % kKnownTypes) {
+  for (size_t n = 0, i = first_slot(key); n < kKnownTypes; ++n, i = (i + 1) % kKnownTypes) {
     const uintptr_t at = g_known_types[i].type.load(std::memory_order_relaxed);
     if (at == key) return;
     if (at != 0) continue;
