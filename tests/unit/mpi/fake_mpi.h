@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <ostream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>

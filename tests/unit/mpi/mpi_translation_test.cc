@@ -182,29 +182,6 @@ TEST_F(MpiTranslation, BlockingMessagesCarryPeerTagCommunicatorAndBytes) {
                                                   {K::kRecv, message(kWorld, 1, 6, 0, 16)}}));
 }
 
-// --- Requests ---------------------------------------------------------------------
-
-// Checks that events name requests consistently: each letter of `expected`
-// stands for one request id, the same wherever it appears and different
-// from every other letter's.
-void expect_requests(const Traced& t, const std::vector<std::pair<EventKind, char>>& expected) {
-  ASSERT_EQ(t.events.size(), expected.size()) << "events: " << t.events.size();
-  std::map<char, uint64_t> ids;
-  std::map<uint64_t, char> letters;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const auto [kind, letter] = expected[i];
-    const uint64_t id = t.events[i].fields.request;
-    EXPECT_EQ(t.events[i].kind, kind) << "event " << i;
-    EXPECT_NE(id, 0u) << "event " << i;
-    auto [it, fresh] = ids.emplace(letter, id);
-    EXPECT_EQ(it->second, id) << "event " << i << " names another request than " << letter;
-    if (fresh) {
-      EXPECT_TRUE(letters.emplace(id, letter).second) << "requests " << letter << " and " << letters[id]
-                                                      << " share an id";
-    }
-  }
-}
-
 // A send decides before its real call whether to be recorded after it
 // (its size): a predefined type's size is remembered, so that decision
 // makes no call into MPI; a derived type's handle may be freed and made
@@ -241,6 +218,29 @@ TEST_F(MpiTranslation, PredefinedTypeSizesAreRememberedDerivedOnesAskedEveryTime
                                                   {K::kSend, message(kWorld, 3, 7, 8192, 0)}}));
   EXPECT_EQ(t.enters, 3u);
   EXPECT_EQ(t.leaves, 3u);
+}
+
+// --- Requests ---------------------------------------------------------------------
+
+// Checks that events name requests consistently: each letter of `expected`
+// stands for one request id, the same wherever it appears and different
+// from every other letter's.
+void expect_requests(const Traced& t, const std::vector<std::pair<EventKind, char>>& expected) {
+  ASSERT_EQ(t.events.size(), expected.size()) << "events: " << t.events.size();
+  std::map<char, uint64_t> ids;
+  std::map<uint64_t, char> letters;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const auto [kind, letter] = expected[i];
+    const uint64_t id = t.events[i].fields.request;
+    EXPECT_EQ(t.events[i].kind, kind) << "event " << i;
+    EXPECT_NE(id, 0u) << "event " << i;
+    auto [it, fresh] = ids.emplace(letter, id);
+    EXPECT_EQ(it->second, id) << "event " << i << " names another request than " << letter;
+    if (fresh) {
+      EXPECT_TRUE(letters.emplace(id, letter).second) << "requests " << letter << " and " << letters[id]
+                                                      << " share an id";
+    }
+  }
 }
 
 TEST_F(MpiTranslation, RequestsAreCompletedByEveryWaitAndTestForm) {
