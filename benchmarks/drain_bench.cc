@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "trace/drain.h"
@@ -63,6 +64,99 @@ class MpiRecordWriter {
   bool seen_[CallerStackCache::kEntries] = {};
   uint64_t now_ = monotonic_ns();
 };
+
+// One NVTX-like call (an enter and a leave, no events) from each of
+// `sites` remembered caller stacks in turn, as a program calling from many
+// places makes them (benchmarks/call_sites_bench.cc): each stack is handed
+// out once with its addresses, then named by its generation alone.
+class SiteCallWriter {
+ public:
+  SiteCallWriter(ThreadState& t, uint32_t sites) : t_(t), seen_(sites) {}
+  bool call(uint32_t site) {
+    const uint32_t generation = site + 1;
+    const bool stored = !seen_[site];
+    const uint32_t depth = stored ? 12 : 0;
+    const CallerStackCache::Ref stack{generation % CallerStackCache::kEntries, generation, stored};
+    uint64_t ips[12];
+    caller_frames(ips, depth);
+    ips[0] += 8 * site;  // a stack of its own
+    const RegionBody body{kSendRegion, 0, {}};
+    if (!t_.traced.calls.enter(t_.ring, now_ += 40, body, stack, ips, depth)) return false;
+    seen_[site] = true;
+    return t_.traced.calls.leave(t_.ring, now_ += 60, body, stack);
+  }
+
+ private:
+  ThreadState& t_;
+  std::vector<bool> seen_;
+  uint64_t now_ = monotonic_ns();
+};
+
+// A started drain writing into a scratch directory, removed at the end.
+class ScratchDrain {
+ public:
+  explicit ScratchDrain(benchmark::State& state) : drain_(modules_) {
+    if (mkdtemp(dir_) == nullptr) {
+      state.SkipWithError("mkdtemp failed");
+      return;
+    }
+    path_ = std::string(dir_) + "/raw.hpr";
+    Drain::Options options;
+    options.raw_path = path_;
+    options.flush_interval_ms = 3600 * 1000;  // passes only when asked
+    options.ring_bytes = kRingBytes;
+    std::string error;
+    if (!drain_.start(options, raw::ProcessBegin{}, &error)) {
+      state.SkipWithError(error.c_str());
+      return;
+    }
+    started_ = true;
+  }
+  ~ScratchDrain() {
+    if (started_) drain_.stop(raw::ProcessEnd{monotonic_ns(), raw::EndReason::kExit, 0, 0});
+    if (!path_.empty()) unlink(path_.c_str());
+    rmdir(dir_);
+  }
+  bool started() const { return started_; }
+  Drain& drain() { return drain_; }
+
+ private:
+  ModuleTable modules_;
+  Drain drain_;
+  char dir_[32] = "/tmp/drain_bench.XXXXXX";
+  std::string path_;
+  bool started_ = false;
+};
+
+void BM_DrainCallSites(benchmark::State& state) {
+  const uint32_t sites = static_cast<uint32_t>(state.range(0));
+  ScratchDrain scratch(state);
+  if (!scratch.started()) return;
+  Drain& drain = scratch.drain();
+  drain.append(raw::RegionDef{kSendRegion, "site", 0, raw::kUnknownModule, 0, {}});
+  ThreadState* t = drain.add_thread(getpid(), monotonic_ns());
+  SiteCallWriter writer(*t, sites);
+  // A first round: every stack handed out and interned, outside the timing.
+  for (uint32_t s = 0; s < sites; ++s) writer.call(s);
+  drain.flush_now();
+  const int64_t calls_per_pass = int64_t(kRingBytes / 4 / sizeof(RegionRecord));
+  int64_t calls = 0;
+  uint32_t next = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int64_t i = 0; i < calls_per_pass; ++i) {
+      writer.call(next);
+      if (++next == sites) next = 0;
+    }
+    state.ResumeTiming();
+    drain.flush_now();
+    calls += calls_per_pass;
+  }
+  state.counters["ns_per_call"] =
+      benchmark::Counter(double(calls), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  drain.finish_thread(t, monotonic_ns());
+}
+BENCHMARK(BM_DrainCallSites)->Arg(1)->Arg(9)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond);
 
 void BM_DrainMpiCalls(benchmark::State& state) {
   char dir[] = "/tmp/drain_bench.XXXXXX";
