@@ -693,7 +693,7 @@ static_assert(sizeof(RebuiltRecord) == sizeof(RegionRecord) + sizeof(EventPayloa
 raw::CallShape& shape_of(ThreadState& t) {
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   if (call.shape_at_site) {
-    call.shape = t.drained.call_sites[call.site].enter_shape;
+    call.shape = t.drained.call_sites.at(call.site).enter_shape;
     call.event_ns.fill(call.enter_ns);
     call.shape_at_site = false;
   }
@@ -764,7 +764,7 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
     // The stack's site starts afresh, as at the producer (TracedCallWriter).
     // The enter's own events always fit the call, so its shape is whole.
     static_assert(raw::Call::kMaxEvents >= 2, "an enter's empty and carried events");
-    DrainedThread::CallSite& site = t.drained.call_sites[r.stack_slot];
+    DrainedThread::CallSite& site = t.drained.call_sites.at(r.stack_slot);
     site = DrainedThread::CallSite{};
     site.generation = r.stack_generation;
     site.enter = body_of(r);
@@ -778,17 +778,17 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
 }
 
 void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
-  if (slot >= DrainedThread::kNoSite || t.drained.call_sites[slot].generation == 0) {
+  DrainedThread::CallSite* known = t.drained.call_sites.find(slot);
+  if (known == nullptr || known->generation == 0) {
     write_held_sample_locked(t);
     return;  // no producer writes that
   }
-  const bool sample_inside =
-      sample_held_inside_locked(t, t.drained.call_sites[slot].enter.flags, timestamp);
+  DrainedThread::CallSite& site = *known;
+  const bool sample_inside = sample_held_inside_locked(t, site.enter.flags, timestamp);
   if (!sample_inside) write_held_sample_locked(t);
   write_unwritten_call_locked(t);  // a call inside a call
   // The loop case: the same call from the same place as last time (a
   // counting event's number moved on, as at the producer).
-  DrainedThread::CallSite& site = t.drained.call_sites[slot];
   if (site.enter.counts()) {  // in place: no copies on a loop's path
     site.enter.count_on();
     site.enter_shape.count_on();
@@ -810,9 +810,9 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
 }
 
 void Drain::skip_call_repeat_locked(ThreadState& t, uint32_t slot) {
-  if (slot >= DrainedThread::kNoSite) return;
-  DrainedThread::CallSite& site = t.drained.call_sites[slot];
-  if (site.generation == 0 || !site.leave_known) return;  // no producer writes that
+  DrainedThread::CallSite* known = t.drained.call_sites.find(slot);
+  if (known == nullptr || known->generation == 0 || !known->leave_known) return;  // no producer writes that
+  DrainedThread::CallSite& site = *known;
   if (site.enter.counts()) {
     site.enter.count_on();
     site.enter_shape.count_on();
@@ -863,9 +863,9 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   // The last full leave of a call from its stack, as at the producer.
   DrainedThread::CallSite* site = nullptr;
-  if (r.stack_generation != 0 && r.stack_slot < DrainedThread::kNoSite &&
-      t.drained.call_sites[r.stack_slot].generation == r.stack_generation) {
-    site = &t.drained.call_sites[r.stack_slot];
+  if (r.stack_generation != 0) site = t.drained.call_sites.find(r.stack_slot);
+  if (site && site->generation != r.stack_generation) site = nullptr;
+  if (site) {
     site->leave_known = true;
     site->leave = body_of(r);
     site->written = {};
@@ -913,8 +913,9 @@ void Drain::convert_leave_locked(ThreadState& t, const RegionRecord& r) {
 }
 
 void Drain::convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
-  if (slot >= DrainedThread::kNoSite || !t.drained.call_sites[slot].leave_known) return;  // no producer writes that
-  DrainedThread::CallSite& site = t.drained.call_sites[slot];
+  DrainedThread::CallSite* known = t.drained.call_sites.find(slot);
+  if (known == nullptr || !known->leave_known) return;  // no producer writes that
+  DrainedThread::CallSite& site = *known;
   site.leave.count_on();  // as at the producer
   const DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
   const uint64_t ns = region_ns(t, timestamp);

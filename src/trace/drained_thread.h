@@ -10,6 +10,7 @@
 
 #include "trace/raw_format.h"
 #include "trace/recent_calls.h"
+#include "trace/stack_slots.h"
 #include "trace/traced_call_writer.h"
 #include "unwind/caller_stack_cache.h"
 
@@ -74,7 +75,7 @@ struct DrainedThread {
     raw::RecentCalls::Handle written;  // of enter and leave together
   };
   static constexpr uint32_t kNoSite = CallerStackCache::kEntries;
-  std::array<CallSite, CallerStackCache::kEntries> call_sites;
+  StackSlots<CallSite> call_sites;
   // The native stack interned last (Drain::intern_stack_locked), outermost
   // frame first: the address interned for each frame and the node it led
   // to. A thread's stacks share their outer frames (its main loop, a

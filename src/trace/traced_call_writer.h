@@ -22,12 +22,12 @@
 // the thread is not busy.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <cstring>
 
 #include "sigsafe/thread_ring.h"
 #include "trace/records.h"
+#include "trace/stack_slots.h"
 #include "unwind/caller_stack_cache.h"
 
 namespace hybridprof {
@@ -96,9 +96,9 @@ class TracedCallWriter {
     if (deferred_.held && !write_deferred_enter(ring)) return false;
     const bool has_site = remembered(stack);
     if (has_site && depth == 0) {
-      Site& s = sites_[stack.slot];
-      if (s.generation == stack.generation && body.repeats(s.enter))
-        return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot, &s.enter);
+      Site* s = sites_.find(stack.slot);
+      if (s && s->generation == stack.generation && body.repeats(s->enter))
+        return repeat(ring, RecordType::kRegionEnterRepeat, timestamp, stack.slot, &s->enter);
     }
     const uint32_t bytes = uint32_t(sizeof(RegionRecord) + 8u * depth + (body.carries() ? sizeof(EventPayload) : 0) +
                                     region_python_frames_bytes(python_depth));
@@ -117,7 +117,7 @@ class TracedCallWriter {
     }
     ring.commit_exclusive();
     if (has_site) {
-      Site& s = sites_[stack.slot];
+      Site& s = sites_.at(stack.slot);
       s.generation = stack.generation;
       s.leave_known = false;
       s.enter = body.body();
@@ -127,7 +127,8 @@ class TracedCallWriter {
 
   // The leave of a call whose enter enter() wrote from `stack`.
   __attribute__((always_inline)) bool leave(ThreadRing& ring, uint64_t timestamp, RegionView body, CallerStackCache::Ref stack) {
-    Site* s = remembered(stack) && sites_[stack.slot].generation == stack.generation ? &sites_[stack.slot] : nullptr;
+    Site* s = remembered(stack) ? sites_.find(stack.slot) : nullptr;
+    if (s && s->generation != stack.generation) s = nullptr;
     const bool repeats = s && s->leave_known && body.repeats(s->leave);
     // Its own enter, held back, and nothing since (anything written since
     // wrote it, and calls nest): the call in one record.
@@ -195,9 +196,9 @@ class TracedCallWriter {
   bool defer_enter(uint64_t timestamp, RegionView body, CallerStackCache::Ref stack, uint32_t depth,
                    uint32_t python_depth) {
     if (deferred_.held || depth != 0 || python_depth != 0 || !remembered(stack)) return false;
-    Site& s = sites_[stack.slot];
-    if (s.generation != stack.generation || !body.repeats(s.enter)) return false;
-    s.enter.count_on();
+    Site* site = sites_.find(stack.slot);
+    if (site == nullptr || site->generation != stack.generation || !body.repeats(site->enter)) return false;
+    site->enter.count_on();
     deferred_.timestamp = timestamp;
     deferred_.slot = stack.slot;
     deferred_.held = true;
@@ -282,7 +283,7 @@ class TracedCallWriter {
     r.stack_generation = stack.generation;
   }
 
-  std::array<Site, CallerStackCache::kEntries> sites_{};
+  StackSlots<Site> sites_;
   LastEvent last_event_;  // of event()
   DeferredEnter deferred_;  // defer_enter's
 };

@@ -59,8 +59,10 @@ namespace hybridprof {
 
 class CallerStackCache {
  public:
-  // Slots a consumer keeps per-stack state in (generation % kEntries).
-  static constexpr uint32_t kEntries = 64;
+  // Slots a consumer keeps per-stack state in (generation % kEntries), at
+  // most: consumers grow theirs as stacks are handed out (trace/stack_slots.h).
+  // A RepeatRecord names one in its 16-bit aux.
+  static constexpr uint32_t kEntries = 4096;
   // A generation: epoch << kEpochShift | the stack's number in its epoch.
   static constexpr uint32_t kEpochShift = 24;
   static constexpr uint32_t epoch_of(uint32_t generation) { return generation >> kEpochShift; }
