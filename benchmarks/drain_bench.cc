@@ -5,6 +5,9 @@
 // are all busy with ranks (2 ranks on 2 cores here), this time is taken from
 // the ranks, so it is part of the per-call overhead the MPI benchmark sees.
 //
+// BM_DrainCallSites does the same for NVTX-like calls from 1 to 4,096
+// stacks in turn (a program calling from many places).
+//
 //   bin/drain_bench   (counter "ns_per_call": drain time per traced call)
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -128,6 +131,24 @@ class ScratchDrain {
   bool started_ = false;
 };
 
+// Times drain passes over rings that write_pass() fills with
+// calls_per_pass calls each (untimed), then ends the thread.
+template <typename WritePass>
+void time_passes(benchmark::State& state, Drain& drain, ThreadState* t, int64_t calls_per_pass,
+                 WritePass write_pass) {
+  int64_t calls = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    write_pass();
+    state.ResumeTiming();
+    drain.flush_now();
+    calls += calls_per_pass;
+  }
+  state.counters["ns_per_call"] =
+      benchmark::Counter(double(calls), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  drain.finish_thread(t, monotonic_ns());
+}
+
 void BM_DrainCallSites(benchmark::State& state) {
   const uint32_t sites = static_cast<uint32_t>(state.range(0));
   ScratchDrain scratch(state);
@@ -140,64 +161,31 @@ void BM_DrainCallSites(benchmark::State& state) {
   for (uint32_t s = 0; s < sites; ++s) writer.call(s);
   drain.flush_now();
   const int64_t calls_per_pass = int64_t(kRingBytes / 4 / sizeof(RegionRecord));
-  int64_t calls = 0;
   uint32_t next = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
+  time_passes(state, drain, t, calls_per_pass, [&] {
     for (int64_t i = 0; i < calls_per_pass; ++i) {
       writer.call(next);
       if (++next == sites) next = 0;
     }
-    state.ResumeTiming();
-    drain.flush_now();
-    calls += calls_per_pass;
-  }
-  state.counters["ns_per_call"] =
-      benchmark::Counter(double(calls), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  drain.finish_thread(t, monotonic_ns());
+  });
 }
 BENCHMARK(BM_DrainCallSites)->Arg(1)->Arg(9)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond);
 
 void BM_DrainMpiCalls(benchmark::State& state) {
-  char dir[] = "/tmp/drain_bench.XXXXXX";
-  if (mkdtemp(dir) == nullptr) {
-    state.SkipWithError("mkdtemp failed");
-    return;
-  }
-  const std::string path = std::string(dir) + "/raw.hpr";
-  ModuleTable modules;
-  Drain drain(modules);
-  Drain::Options options;
-  options.raw_path = path;
-  options.flush_interval_ms = 3600 * 1000;  // passes only when asked
-  options.ring_bytes = kRingBytes;
-  std::string error;
-  if (!drain.start(options, raw::ProcessBegin{}, &error)) {
-    state.SkipWithError(error.c_str());
-    return;
-  }
+  ScratchDrain scratch(state);
+  if (!scratch.started()) return;
+  Drain& drain = scratch.drain();
   drain.append(raw::RegionDef{kSendRegion, "MPI_Send", 0, raw::kUnknownModule, 0, {}});
   drain.append(raw::RegionDef{kRecvRegion, "MPI_Recv", 0, raw::kUnknownModule, 0, {}});
   ThreadState* t = drain.add_thread(getpid(), monotonic_ns());
   MpiRecordWriter writer(*t);
   const int64_t calls_per_pass = int64_t(kRingBytes / 2 / (2 * sizeof(RepeatRecord)));
-  int64_t calls = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
+  time_passes(state, drain, t, calls_per_pass, [&] {
     for (int64_t i = 0; i < calls_per_pass; i += 2) {
       writer.call(kSendRegion, MpiRecordWriter::kSend);
       writer.call(kRecvRegion, MpiRecordWriter::kRecv);
     }
-    state.ResumeTiming();
-    drain.flush_now();
-    calls += calls_per_pass;
-  }
-  state.counters["ns_per_call"] =
-      benchmark::Counter(double(calls), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  drain.finish_thread(t, monotonic_ns());
-  drain.stop(raw::ProcessEnd{monotonic_ns(), raw::EndReason::kExit, 0, 0});
-  unlink(path.c_str());
-  rmdir(dir);
+  });
 }
 BENCHMARK(BM_DrainMpiCalls)->Unit(benchmark::kMillisecond);
 
