@@ -74,9 +74,10 @@ __attribute__((always_inline)) inline CallerStack capture_caller_stack(TracingHo
       t.traced.python_caller_stacks = std::make_unique<CallerStackCache>(max_depth);
       t.traced.python_stacks = std::make_unique<PythonStackMemo>();
     }
-    s.depth = t.traced.python_caller_stacks->capture(t.unwind_scratch, &s.flags);
-    s.ref = t.traced.python_stacks->find_or_add(t.unwind_scratch, s.depth, t.sampled.python_scratch, s.python_depth,
-                                                *t.traced.caller_stacks);
+    CallerStackCache::Ref native;
+    s.depth = t.traced.python_caller_stacks->capture(t.unwind_scratch, &s.flags, &native);
+    s.ref = t.traced.python_stacks->find_or_add(native.generation, t.unwind_scratch, s.depth, t.sampled.python_scratch,
+                                                s.python_depth, *t.traced.caller_stacks);
     if (!s.ref.stored) s.depth = 0, s.python_depth = 0;
     return s;
   }

@@ -20,8 +20,9 @@ struct Stacks {
   }
 };
 
-CallerStackCache::Ref add(PythonStackMemo& memo, const Stacks& s, CallerStackCache& numbers) {
-  return memo.find_or_add(s.ips.data(), uint32_t(s.ips.size()), s.frames.data(), uint32_t(s.frames.size()), numbers);
+CallerStackCache::Ref add(PythonStackMemo& memo, const Stacks& s, CallerStackCache& numbers, uint32_t native = 0) {
+  return memo.find_or_add(native, s.ips.data(), uint32_t(s.ips.size()), s.frames.data(), uint32_t(s.frames.size()),
+                          numbers);
 }
 
 TEST(PythonStackMemo, APairIsNumberedOnceAndKnownAfter) {
@@ -57,6 +58,29 @@ TEST(PythonStackMemo, AnyDifferenceIsAnotherStack) {
     EXPECT_NE(r.generation, g) << i;
   }
   EXPECT_FALSE(add(memo, base, numbers).stored) << "the first pair is still known";
+}
+
+// Where the cache that captured the native stack remembered it, its number
+// stands for its addresses (hashing hundreds of them at every call cost
+// more than the rest of the lookup); a number of that cache's next epoch
+// may name another stack, so a new native epoch forgets every pair.
+TEST(PythonStackMemo, ANativeStackIsKnownByItsNumberWhereItHasOne) {
+  CallerStackCache numbers(64);
+  PythonStackMemo memo;
+  const Stacks s;
+  const uint32_t native = 1u << CallerStackCache::kEpochShift | 5;
+  const CallerStackCache::Ref first = add(memo, s, numbers, native);
+  EXPECT_TRUE(first.stored);
+  EXPECT_FALSE(add(memo, s, numbers, native).stored);
+  EXPECT_EQ(add(memo, s, numbers, native).generation, first.generation);
+  EXPECT_TRUE(add(memo, s, numbers, native + 1).stored) << "another native stack";
+  EXPECT_TRUE(add(memo, s, numbers).stored) << "the same addresses without a number: keyed apart";
+  Stacks other_python = s;
+  other_python.frames[0].byte_offset = 12;
+  EXPECT_TRUE(add(memo, other_python, numbers, native).stored) << "another Python stack above it";
+  const uint32_t next_epoch = 2u << CallerStackCache::kEpochShift | 5;
+  EXPECT_TRUE(add(memo, s, numbers, next_epoch).stored);
+  EXPECT_TRUE(add(memo, s, numbers, native).stored) << "forgotten with the epoch it was numbered in";
 }
 
 TEST(PythonStackMemo, ANewEpochMakesEveryPairNewAgain) {
