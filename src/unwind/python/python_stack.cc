@@ -26,7 +26,7 @@ uint64_t field(const uint8_t* buffer, uint32_t offset) {
 }  // namespace
 
 // SIGNAL PATH.
-bool PythonReadWindow::read(uint64_t address, void* out, uint64_t n) {
+const uint8_t* PythonReadWindow::view(uint64_t address, uint64_t n) {
   if (address < start || address + n > start + length) {
     // The page holding `address` and the next one; the second may be
     // unmapped, then the first alone.
@@ -38,10 +38,17 @@ bool PythonReadWindow::read(uint64_t address, void* out, uint64_t n) {
     } else if (safe_read(page, bytes, 4096)) {
       length = 4096;
     }
-    if (address + n > start + length) return safe_read(address, out, n);  // straddles: read it alone
+    if (address + n > start + length) return nullptr;  // straddles
   }
-  std::memcpy(out, bytes + (address - start), n);
-  return true;
+  return bytes + (address - start);
+}
+
+bool PythonReadWindow::read(uint64_t address, void* out, uint64_t n) {
+  if (const uint8_t* in_window = view(address, n)) {
+    std::memcpy(out, in_window, n);
+    return true;
+  }
+  return safe_read(address, out, n);  // straddles the window: read it alone
 }
 
 // SIGNAL PATH. Every interpreter's thread list, bounded.
@@ -103,13 +110,20 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
       *complete = false;  // deeper than we keep
       break;
     }
-    if (!window->read(frame, buffer, bytes)) {
-      *complete = false;
-      break;
+    // Read where the window holds it: a copy of it into `buffer`, made with
+    // wide stores, made every field load after it wait for them to reach
+    // the cache (three quarters of this function's time, 40 frames deep).
+    const uint8_t* frame_bytes = window->view(frame, bytes);
+    if (frame_bytes == nullptr) {
+      if (!safe_read(frame, buffer, bytes)) {
+        *complete = false;
+        break;
+      }
+      frame_bytes = buffer;
     }
-    const uint64_t code = field(buffer, layout_.frame_code) & ~layout_.frame_code_tag_bits;
-    const uint64_t previous = field(buffer, layout_.frame_previous);
-    if (layout_.frame_owner != kAbsent && buffer[layout_.frame_owner] >= kFirstShimOwner) {
+    const uint64_t code = field(frame_bytes, layout_.frame_code) & ~layout_.frame_code_tag_bits;
+    const uint64_t previous = field(frame_bytes, layout_.frame_previous);
+    if (layout_.frame_owner != kAbsent && frame_bytes[layout_.frame_owner] >= kFirstShimOwner) {
       // The shim a native eval call starts with (its code is None, not a
       // code object): the frame before it was that call's outermost.
       if (n > 0) out[n - 1].flags |= kEndsEvalCall;
@@ -122,7 +136,7 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
     }
     PythonFrame& f = out[n++];
     f.code = code;
-    const int64_t offset = layout_.instruction_byte_offset(code, field(buffer, layout_.frame_instruction));
+    const int64_t offset = layout_.instruction_byte_offset(code, field(frame_bytes, layout_.frame_instruction));
     f.byte_offset = offset > INT32_MAX ? -1 : int32_t(offset);
     f.flags = 0;
     switch (layout_.frames) {
@@ -130,7 +144,7 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
         f.flags = kEndsEvalCall;  // one native eval call per frame
         break;
       case FrameModel::kEntryFlag:
-        if (buffer[layout_.frame_is_entry]) f.flags = kEndsEvalCall;
+        if (frame_bytes[layout_.frame_is_entry]) f.flags = kEndsEvalCall;
         break;
       case FrameModel::kCStackShims:
         break;  // marked when its shim is reached

@@ -47,6 +47,9 @@ struct PythonReadWindow {
   // SIGNAL PATH: copies [address, address + n) from the window, refilling
   // it from the page that holds `address` when needed.
   bool read(uint64_t address, void* out, uint64_t n);
+  // SIGNAL PATH: the same bytes where the window holds them, valid until
+  // the next read or view; null when they do not fit in it (read them alone).
+  const uint8_t* view(uint64_t address, uint64_t n);
 
   // Room for the code objects' stamps of this many frames, read with one
   // system call (one element per code object: the bytes that span its three
