@@ -26,7 +26,7 @@ uint64_t field(const uint8_t* buffer, uint32_t offset) {
 }  // namespace
 
 // SIGNAL PATH.
-const uint8_t* PythonReadWindow::view(uint64_t address, uint64_t n) {
+const uint8_t* PythonReadWindow::read(uint64_t address, uint64_t n, uint8_t* alone) {
   if (address < start || address + n > start + length) {
     // The page holding `address` and the next one; the second may be
     // unmapped, then the first alone.
@@ -38,17 +38,9 @@ const uint8_t* PythonReadWindow::view(uint64_t address, uint64_t n) {
     } else if (safe_read(page, bytes, 4096)) {
       length = 4096;
     }
-    if (address + n > start + length) return nullptr;  // straddles
+    if (address + n > start + length) return safe_read(address, alone, n) ? alone : nullptr;  // straddles
   }
   return bytes + (address - start);
-}
-
-bool PythonReadWindow::read(uint64_t address, void* out, uint64_t n) {
-  if (const uint8_t* in_window = view(address, n)) {
-    std::memcpy(out, in_window, n);
-    return true;
-  }
-  return safe_read(address, out, n);  // straddles the window: read it alone
 }
 
 // SIGNAL PATH. Every interpreter's thread list, bounded.
@@ -113,13 +105,10 @@ uint32_t PythonStackReader::read(uint64_t thread_id, uint64_t* tstate, PythonRea
     // Read where the window holds it: a copy of it into `buffer`, made with
     // wide stores, made every field load after it wait for them to reach
     // the cache (three quarters of this function's time, 40 frames deep).
-    const uint8_t* frame_bytes = window->view(frame, bytes);
+    const uint8_t* frame_bytes = window->read(frame, bytes, buffer);
     if (frame_bytes == nullptr) {
-      if (!safe_read(frame, buffer, bytes)) {
-        *complete = false;
-        break;
-      }
-      frame_bytes = buffer;
+      *complete = false;
+      break;
     }
     const uint64_t code = field(frame_bytes, layout_.frame_code) & ~layout_.frame_code_tag_bits;
     const uint64_t previous = field(frame_bytes, layout_.frame_previous);

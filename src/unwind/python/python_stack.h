@@ -44,12 +44,11 @@ struct PythonReadWindow {
   static constexpr uint64_t kBytes = 8192;
   uint64_t start = 0, length = 0;  // what `bytes` holds now
   alignas(8) uint8_t bytes[kBytes];
-  // SIGNAL PATH: copies [address, address + n) from the window, refilling
-  // it from the page that holds `address` when needed.
-  bool read(uint64_t address, void* out, uint64_t n);
-  // SIGNAL PATH: the same bytes where the window holds them, valid until
-  // the next read or view; null when they do not fit in it (read them alone).
-  const uint8_t* view(uint64_t address, uint64_t n);
+  // SIGNAL PATH: [address, address + n) where the window holds it (valid
+  // until the next read), refilling the window from the page that holds
+  // `address` when needed; bytes that straddle the window are read alone
+  // into `alone` (n bytes) and returned there. Null when unreadable.
+  const uint8_t* read(uint64_t address, uint64_t n, uint8_t* alone);
 
   // Room for the code objects' stamps of this many frames, read with one
   // system call (one element per code object: the bytes that span its three
