@@ -21,7 +21,6 @@
 #include "preload/real_functions.h"
 #include "preload/runtime.h"
 #include "sigsafe/fault_tolerant_copy.h"
-#include "sigsafe/reentrancy_guard.h"
 
 namespace hybridprof::preload {
 namespace {
@@ -98,47 +97,10 @@ bool fault_tolerant_reads_usable(const void* ucontext) {
   return ucontext != nullptr && fault_tolerant_reads_usable_with(static_cast<const ucontext_t*>(ucontext)->uc_sigmask);
 }
 
-namespace {
-// What the traced calls' answer depends on and the runtime sees change: the
-// fault signals' actions (only the runtime's own restore_default_action
-// changes them through libc: the interposed sigaction keeps its handler),
-// and each thread's mask (set through the interposed sigprocmask and
-// pthread_sigmask).
-std::atomic<uint32_t> g_fault_actions_changed{0};
-__thread uint32_t t_mask_changes __attribute__((tls_model("initial-exec"))) = 0;
-// The thread's last answer, and for what.
-struct UsableHere {
-  uint32_t mask_changes = 0, actions_changed = 0;
-  uint32_t uses_left = 0;  // 0: ask the kernel
-  bool usable = false;
-};
-__thread UsableHere t_usable_here __attribute__((tls_model("initial-exec")));
-// Answers reused before the kernel is asked again, for what no interposer
-// sees (a mask or an action set by a raw system call, glibc's own mask
-// changes in siglongjmp): three system calls per 128 traced calls (~10 ns
-// a call on a VM) where each call paid them (~1 us).
-constexpr uint32_t kUsesBetweenChecks = 128;
-}  // namespace
-
-void note_thread_mask_change() { ++t_mask_changes; }
-void note_fault_action_change() { g_fault_actions_changed.fetch_add(1, std::memory_order_release); }
-
-// A traced call from Python reads its frames at every call: the kernel is
-// asked (the thread's mask, then the two actions: three system calls) when
-// something the runtime saw changed them, inside a program's signal handler
-// (whose mask the kernel set), and every kUsesBetweenChecks calls.
+// The thread's mask is asked for: a third system call.
 bool fault_tolerant_reads_usable_here(const void*) {
-  UsableHere& last = t_usable_here;
-  const uint32_t actions = g_fault_actions_changed.load(std::memory_order_acquire);
-  if (last.uses_left > 0 && last.mask_changes == t_mask_changes && last.actions_changed == actions &&
-      !sigsafe::inside(sigsafe::Section::kProgramHandler)) {
-    --last.uses_left;
-    return last.usable;
-  }
   sigset_t now;
-  const bool usable = real().pthread_sigmask(SIG_BLOCK, nullptr, &now) == 0 && fault_tolerant_reads_usable_with(now);
-  last = UsableHere{t_mask_changes, actions, kUsesBetweenChecks, usable};
-  return usable;
+  return real().pthread_sigmask(SIG_BLOCK, nullptr, &now) == 0 && fault_tolerant_reads_usable_with(now);
 }
 
 }  // namespace hybridprof::preload

@@ -179,7 +179,6 @@ void restore_default_action(int signal) {
   dfl.sa_handler = SIG_DFL;
   real().sigaction(signal, &dfl, nullptr);
   g_runtime_handles[signal] = false;
-  note_fault_action_change();
 }
 
 // SIGNAL PATH: sigaction, sigprocmask and raise are async-signal-safe.
@@ -235,7 +234,6 @@ sighandler_t signal(int signal, sighandler_t handler) {
 // the matching restore (answered so too) reads.
 int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
   if (masks_change_nothing(__builtin_return_address(0))) return mask_unchanged_in_handler(old);
-  if (set) note_thread_mask_change();
   if (set && how != SIG_UNBLOCK && !called_by_profiler()) {
     const sigset_t filtered = without_sample_signal(set);
     return real().sigprocmask(how, &filtered, old);
@@ -245,7 +243,6 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 
 int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
   if (masks_change_nothing(__builtin_return_address(0))) return mask_unchanged_in_handler(old);
-  if (set) note_thread_mask_change();
   if (set && how != SIG_UNBLOCK && !called_by_profiler()) {
     const sigset_t filtered = without_sample_signal(set);
     return real().pthread_sigmask(how, &filtered, old);

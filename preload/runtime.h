@@ -169,14 +169,8 @@ bool is_fault_signal(int signal);
 // FaultTolerantReads?
 bool fault_tolerant_reads_usable(const void* ucontext);
 // The same for the calling thread outside handlers (a traced call reading
-// its Python frames); its argument is unused. Its answer is kept until one
-// of the two below says what it rests on changed (or for a while).
+// its Python frames); its argument is unused.
 bool fault_tolerant_reads_usable_here(const void*);
-// The calling thread set its signal mask (the interposers), and the
-// runtime took its fault handlers away (restore_default_action).
-// Async-signal-safe.
-void note_thread_mask_change();
-void note_fault_action_change();
 
 // What the program asked for the signals the runtime handles
 // (interpose_signal.cc). The handlers forward to it.

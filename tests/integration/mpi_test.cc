@@ -631,46 +631,6 @@ TEST_F(Mpi, Mpi4pyRingIsTracedThroughTheCApi) {
   }
 }
 
-// A traced call from Python reads its Python frames with plain loads, which
-// a fault may interrupt only while the runtime's fault handler is the
-// kernel's and the thread does not block the fault signals: that was asked
-// of the kernel at every call (two rt_sigaction and one rt_sigprocmask
-// calls, ~1 us on a VM: half of what a call from Python cost), and is now
-// asked when the runtime saw the mask or the handlers change, or every 128
-// calls. 4,000 barriers from Python, one process: the calls are traced, with
-// their Python caller, and the run makes under 1,000 of both system calls
-// (about 270 now, Python's start included; 12,500 before).
-TEST_F(Mpi, CallsFromPythonReadTheirFramesWithoutSystemCalls) {
-  const std::string python = HP_MPI4PY_PYTHON;
-  if (python.empty()) GTEST_SKIP() << "no python3 with mpi4py (Debian: python3-mpi4py)";
-  if (!have_program("strace")) GTEST_SKIP() << "strace is not installed";
-  constexpr int kCalls = 4000;
-  const RunResult r = run({"strace", "-f", "-c", "-o", scratch / "strace", launcher(), "-F", "1", "-o", dir, "--", python,
-                           fixture("mpi4py_barriers.py"), std::to_string(kCalls)});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  const std::string counts = read_text(scratch / "strace");
-  EXPECT_LT(strace_count(counts, "rt_sigaction") + strace_count(counts, "rt_sigprocmask"), 1000u) << counts;
-
-  otf2::ArchiveReader reader(dir);
-  const otf2::Archive& a = reader.archive();
-  size_t barriers = 0, from_python = 0;
-  reader.read_events([](const otf2::SampleEvent&) {}, [&](const otf2::RegionEvent& e) {
-    if (!e.enter || e.context == otf2::kUndefined) return;
-    const otf2::ContextInfo& c = a.contexts.at(e.context);
-    if (a.regions.at(c.region).name != "MPI_Barrier") return;
-    ++barriers;
-    for (uint32_t up = c.parent; up != otf2::kUndefined; up = a.contexts.at(up).parent) {
-      const otf2::RegionInfo& caller = a.regions.at(a.contexts.at(up).region);
-      if (caller.paradigm == otf2::Paradigm::kPython && caller.name.find("barriers") != std::string::npos) {
-        ++from_python;
-        break;
-      }
-    }
-  });
-  EXPECT_EQ(barriers, size_t(kCalls));
-  EXPECT_EQ(from_python, size_t(kCalls)) << "each under the Python function that made it";
-}
-
 TEST_F(Mpi, HaloExchangeCompletesEveryNonBlockingMessage) {
   constexpr int kRanks = 3, kIterations = 4, kExchanges = kIterations + 2;
   const RunResult r = mpirun(kRanks, {fixture("mpi_halo"), std::to_string(kIterations)});
