@@ -8,10 +8,10 @@ frames) and recording the call cost.
     hybridprof -F 1 -o /tmp/x -- python3 benchmarks/python_traced_calls.py DEPTH [CALLS]
 
 On the 2-core VM (Python 3.11, Open MPI 4.1): 0.06-0.14 us plain; traced,
-+0.38 us at DEPTH 0 (about 10 frames in all) and +0.78 us at DEPTH 30
-(2026-11-29; +1.1 and +2.2 us before the calls stopped asking the kernel
-about fault handling at each call, +1.85 and +3.6 us before the pairs of
-native and Python stacks were remembered).
++1.1 us at DEPTH 0 (about 10 frames in all) and +1.5 us at DEPTH 30
+(2026-11-29; +2.2 us at DEPTH 30 before frames were read in place, +1.85
+and +3.6 us before the pairs of native and Python stacks were
+remembered).
 """
 import sys
 import time
