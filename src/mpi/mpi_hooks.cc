@@ -1,6 +1,8 @@
 // The out-of-line parts of the hooks (mpi_hooks.h).
 #include "mpi/mpi_hooks.h"
 
+#include <algorithm>
+
 #include "common/per_thread.h"
 
 namespace hybridprof::mpi {
@@ -33,6 +35,13 @@ void complete_at(MpiCall& call, int index, const MPI_Status* status) {
   const auto& handles = s->handles;
   PendingRequest r;
   if (complete_request(handles[size_t(index)], &r)) emit_completion(call, r, status);
+}
+
+void complete_all(MpiCall& call, int count, const MPI_Status* statuses) {
+  const StatusScratch* s = status_scratch();
+  if (s == nullptr || count <= 0) return;
+  complete_requests(call, s->handles.data(), std::min(size_t(count), s->handles.size()),
+                    statuses == MPI_STATUSES_IGNORE ? nullptr : statuses);
 }
 
 void tested_at(MpiCall& call, int index) {

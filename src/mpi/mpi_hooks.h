@@ -252,6 +252,9 @@ struct Hooks<MpiFunction::MPI_Startall> {
 
 // Completion of the request that was handles[index] before the call.
 void complete_at(MpiCall& call, int index, const MPI_Status* status);
+// Completion of every request that was in handles[0..count) (statuses as
+// the program passed them: MPI_STATUSES_IGNORE, or one a request).
+void complete_all(MpiCall& call, int count, const MPI_Status* statuses);
 // A test that found handles[index] not complete.
 void tested_at(MpiCall& call, int index);
 
@@ -286,8 +289,7 @@ struct Hooks<MpiFunction::MPI_Waitall> {
     remember_handles(requests, count);
   }
   static void after(MpiCall& c, int rc, int& count, MPI_Request*&, MPI_Status*& statuses) {
-    if (rc != MPI_SUCCESS) return;
-    for (int i = 0; i < count; ++i) complete_at(c, i, status_at(statuses, i));
+    if (rc == MPI_SUCCESS) complete_all(c, count, statuses);
   }
 };
 template <>
@@ -298,12 +300,8 @@ struct Hooks<MpiFunction::MPI_Testall> {
   }
   static void after(MpiCall& c, int rc, int& count, MPI_Request*&, int*& flag, MPI_Status*& statuses) {
     if (rc != MPI_SUCCESS) return;
-    for (int i = 0; i < count; ++i) {
-      if (*flag)
-        complete_at(c, i, status_at(statuses, i));
-      else
-        tested_at(c, i);
-    }
+    if (*flag) return complete_all(c, count, statuses);
+    for (int i = 0; i < count; ++i) tested_at(c, i);
   }
 };
 template <>

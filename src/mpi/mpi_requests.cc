@@ -1,5 +1,6 @@
 // Outstanding non-blocking operations by request handle, and the records
 // their completion writes.
+#include <algorithm>
 #include <atomic>
 
 #include "mpi/mpi_tracer.h"
@@ -36,6 +37,30 @@ bool complete_request(MPI_Request handle, PendingRequest* request) {
     return false;
   });
   return completed;
+}
+
+void complete_requests(MpiCall& call, const MPI_Request* handles, size_t n, const MPI_Status* statuses) {
+  // Taken in batches, each under one lock; their completions are written
+  // once it is released (writing may flush the thread's ring).
+  constexpr size_t kBatch = 32;
+  PendingRequest taken[kBatch];
+  bool completed[kBatch];
+  for (size_t first = 0; first < n; first += kBatch) {
+    const size_t batch = std::min(kBatch, n - first);
+    requests().with_oldest_each(
+        handles + first, batch,
+        [&](size_t i, PendingRequest& r) {
+          completed[i] = r.active;
+          if (!r.active) return false;
+          taken[i] = r;
+          if (!r.persistent) return true;
+          r.active = false;
+          return false;
+        },
+        [&](size_t i) { completed[i] = false; });
+    for (size_t i = 0; i < batch; ++i)
+      if (completed[i]) emit_completion(call, taken[i], statuses ? &statuses[first + i] : nullptr);
+  }
 }
 
 bool start_request(MPI_Request handle, PendingRequest* request) {

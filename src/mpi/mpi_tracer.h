@@ -114,8 +114,11 @@ class MpiCall {
   uint32_t python_depth_ = 0;  // Python frames in the thread's Python scratch for the enter
   CallerStackCache::Ref stack_;
   uint64_t enter_ns_ = 0;
-  uint64_t end_ns_ = 0;
   HeldEvent held_event_;
+  // Not next to enter_ns_: the Ran constructor's two were then stored as
+  // one 16-byte copy of the argument, spilled 8 bytes at a time (a
+  // store-forwarding stall on every call recorded after it ran).
+  uint64_t end_ns_ = 0;
   // Built where it waits, and read there (RegionView): not copied on the
   // call's path (a 16-byte copy of fields just written 8 bytes at a time
   // waits for the stores to reach the cache).
@@ -176,6 +179,10 @@ void track_request(MPI_Request handle, const PendingRequest& request);
 // it inactive. False for untracked handles (made before tracing, or by
 // functions not intercepted).
 bool complete_request(MPI_Request handle, PendingRequest* request);
+// complete_request for handles[0..n) in turn (as they were before the
+// completion call), each completed one's completion emitted (emit_completion)
+// with statuses[i] (null: the statuses were ignored).
+void complete_requests(MpiCall& call, const MPI_Request* handles, size_t n, const MPI_Status* statuses);
 // MPI_Start: activates a persistent request under a new id.
 bool start_request(MPI_Request handle, PendingRequest* request);
 // MPI_Request_free.

@@ -52,18 +52,20 @@ class RequestTable {
   template <typename Fn>
   bool with_oldest(Key key, Fn&& fn) {
     Locked held(lock_);
-    if (used_ == 0) return false;
-    const size_t i = find(key);
-    if (i == kNone) return false;
-    Entry& e = index_[i];
-    const uint32_t oldest = e.oldest;
-    if (!fn(nodes_[oldest].value)) return true;
-    if (oldest == e.newest)
-      remove(i);  // the handle's only request
-    else
-      e.oldest = nodes_[oldest].next;
-    free_node(oldest);
-    return true;
+    return with_oldest_locked(key, fn);
+  }
+
+  // The same for keys[0..n) in turn, under one lock (a Waitall's requests:
+  // one lock a call, not one a request): fn(i, Value&) for each key that
+  // has a request, missing(i) for each that has none. Neither may use the
+  // table.
+  template <typename Handle, typename Fn, typename Missing>
+  void with_oldest_each(const Handle* keys, size_t n, Fn&& fn, Missing&& missing) {
+    Locked held(lock_);
+    for (size_t i = 0; i < n; ++i) {
+      auto one = [&](Value& v) { return fn(i, v); };
+      if (!with_oldest_locked(Key(keys[i]), one)) missing(i);
+    }
   }
 
   size_t size() {
@@ -84,6 +86,22 @@ class RequestTable {
     uint32_t next = kNoNode;  // the same handle's next request, or the next free node
   };
   static constexpr size_t kNone = ~size_t{0};
+
+  template <typename Fn>
+  bool with_oldest_locked(Key key, Fn& fn) {
+    if (used_ == 0) return false;
+    const size_t i = find(key);
+    if (i == kNone) return false;
+    Entry& e = index_[i];
+    const uint32_t oldest = e.oldest;
+    if (!fn(nodes_[oldest].value)) return true;
+    if (oldest == e.newest)
+      remove(i);  // the handle's only request
+    else
+      e.oldest = nodes_[oldest].next;
+    free_node(oldest);
+    return true;
+  }
 
   class Locked {
    public:

@@ -71,6 +71,10 @@ class ThreadRing {
     size_t n = 0;
     uint64_t released = tail;
     while (tail < head) {
+      // The producer wrote these lines on another core: ask for the ones
+      // a few records on while this one is handled, not one at a time as
+      // each header is read.
+      __builtin_prefetch(base_ + ((tail + kPrefetchBytes) & mask_));
       const auto* h = reinterpret_cast<const RecordHeader*>(base_ + (tail & mask_));
       if (h->type != kPaddingRecord) {
         fn(*h);
@@ -91,6 +95,8 @@ class ThreadRing {
   size_t capacity() const { return mask_ + 1; }
   // How much consume() reads before it frees what it has read.
   static constexpr uint64_t kReleaseBytes = 64 * 1024;
+  // How far ahead of the record it reads consume() asks for the ring's lines.
+  static constexpr uint64_t kPrefetchBytes = 512;
   // Bytes published and not yet consumed (consumer's view).
   size_t pending_bytes() const {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);

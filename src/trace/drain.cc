@@ -352,7 +352,7 @@ void Drain::drain_thread_locked(ThreadState& t) {
       const auto& call = reinterpret_cast<const CallRepeatRecord&>(h);
       if (!window_open_.load(std::memory_order_relaxed) && clock_.to_ns(call.leave) > window_closed_ns_) {
         skip_call_repeat_locked(t, h.aux);
-      } else {
+      } else if (!write_call_repeat_locked(t, h.aux, call.enter, call.leave)) {
         convert_enter_repeat_locked(t, h.aux, call.enter);
         convert_leave_repeat_locked(t, h.aux, call.leave);
       }
@@ -807,6 +807,23 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
     write_unwritten_call_locked(t);
     write_held_sample_locked(t);
   }
+}
+
+bool Drain::write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave) {
+  // Nothing held (a sample that may go inside the call), nothing unwritten
+  // (a call it would be inside of): the enter is not late for anything.
+  if (t.drained.sample_held || t.drained.call_unwritten) return false;
+  DrainedThread::CallSite* site = t.drained.call_sites.find(slot);
+  if (site == nullptr || site->generation == 0 || !site->leave_known) return false;
+  const uint64_t enter_ns = region_ns(t, enter), leave_ns = region_ns(t, leave);
+  if (leave_ns < enter_ns || !writer_.append_repeat(t.index, site->written, enter_ns, leave_ns)) return false;
+  // The site's records move on as the producer's did (convert_*_repeat_locked).
+  if (site->enter.counts()) {
+    site->enter.count_on();
+    site->enter_shape.count_on();
+  }
+  site->leave.count_on();
+  return true;
 }
 
 void Drain::skip_call_repeat_locked(ThreadState& t, uint32_t slot) {

@@ -272,6 +272,11 @@ class Drain {
   // RepeatRecords: the site's last full enter / leave again (records.h).
   void convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp);
   void convert_leave_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp);
+  // A CallRepeatRecord (a loop's call) as one repeat of the call the raw
+  // stream's writer kept for its site, where nothing else is pending on the
+  // thread: what the two above do for it, without the unwritten call's
+  // state in between. False (nothing done) where it does not apply.
+  bool write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave);
   // A CallRepeatRecord that ends after the capture window closed: the
   // call's enter was still held back (TracedCallWriter::defer_enter) when
   // the window's close drained the rings. It is dropped, as the leave of a

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <vector>
 
 namespace hybridprof::mpi {
 namespace {
@@ -78,6 +79,36 @@ TEST(RequestTable, AnEntryKeptByItsCallbackStaysAndCanChange) {
   EXPECT_EQ(seen, 6u);
   EXPECT_FALSE(table.with_oldest(handle(1), [](uint64_t&) { return true; }));
   EXPECT_FALSE(table.with_oldest(handle(2), [](uint64_t&) { return true; })) << "never inserted";
+}
+
+// A Waitall's handles taken under one lock: each in turn, as with_oldest
+// would one by one (a handle held twice gives its oldest, then the next),
+// those with nothing reported missing, an entry kept by fn left in place.
+TEST(RequestTable, ManyHandlesAreTakenInTurnUnderOneLock) {
+  RequestTable<uint64_t> table;
+  table.insert(handle(1), 10);
+  table.insert(handle(2), 20);
+  table.insert(handle(1), 11);  // the same handle again (an eager send's shared one)
+  table.insert(handle(3), 30);
+  const Key keys[] = {handle(1), handle(4), handle(1), handle(2), handle(1), handle(3)};
+  std::vector<uint64_t> taken(6, 0);
+  std::vector<bool> missing(6, false);
+  table.with_oldest_each(
+      keys, 6,
+      [&](size_t i, uint64_t& v) {
+        taken[i] = v;
+        return v != 30;  // 30 stays (a persistent request)
+      },
+      [&](size_t i) { missing[i] = true; });
+  EXPECT_EQ(taken, (std::vector<uint64_t>{10, 0, 11, 20, 0, 30}));
+  EXPECT_EQ(missing, (std::vector<bool>{false, true, false, false, true, false}));
+  EXPECT_EQ(table.size(), 1u);
+  uint64_t left = 0;
+  EXPECT_TRUE(table.with_oldest(handle(3), [&](uint64_t& v) {
+    left = v;
+    return true;
+  }));
+  EXPECT_EQ(left, 30u);
 }
 
 }  // namespace
