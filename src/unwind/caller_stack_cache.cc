@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "unwind/native_unwinder.h"
 #include "unwind/stack_scan.h"
@@ -151,7 +152,7 @@ void CallerStackCache::forget_all() {
   recent_grafted_.clear();
   ends_.clear();
   indexed_ = 0;
-  root_ = kNone;
+  root_ = other_root_ = kNone;
   index_.assign(256, kNone);
   // A new epoch: consumers forget the generations of the last one.
   epoch_ = (epoch_ + 1) & ((1u << (32 - kEpochShift)) - 1);
@@ -281,8 +282,10 @@ __attribute__((no_sanitize("address"))) uint32_t CallerStackCache::capture(uint6
   // load per frame and nothing that waits on it but the loop's exit; at
   // a run's end or a frame that differs, the node whose frame the live
   // stack holds next.
-  if (root_ == kNone || frames_[root_].slot != own_slot || frames_[root_].ip != own_return)
-    root_ = find(kNone, own_slot, own_return);
+  if (!is_root(root_, own_slot, own_return)) {
+    std::swap(root_, other_root_);
+    if (!is_root(root_, own_slot, own_return)) root_ = find(kNone, own_slot, own_return);
+  }
   uint32_t node = root_;
   uint32_t matched = kNone;  // the outermost frame the live stack shares with the tree
   GraftedStack path;         // the grafts the walk took to get there

@@ -205,7 +205,13 @@ class CallerStackCache {
   uint32_t max_depth_;
   std::vector<Frame> frames_;
   std::vector<Node> nodes_;
-  uint32_t root_ = kNone;  // the root found last
+  // The roots found last and before it: calls that alternate between two
+  // wrappers (a ping-pong's MPI_Send and MPI_Recv, whose frames put this
+  // function's own slot at two places) find theirs without the index.
+  uint32_t root_ = kNone, other_root_ = kNone;
+  bool is_root(uint32_t node, uint64_t own_slot, uint64_t own_return) const {
+    return node != kNone && frames_[node].slot == own_slot && frames_[node].ip == own_return;
+  }
   std::vector<Graft> grafts_;
   std::unordered_map<GraftedStack, uint32_t, GraftedStackHash> grafted_generations_;
   struct RecentGrafted {
