@@ -87,8 +87,10 @@ __attribute__((always_inline)) inline int intercept(Real real, Args&... args) {
         // this bookkeeping (after the real call) is recorded after the
         // call's records, as the profiler's time, not inside the region
         // with a time past its end.
-        const ProfilerWork work;
-        MpiCall call(F, MpiCall::Ran{start, end});
+        TracingHost* host = tracing_host();
+        ThreadState* thread = host ? host->current_thread() : nullptr;
+        const ProfilerWork work(thread);
+        MpiCall call(F, MpiCall::Ran{start, end, thread});
         if (call.recording()) {
           Hooks<F>::before(call, args...);
           call.begin();

@@ -108,11 +108,11 @@ const char* mpi_function_name(MpiFunction f) {
 
 // --- The call -----------------------------------------------------------------
 
-void MpiCall::start(bool begins_collective) {
+void MpiCall::start(bool begins_collective, ThreadState* known) {
   static const bool switched_on = adapter_traced("mpi");  // --trace
   TracingHost* host = tracing_host();
   if (!switched_on || !traced_call_.outermost() || host == nullptr) return;
-  ThreadState* t = host->current_thread();  // null too once the process is past its end
+  ThreadState* t = known ? known : host->current_thread();  // null too once the process is past its end
   if (t == nullptr) return;
   define_regions(*host);
   thread_ = t;

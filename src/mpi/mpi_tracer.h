@@ -47,11 +47,14 @@ class MpiCall {
   // trace clock reading `start` to `end`. Its enter is written now, late
   // (kRegionEnterLate: the drain puts a sample taken in the real call
   // inside it), with its leave.
+  // `thread`: the calling thread's state as the host gave it just now (its
+  // lookup, a virtual call, made once for the call's profiler work).
   struct Ran {
     uint64_t start, end;
+    ThreadState* thread;
   };
   MpiCall(MpiFunction f, Ran ran) : function_(f), recorded_after_(true), enter_ns_(ran.start), end_ns_(ran.end) {
-    start(false);
+    start(false, ran.thread);
   }
   ~MpiCall();  // leaves the region
   MpiCall(const MpiCall&) = delete;
@@ -90,7 +93,9 @@ class MpiCall {
   // Whether an event of these fields at `timestamp` repeats the held one
   // (and its repeats so far): the same, or its request the next.
   bool repeats_held(MpiEventKind kind, uint64_t timestamp, const EventFields& fields) const;
-  void start(bool begins_collective);  // the constructors' work
+  // The constructors' work; `known`: the calling thread's state where the
+  // caller has it (null: looked up).
+  void start(bool begins_collective, ThreadState* known = nullptr);
   void write_enter(bool carries_held);
   // This call's enter (flags) or leave (0) record, with the held event
   // inside it when `carries_held` (its payload read where it waits).

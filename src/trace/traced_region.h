@@ -67,7 +67,9 @@ struct CallerStack {
 __attribute__((always_inline)) inline CallerStack capture_caller_stack(TracingHost& host, ThreadState& t) {
   CallerStack s;
   const uint32_t max_depth = host.config().max_depth;
-  s.python_depth = host.read_python_frames(t, &s.flags);
+  // Only a thread made with a Python read window can read Python frames:
+  // others (every thread of a program that is not Python) skip the call.
+  s.python_depth = t.sampled.python_window ? host.read_python_frames(t, &s.flags) : 0;
   if (!t.traced.caller_stacks) t.traced.caller_stacks = std::make_unique<CallerStackCache>(max_depth);
   if (s.python_depth != 0) {
     if (!t.traced.python_caller_stacks) {

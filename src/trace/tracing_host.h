@@ -52,7 +52,8 @@ class TracingHost {
   // t.sampled.python_scratch (t is the calling thread's state, under its
   // busy guard): how many; 0 when it runs no Python (or the program is no
   // Python we can read). Sets kSamplePythonIncomplete in *flags when the
-  // chain could not be read to its end.
+  // chain could not be read to its end. Asked only for a thread made with
+  // a Python read window (t.sampled.python_window).
   virtual uint32_t read_python_frames(ThreadState& t, uint32_t* flags) {
     (void)t, (void)flags;
     return 0;
