@@ -4,7 +4,7 @@
 //   speedscope SPEEDSCOPE_DIR FILE SHOT.png   speedscope (served from its npm
 //       package by a local HTTP server) loads FILE (Chrome JSON or folded
 //       stacks): "title TEXT", then "text" lines: the function names its
-//       sandwich view lists.
+//       sandwich view lists, for each profile (thread) in the file.
 //   svg FILE.svg SHOT.png                     the flame graph: "frames N",
 //       then clicks the widest frame narrower than the graph and prints
 //       "zoomed K": how many frames changed width.
@@ -59,8 +59,22 @@ async function main() {
         return !!e;
       });
       if (sandwich) await new Promise(r => setTimeout(r, 1500));
-      const text = await page.evaluate(() => document.body.innerText);
-      for (const line of text.split('\n')) if (line.trim()) console.log('text ' + line.trim());
+      // A file holds a profile a thread ("NAME (1/2)"), shown one at a time
+      // from the first (a thread with a sample or two, the main thread
+      // waiting for its workers, may come first): each one's names, in
+      // turn, `n` moving to the next.
+      const profiles = await page.evaluate(() => {
+        const m = document.body.innerText.match(/\((\d+)\/(\d+)\)/);
+        return m ? +m[2] : 1;
+      });
+      for (let i = 0; i < profiles; ++i) {
+        if (i > 0) {
+          await page.keyboard.press('n');
+          await new Promise(r => setTimeout(r, 1000));
+        }
+        const text = await page.evaluate(() => document.body.innerText);
+        for (const line of text.split('\n')) if (line.trim()) console.log('text ' + line.trim());
+      }
       await page.screenshot({path: shot});
       server.close();
     } else if (mode === 'svg') {

@@ -1,6 +1,7 @@
 #include "flamegraph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -183,32 +184,41 @@ void write_flamegraph(std::ostream& out, const otf2::Archive& archive, const Sam
       << "<text id=\"search\" class=\"button\" x=\"" << kWidth - kSide - 60 << "\" y=\"20\">Search</text>\n"
       << "<text id=\"matched\" x=\"" << kWidth - kSide - 160 << "\" y=\"" << height - 8 << "\"></text>\n"
       << "<text id=\"details\" x=\"" << kSide << "\" y=\"" << height - 8 << "\"> </text>\n";
-  // Frames, parents before children; x in pixels from the left margin.
+  // Frames, parents before children; a frame's place is the samples left
+  // of it. Its edges, in pixels from the left margin, are rounded to a
+  // thousandth where they are, and its width is the difference: children
+  // then never cover more than their parent (widths rounded one by one
+  // could add up to a hair more).
   struct Place {
     size_t node, depth;
-    double x;
+    uint64_t before;
   };
+  auto edge = [&](uint64_t samples) { return std::round(double(samples) / total * span * 1000.0) / 1000.0; };
+  char x_text[32], w_text[32];
   std::vector<Place> todo{{0, 0, 0}};
   while (!todo.empty()) {
     const Place p = todo.back();
     todo.pop_back();
     const Node& n = nodes[p.node];
-    const double w = double(n.samples) / total * span;
+    const double x = edge(p.before);
+    const double w = edge(p.before + n.samples) - x;
+    std::snprintf(x_text, sizeof x_text, "%.3f", x);
+    std::snprintf(w_text, sizeof w_text, "%.3f", w);
     const double y = options.icicle ? kTop + double(p.depth) * kFrameHeight
                                     : kTop + double(depth - p.depth) * kFrameHeight;
     std::snprintf(number, sizeof number, "%.2f", 100.0 * double(n.samples) / total);
-    out << "<g class=\"frame\" data-x=\"" << p.x << "\" data-w=\"" << w << "\" data-depth=\"" << p.depth << "\">"
+    out << "<g class=\"frame\" data-x=\"" << x_text << "\" data-w=\"" << w_text << "\" data-depth=\"" << p.depth << "\">"
         << "<title>" << xml(n.name) << " (" << n.samples << " samples, " << number << "%)</title>"
-        << "<rect x=\"" << kSide + p.x << "\" y=\"" << y << "\" width=\"" << std::max(w - 0.5, 0.0)
+        << "<rect x=\"" << kSide + x << "\" y=\"" << y << "\" width=\"" << std::max(w - 0.5, 0.0)
         << "\" height=\"" << kFrameHeight - 1 << "\" rx=\"2\" fill=\"" << colour(n) << "\"/>"
-        << "<text x=\"" << kSide + p.x + 3 << "\" y=\"" << y + kFrameHeight - 4 << "\">" << xml(fitted(n.name, w))
+        << "<text x=\"" << kSide + x + 3 << "\" y=\"" << y + kFrameHeight - 4 << "\">" << xml(fitted(n.name, w))
         << "</text></g>\n";
     // Children left to right by name, as flamegraph.pl orders them.
-    double x = p.x;
+    uint64_t before = p.before;
     std::vector<Place> children;
     for (const auto& [name, child] : n.children) {
-      children.push_back({child, p.depth + 1, x});
-      x += double(nodes[child].samples) / total * span;
+      children.push_back({child, p.depth + 1, before});
+      before += nodes[child].samples;
     }
     todo.insert(todo.end(), children.rbegin(), children.rend());
   }
