@@ -225,7 +225,9 @@ void end_foreign_ranges(OpenRanges& t) {
 
 // Opens a range (push or start) or a mark on this thread; false when the
 // thread already has kMax open (not kept open then).
-__attribute__((always_inline)) inline bool open(NvtxThread& me, Domain* domain, const Label& label, uint64_t id) {
+// `thread`: the calling thread's state (the caller's ProfilerWork has it).
+__attribute__((always_inline)) inline bool open(NvtxThread& me, ThreadState* thread, Domain* domain, const Label& label,
+                                                uint64_t id) {
   OpenRanges& t = me.ranges;
   end_foreign_ranges(t);
   if (t.depth == OpenRanges::kMax) return false;
@@ -233,12 +235,14 @@ __attribute__((always_inline)) inline bool open(NvtxThread& me, Domain* domain, 
   if (captures) set_window(true);  // first: the range itself is in the window
   TracingHost* host = traced_host();
   const uint32_t region = host ? region_id(*host, *domain, label, me.labels) : 0;
+  // A range that opened the window finds its thread recording only now.
+  if (captures && host) thread = host->current_thread();
   // Made where it is kept, as OpenMP's regions (openmp_regions.cc): a
   // copy of the entered region, just written field by field, would read it
   // back sixteen bytes at a time and wait for the stores to reach the cache
   // (~25 ns a push, the largest part of its cost, until 2026-11-29).
   ::new (static_cast<void*>(&t.open[t.depth]))
-      OpenRange{domain, id, region, host ? enter_region(*host, region) : EnteredRegion{}, captures};
+      OpenRange{domain, id, region, host ? enter_region_on(*host, thread, region) : EnteredRegion{}, captures};
   ++t.depth;
   return true;
 }
@@ -290,7 +294,7 @@ int push(Domain* domain, Label label) {
   const OpenRanges& t = me->ranges;
   int level = 0;
   for (uint32_t i = 0; i < t.depth; ++i) level += t.open[i].domain == domain && t.open[i].id == 0;
-  return open(*me, domain, label, 0) ? level : -1;
+  return open(*me, work.thread(), domain, label, 0) ? level : -1;
 }
 
 int pop(Domain* domain) {
@@ -318,7 +322,7 @@ uint64_t start(Domain* domain, Label label) {
   OpenRanges& t = me->ranges;
   if (t.serial == 0) t.serial = g_serials.fetch_add(1, std::memory_order_relaxed) + 1;
   const uint64_t id = uint64_t{t.serial} << 32 | ++t.next_range;
-  open(*me, domain, label, id);
+  open(*me, work.thread(), domain, label, id);
   return id;
 }
 
@@ -344,7 +348,7 @@ void mark(Domain* domain, Label label) {
   end_foreign_ranges(me->ranges);
   TracingHost* host = traced_host();
   if (host == nullptr) return;
-  leave_region(*host, enter_region(*host, region_id(*host, *domain, label, me->labels)));
+  leave_region(*host, enter_region_on(*host, work.thread(), region_id(*host, *domain, label, me->labels)));
 }
 
 }  // namespace hybridprof::nvtx

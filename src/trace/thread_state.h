@@ -135,6 +135,7 @@ class BusyScope {
   }
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;
+  ThreadState* thread() const { return t_; }
 
  private:
   ThreadState* const t_;
