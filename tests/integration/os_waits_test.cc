@@ -310,7 +310,10 @@ class StepVerdict : public IntegrationTest {
     const RunResult r = profile({"-o", dir}, program);
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     for (const std::string& line : split_lines(r.out)) std::sscanf(line.c_str(), "input_share %lf", &v.measured);
-    v.report = run({report_tool(), "--step", "train_step", dir}).out;
+    const RunResult report = run({report_tool(), "--step", "train_step", dir});
+    v.report = report.out;
+    // What failed, where a run found no verdict (once here: an empty report).
+    if (report.exit_code != 0 || report.out.empty()) v.report += "\n" + report.describe();
     for (const std::string& line : split_lines(v.report)) {
       double share = 0;
       if (std::sscanf(line.c_str(), "  input-bound: %lf%%", &share) == 1) v.found = v.bound = true, v.share = share;
