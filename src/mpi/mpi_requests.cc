@@ -2,6 +2,7 @@
 // their completion writes.
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
 #include "mpi/mpi_tracer.h"
 #include "mpi/pmpi.h"
@@ -43,7 +44,14 @@ void complete_requests(MpiCall& call, const MPI_Request* handles, size_t n, cons
   // Taken in batches, each under one lock; their completions are written
   // once it is released (writing may flush the thread's ring).
   constexpr size_t kBatch = 32;
-  PendingRequest taken[kBatch];
+  // Left uninitialized (a Waitall of one request would otherwise zero all
+  // 32 at every call): each is assigned before it is read.
+  union Taken {
+    PendingRequest request;
+    Taken() {}
+  };
+  static_assert(std::is_trivially_copyable_v<PendingRequest> && std::is_trivially_destructible_v<PendingRequest>);
+  Taken taken[kBatch];
   bool completed[kBatch];
   for (size_t first = 0; first < n; first += kBatch) {
     const size_t batch = std::min(kBatch, n - first);
@@ -52,14 +60,14 @@ void complete_requests(MpiCall& call, const MPI_Request* handles, size_t n, cons
         [&](size_t i, PendingRequest& r) {
           completed[i] = r.active;
           if (!r.active) return false;
-          taken[i] = r;
+          taken[i].request = r;
           if (!r.persistent) return true;
           r.active = false;
           return false;
         },
         [&](size_t i) { completed[i] = false; });
     for (size_t i = 0; i < batch; ++i)
-      if (completed[i]) emit_completion(call, taken[i], statuses ? &statuses[first + i] : nullptr);
+      if (completed[i]) emit_completion(call, taken[i].request, statuses ? &statuses[first + i] : nullptr);
   }
 }
 
