@@ -27,16 +27,25 @@ void track_request(MPI_Request handle, const PendingRequest& request) {
   requests().insert(handle, request);
 }
 
+namespace {
+
+// A completion of `r` (its table entry): *taken is its copy when it was
+// active. Returns whether the entry goes (a non-persistent request); a
+// persistent one stays, inactive until its next start.
+bool take_completed(PendingRequest& r, PendingRequest* taken, bool* completed) {
+  *completed = r.active;
+  if (!r.active) return false;
+  *taken = r;
+  if (!r.persistent) return true;
+  r.active = false;
+  return false;
+}
+
+}  // namespace
+
 bool complete_request(MPI_Request handle, PendingRequest* request) {
   bool completed = false;
-  requests().with_oldest(handle, [&](PendingRequest& r) {
-    if (!r.active) return false;
-    *request = r;
-    completed = true;
-    if (!r.persistent) return true;
-    r.active = false;
-    return false;
-  });
+  requests().with_oldest(handle, [&](PendingRequest& r) { return take_completed(r, request, &completed); });
   return completed;
 }
 
@@ -57,14 +66,7 @@ void complete_requests(MpiCall& call, const MPI_Request* handles, size_t n, cons
     const size_t batch = std::min(kBatch, n - first);
     requests().with_oldest_each(
         handles + first, batch,
-        [&](size_t i, PendingRequest& r) {
-          completed[i] = r.active;
-          if (!r.active) return false;
-          taken[i].request = r;
-          if (!r.persistent) return true;
-          r.active = false;
-          return false;
-        },
+        [&](size_t i, PendingRequest& r) { return take_completed(r, &taken[i].request, &completed[i]); },
         [&](size_t i) { completed[i] = false; });
     for (size_t i = 0; i < batch; ++i)
       if (completed[i]) emit_completion(call, taken[i].request, statuses ? &statuses[first + i] : nullptr);

@@ -817,25 +817,15 @@ bool Drain::write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t ent
   if (site == nullptr || site->generation == 0 || !site->leave_known) return false;
   const uint64_t enter_ns = region_ns(t, enter), leave_ns = region_ns(t, leave);
   if (leave_ns < enter_ns || !writer_.append_repeat(t.index, site->written, enter_ns, leave_ns)) return false;
-  // The site's records move on as the producer's did (convert_*_repeat_locked).
-  if (site->enter.counts()) {
-    site->enter.count_on();
-    site->enter_shape.count_on();
-  }
-  site->leave.count_on();
+  site->count_on_call();
   return true;
 }
 
 void Drain::skip_call_repeat_locked(ThreadState& t, uint32_t slot) {
   DrainedThread::CallSite* known = t.drained.call_sites.find(slot);
   if (known == nullptr || known->generation == 0 || !known->leave_known) return;  // no producer writes that
-  DrainedThread::CallSite& site = *known;
-  if (site.enter.counts()) {
-    site.enter.count_on();
-    site.enter_shape.count_on();
-  }
-  site.leave.count_on();
-  site.written = {};
+  known->count_on_call();
+  known->written = {};
 }
 
 void Drain::convert_carried_events_locked(ThreadState& t, const RegionRecord& r, uint64_t timestamp_ns) {

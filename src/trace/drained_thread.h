@@ -73,6 +73,15 @@ struct DrainedThread {
     RegionBody enter, leave;
     raw::CallShape enter_shape;
     raw::RecentCalls::Handle written;  // of enter and leave together
+    // A whole repeat of the site's call went by: its counting events'
+    // numbers move on, as at the producer (TracedCallWriter).
+    void count_on_call() {
+      if (enter.counts()) {
+        enter.count_on();
+        enter_shape.count_on();
+      }
+      leave.count_on();
+    }
   };
   static constexpr uint32_t kNoSite = CallerStackCache::kEntries;
   StackSlots<CallSite> call_sites;
