@@ -3,6 +3,7 @@
 // ranks; and the clock offsets measured against rank 0 at init and finalize.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -33,6 +34,48 @@ Communicators& comms() {
   static Communicators* c = new Communicators();  // leaked: used until the process ends
   return *c;
 }
+
+// The ids of communicators in use, read without the lock: every traced
+// call on a communicator other than world and self (a library's duplicate
+// of world, a grid's rows and columns) took the mutex and searched the map
+// before. Direct-mapped by handle, written under Communicators::mutex; a
+// miss (a slot two communicators share) goes to the map, which stays the
+// truth. A slot is emptied before it changes hands, and a reader checks
+// the handle again after the id (sequentially consistent: on x86 the
+// reader's three loads are plain loads), so an id read while another
+// thread moved the slot to another communicator is not taken.
+class CommIdCache {
+ public:
+  bool find(MPI_Comm comm, uint32_t* id) const {
+    const uintptr_t key = handle_key(comm);
+    const Slot& s = slots_[slot_of(key)];
+    if (s.handle.load() != key) return false;
+    *id = s.id.load();
+    return s.handle.load() == key;
+  }
+  void put(MPI_Comm comm, uint32_t id) {  // under Communicators::mutex
+    const uintptr_t key = handle_key(comm);
+    Slot& s = slots_[slot_of(key)];
+    s.handle.store(0);
+    s.id.store(id);
+    s.handle.store(key);
+  }
+  void forget(MPI_Comm comm) {  // under Communicators::mutex
+    const uintptr_t key = handle_key(comm);
+    Slot& s = slots_[slot_of(key)];
+    if (s.handle.load() == key) s.handle.store(0);
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uintptr_t> handle{0};  // 0: empty (no MPI names a communicator so)
+    std::atomic<uint32_t> id{0};
+  };
+  static constexpr size_t kSlots = 64;
+  static size_t slot_of(uintptr_t key) { return (key >> 4 ^ key >> 10 ^ key) & (kSlots - 1); }
+  Slot slots_[kSlots];
+};
+CommIdCache g_comm_ids;
 
 // The job's rank, its communicators and clock offsets are what later
 // events name: written whenever the stream records at all, a capture
@@ -70,6 +113,7 @@ uint64_t local_key(Communicators& c) {
 uint32_t add_locked(Communicators& c, MPI_Comm comm, uint64_t key, uint32_t parent, std::string name) {
   const uint32_t id = c.next_id++;
   c.ids[comm] = id;
+  g_comm_ids.put(comm, id);
   append(definition_of(CommDefinition{id, key, parent, std::move(name), world_ranks_of(comm)}));
   return id;
 }
@@ -127,9 +171,13 @@ uint32_t comm_id(MPI_Comm comm) {
   const Pmpi& p = pmpi();
   if (comm == p.comm_world) return kWorldId;
   if (comm == p.comm_self) return kSelfId;
+  if (uint32_t id; g_comm_ids.find(comm, &id)) return id;
   Communicators& c = comms();
   std::lock_guard lock(c.mutex);
-  if (auto it = c.ids.find(comm); it != c.ids.end()) return it->second;
+  if (auto it = c.ids.find(comm); it != c.ids.end()) {
+    g_comm_ids.put(comm, it->second);
+    return it->second;
+  }
   // Made where we did not look (before the runtime, or by a function not
   // intercepted): known from now on, but only to this process.
   return add_locked(c, comm, local_key(c), kNoParentComm, "communicator");
@@ -159,6 +207,7 @@ void forget_comm(MPI_Comm comm) {
   Communicators& c = comms();
   std::lock_guard lock(c.mutex);
   c.ids.erase(comm);
+  g_comm_ids.forget(comm);
 }
 
 void on_mpi_initialized() {

@@ -90,7 +90,7 @@ __attribute__((always_inline)) inline int intercept(Real real, Args&... args) {
         TracingHost* host = tracing_host();
         ThreadState* thread = host ? host->current_thread() : nullptr;
         const ProfilerWork work(thread);
-        MpiCall call(F, MpiCall::Ran{start, end, thread});
+        MpiCall call(F, start, end, thread);
         if (call.recording()) {
           Hooks<F>::before(call, args...);
           call.begin();

@@ -269,15 +269,6 @@ constexpr size_t kKnownTypes = 64;
 KnownTypeSize g_known_types[kKnownTypes];
 std::mutex g_known_types_mutex;  // writers
 
-// A handle as a number: a pointer in Open MPI, an integer in MPICH.
-template <typename Handle>
-uintptr_t type_key(Handle type) {
-  if constexpr (std::is_pointer_v<Handle>)
-    return reinterpret_cast<uintptr_t>(type);
-  else
-    return static_cast<uintptr_t>(type);
-}
-
 size_t first_slot(uintptr_t key) { return (key >> 4 ^ key >> 12) % kKnownTypes; }
 
 int known_type_size(uintptr_t key) {
@@ -311,7 +302,7 @@ bool predefined(MPI_Datatype type) {
 }  // namespace
 
 bool known_type_bytes(MPI_Datatype type, int64_t count, uint64_t* bytes) {
-  const uintptr_t key = type_key(type);
+  const uintptr_t key = handle_key(type);
   const int size = key != 0 ? known_type_size(key) : -1;
   if (size < 0) return false;
   *bytes = count <= 0 ? 0 : static_cast<uint64_t>(size) * static_cast<uint64_t>(count);
@@ -324,7 +315,7 @@ uint64_t type_bytes(MPI_Datatype type, int64_t count) {
   if (known_type_bytes(type, count, &bytes)) return bytes;
   int size = 0;
   if (pmpi().Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
-  if (type_key(type) != 0 && predefined(type)) remember_type_size(type_key(type), size);
+  if (handle_key(type) != 0 && predefined(type)) remember_type_size(handle_key(type), size);
   return static_cast<uint64_t>(size) * static_cast<uint64_t>(count);
 }
 

@@ -844,6 +844,30 @@ TEST_F(Mpi, SplitCommunicatorsHaveTheirMembersAsWorldRanks) {
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(t.count_op(rank, otf2::CollectiveOp::kAllreduce), 2u);
 }
 
+// A communicator freed and another made (MPI may hand out the same handle
+// again): each round's message names its own round's communicator, whose
+// members are in that round's order.
+TEST_F(Mpi, AFreedCommunicatorsHandleNamesTheNextCommunicatorMadeWithIt) {
+  constexpr int kRanks = 4, kRounds = 6;
+  const RunResult r = mpirun(kRanks, {fixture("mpi_comm_reuse"), std::to_string(kRounds)});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MpiTrace t(dir);
+  expect_matched_messages(t, MpiEventKind::kSend, MpiEventKind::kRecv);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    int round = 0;
+    for (const auto& e : t.events[rank]) {
+      if (e.kind != MpiEventKind::kSend && e.kind != MpiEventKind::kRecv) continue;
+      // Even rounds: 2k sends to 2k+1; odd rounds the other way.
+      const bool sends = (rank % 2 == 0) == (round % 2 == 0);
+      EXPECT_EQ(e.kind, sends ? MpiEventKind::kSend : MpiEventKind::kRecv) << "rank " << rank << " round " << round;
+      EXPECT_EQ(e.tag, uint32_t(round));
+      EXPECT_EQ(int(t.world_rank(e.comm, e.peer)), rank ^ 1) << "rank " << rank << " round " << round;
+      ++round;
+    }
+    EXPECT_EQ(round, kRounds) << "rank " << rank;
+  }
+}
+
 TEST_F(Mpi, PersistentRequestsAreRecordedAtEveryStart) {
   constexpr int kRanks = 2, kIterations = 5;
   const RunResult r = mpirun(kRanks, {fixture("mpi_persistent"), std::to_string(kIterations)});
