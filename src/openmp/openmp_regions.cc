@@ -119,13 +119,20 @@ uint32_t event_kind(EventKind k) {
 // A team's fork and join ride on its master's enter and leave of the
 // parallel region, outside it (kRegionEventsOutside): one record each way
 // for what would be four; a loop of regions repeats them whole.
+// (Worked out once: every parallel region asks for both.)
 uint32_t fork_flags() {
-  const uint32_t kind = event_kind(EventKind::kFork);
-  return kind == kNoEventSet ? 0 : kRegionCarriesEvent | kRegionEventsOutside | kind << kCarriedEventKindShift;
+  static const uint32_t flags = [] {
+    const uint32_t kind = event_kind(EventKind::kFork);
+    return kind == kNoEventSet ? 0 : kRegionCarriesEvent | kRegionEventsOutside | kind << kCarriedEventKindShift;
+  }();
+  return flags;
 }
 uint32_t join_flags() {
-  const uint32_t kind = event_kind(EventKind::kJoin);
-  return kind == kNoEventSet ? 0 : kRegionCarriesEmptyEvent | kRegionEventsOutside | kind << kEmptyEventKindShift;
+  static const uint32_t flags = [] {
+    const uint32_t kind = event_kind(EventKind::kJoin);
+    return kind == kNoEventSet ? 0 : kRegionCarriesEmptyEvent | kRegionEventsOutside | kind << kEmptyEventKindShift;
+  }();
+  return flags;
 }
 
 void close_innermost(OpenRegions& open) {
