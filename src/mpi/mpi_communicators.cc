@@ -40,37 +40,41 @@ Communicators& comms() {
 // of world, a grid's rows and columns) took the mutex and searched the map
 // before. Direct-mapped by handle, written under Communicators::mutex; a
 // miss (a slot two communicators share) goes to the map, which stays the
-// truth. A slot is emptied before it changes hands, and a reader checks
-// the handle again after the id (sequentially consistent: on x86 the
-// reader's three loads are plain loads), so an id read while another
-// thread moved the slot to another communicator is not taken.
+// truth. Each slot is a sequence lock: a reader takes a handle and id only
+// if the slot's count was even and unchanged around reading them (on x86
+// its four loads are plain loads), so one read while another thread gave
+// the slot to another communicator is a miss, never the other's id.
 class CommIdCache {
  public:
   bool find(MPI_Comm comm, uint32_t* id) const {
     const uintptr_t key = handle_key(comm);
     const Slot& s = slots_[slot_of(key)];
-    if (s.handle.load() != key) return false;
-    *id = s.id.load();
-    return s.handle.load() == key;
+    const uint64_t before = s.sequence.load(std::memory_order_acquire);
+    const uintptr_t handle = s.handle.load(std::memory_order_relaxed);
+    *id = s.id.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return before % 2 == 0 && handle == key && s.sequence.load(std::memory_order_relaxed) == before;
   }
-  void put(MPI_Comm comm, uint32_t id) {  // under Communicators::mutex
-    const uintptr_t key = handle_key(comm);
-    Slot& s = slots_[slot_of(key)];
-    s.handle.store(0);
-    s.id.store(id);
-    s.handle.store(key);
-  }
-  void forget(MPI_Comm comm) {  // under Communicators::mutex
-    const uintptr_t key = handle_key(comm);
-    Slot& s = slots_[slot_of(key)];
-    if (s.handle.load() == key) s.handle.store(0);
-  }
+  void put(MPI_Comm comm, uint32_t id) { set(handle_key(comm), handle_key(comm), id); }  // under the mutex
+  void forget(MPI_Comm comm) { set(handle_key(comm), 0, 0); }                            // under the mutex
 
  private:
   struct Slot {
-    std::atomic<uintptr_t> handle{0};  // 0: empty (no MPI names a communicator so)
+    std::atomic<uint64_t> sequence{0};  // odd while being written
+    std::atomic<uintptr_t> handle{0};   // 0: empty (no MPI names a communicator so)
     std::atomic<uint32_t> id{0};
   };
+  // The slot of `key` now holds `handle` (0: empty) and `id`.
+  void set(uintptr_t key, uintptr_t handle, uint32_t id) {
+    Slot& s = slots_[slot_of(key)];
+    if (handle == 0 && s.handle.load(std::memory_order_relaxed) != key) return;  // another's: leave it
+    const uint64_t sequence = s.sequence.load(std::memory_order_relaxed);
+    s.sequence.store(sequence + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    s.handle.store(handle, std::memory_order_relaxed);
+    s.id.store(id, std::memory_order_relaxed);
+    s.sequence.store(sequence + 2, std::memory_order_release);
+  }
   static constexpr size_t kSlots = 64;
   static size_t slot_of(uintptr_t key) { return (key >> 4 ^ key >> 10 ^ key) & (kSlots - 1); }
   Slot slots_[kSlots];
