@@ -20,24 +20,30 @@ namespace {
 
 // The chunk checksum: catches torn and overwritten chunks, not tampering.
 // Eight bytes a step (a byte-wise hash cost the drain ~1 ns per byte, at a
-// rate of tens of MB/s of MPI events).
+// rate of tens of MB/s of MPI events), in four lanes: one lane's chain of
+// multiplies took ~2 ns of the drain's ~9 for a repeated call's 8 bytes.
 uint32_t chunk_checksum(const unsigned char* p, size_t n) {
-  uint64_t h = 0x84222325cbf29ce4ull ^ n;
-  auto mix = [&h](uint64_t word) {
+  uint64_t lane[4] = {0x84222325cbf29ce4ull ^ n, 0x9ae16a3b2f90404full, 0xc949d7c7509e6557ull, 0xff51afd7ed558ccdull};
+  const auto mix = [](uint64_t& h, uint64_t word) {
     h = (h ^ word) * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
   };
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  const auto word_at = [p](size_t i) {
     uint64_t word;
     std::memcpy(&word, p + i, 8);
-    mix(word);
-  }
+    return word;
+  };
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (size_t k = 0; k < 4; ++k) mix(lane[k], word_at(i + 8 * k));
+  for (size_t k = 0; i + 8 <= n; i += 8, ++k) mix(lane[k], word_at(i));
   if (i < n) {
     uint64_t word = 0;
     std::memcpy(&word, p + i, n - i);
-    mix(word);
+    mix(lane[3], word);
   }
+  uint64_t h = lane[0];
+  for (size_t k = 1; k < 4; ++k) mix(h, lane[k]);
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
