@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Real programs, plain and under `hybridprof` at its defaults (1 kHz),
 # interleaved (plain, profiled, plain, profiled ...) so machine noise hits
-# both alike; each program's own figure of merit, the median over runs:
+# both alike; each program's own figure of merit, the median over runs,
+# and the median and range of each run's profiled figure against the plain
+# one just before it ("pairs": this VM changes speed for minutes at a
+# time, and a pair shares its speed):
 #
 #   lulesh1   LULESH 2.0, 1 rank x 2 OpenMP threads, -s 30 -i 200: FOM (z/s)   target >= 0.93x plain
 #   lulesh8   LULESH 2.0, 8 ranks x 1 thread, -s 12 -i 50: FOM (z/s)           target >= 0.85x plain
@@ -99,18 +102,29 @@ for i in $(seq "$runs"); do
 done
 
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# Each run's profiled figure against the plain one just before it (the
+# VM's speed changes for minutes at a time, and a pair shares it): ratios,
+# or for osu_lat differences, one a line.
+paired() {
+  paste "$work/$1.plain" "$work/$1.profiled" | awk -v n="$1" '{print (n == "osu_lat") ? $2 - $1 : $2 / $1}' >"$work/$1.pairs"
+}
 echo "Real programs, plain vs hybridprof (1 kHz), $runs interleaved runs, $(nproc) cores (medians)"
 for name in "${programs[@]}"; do
   floor=""
   [ -s "$work/$name.floor" ] && floor=$(median "$work/$name.floor")
-  awk -v n="$name" -v p="$(median "$work/$name.plain")" -v q="$(median "$work/$name.profiled")" -v f="$floor" 'BEGIN {
+  paired "$name"
+  awk -v n="$name" -v p="$(median "$work/$name.plain")" -v q="$(median "$work/$name.profiled")" -v f="$floor" \
+      -v pm="$(median "$work/$name.pairs")" -v lo="$(sort -g "$work/$name.pairs" | head -1)" \
+      -v hi="$(sort -g "$work/$name.pairs" | tail -1)" 'BEGIN {
     if (n == "osu_lat") {
       printf "  %-8s plain %10.3f  profiled %10.3f  %+.3f us     (target <= +0.080 us)", n, p, q, q - p
       if (f != "") printf "  clock floor %+.3f us", f - p
+      printf "  pairs %+.3f (%+.3f to %+.3f)", pm, lo, hi
     } else {
       t = n == "lulesh1" ? 0.93 : n == "osu_bw" ? 0.5 : 0.85
       printf "  %-8s plain %10.2f  profiled %10.2f  %.3fx plain  (target >= %.2fx)", n, p, q, q / p, t
       if (f != "") printf "  clock floor %.3fx", f / p
+      printf "  pairs %.3fx (%.3f-%.3f)", pm, lo, hi
     }
     printf "\n"
   }'
