@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/trace_clock.h"
 #include "trace/drain.h"
 #include "trace/module_table.h"
 #include "trace/records.h"
@@ -27,6 +28,18 @@ namespace {
 
 constexpr uint32_t kSendRegion = 1, kRecvRegion = 2;
 constexpr size_t kRingBytes = 4u << 20;
+
+// Records timed as the runtime times them where the time-stamp counter can
+// (common/trace_clock.h; this VM), so that the drain converts each reading
+// to ns as it does there; elsewhere in CLOCK_MONOTONIC ns, which it keeps.
+bool tsc_clock() {
+  static const bool tsc = [] {
+    std::string why;
+    return tsc_can_time_calls("", &why);
+  }();
+  return tsc;
+}
+uint64_t clock_now() { return tsc_clock() ? read_tsc() : monotonic_ns(); }
 
 // Return addresses inside this program, so the first enter's stack interns
 // like a real one (module lookup, CCT nodes).
@@ -72,7 +85,7 @@ class MpiRecordWriter {
   ThreadState& t_;
   bool whole_;
   bool seen_[CallerStackCache::kEntries] = {};
-  uint64_t now_ = monotonic_ns();
+  uint64_t now_ = clock_now();
 };
 
 // One NVTX-like call (an enter and a leave, no events) from each of
@@ -99,7 +112,7 @@ class SiteCallWriter {
  private:
   ThreadState& t_;
   std::vector<bool> seen_;
-  uint64_t now_ = monotonic_ns();
+  uint64_t now_ = clock_now();
 };
 
 // A started drain writing into a scratch directory, removed at the end.
@@ -115,6 +128,7 @@ class ScratchDrain {
     options.raw_path = path_;
     options.flush_interval_ms = 3600 * 1000;  // passes only when asked
     options.ring_bytes = kRingBytes;
+    options.tsc_trace_clock = tsc_clock();
     std::string error;
     if (!drain_.start(options, raw::ProcessBegin{}, &error)) {
       state.SkipWithError(error.c_str());
