@@ -341,6 +341,21 @@ void Drain::drain_thread_locked(ThreadState& t) {
     return;
   }
   t.ring.consume([&](const RecordHeader& h) {
+    // A repeated enter kept back by the record before: its leave makes a
+    // call repeat with it; anything else comes after it, converted now.
+    if (t.drained.enter_repeat_pending) {
+      const DrainedThread::PendingEnterRepeat enter = t.drained.pending_enter_repeat;
+      t.drained.enter_repeat_pending = false;
+      if (h.type == uint16_t(RecordType::kRegionLeaveRepeat) && h.aux == enter.slot) {
+        const uint64_t leave = reinterpret_cast<const RepeatRecord&>(h).timestamp;
+        if (!write_call_repeat_locked(t, enter.slot, enter.timestamp, leave)) {
+          convert_enter_repeat_locked(t, enter.slot, enter.timestamp);
+          convert_leave_repeat_locked(t, enter.slot, leave);
+        }
+        return;
+      }
+      convert_enter_repeat_locked(t, enter.slot, enter.timestamp);
+    }
     // A held sample goes before the record read after it, but an enter,
     // which decides (a late one may go first).
     if (h.type != uint16_t(RecordType::kRegionEnterRepeat) && h.type != uint16_t(RecordType::kRegionEnter) &&
@@ -356,13 +371,23 @@ void Drain::drain_thread_locked(ThreadState& t) {
         convert_enter_repeat_locked(t, h.aux, call.enter);
         convert_leave_repeat_locked(t, h.aux, call.leave);
       }
-    } else if (h.type == uint16_t(RecordType::kRegionEnterRepeat))
-      convert_enter_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
-    else if (h.type == uint16_t(RecordType::kRegionLeaveRepeat))
+    } else if (h.type == uint16_t(RecordType::kRegionEnterRepeat)) {
+      const uint64_t timestamp = reinterpret_cast<const RepeatRecord&>(h).timestamp;
+      if (!t.drained.sample_held && !t.drained.call_unwritten) {  // as write_call_repeat_locked needs
+        t.drained.pending_enter_repeat = {h.aux, timestamp};
+        t.drained.enter_repeat_pending = true;
+      } else {
+        convert_enter_repeat_locked(t, h.aux, timestamp);
+      }
+    } else if (h.type == uint16_t(RecordType::kRegionLeaveRepeat))
       convert_leave_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
     else
       convert_locked(t, h);
   });
+  if (t.drained.enter_repeat_pending) {
+    t.drained.enter_repeat_pending = false;
+    convert_enter_repeat_locked(t, t.drained.pending_enter_repeat.slot, t.drained.pending_enter_repeat.timestamp);
+  }
   // A call still in progress (blocked in a receive...) is on disk with
   // this pass, in case the process is killed before it returns. The held
   // sample stays held across passes (its thread's next record, an OS wait

@@ -61,6 +61,16 @@ struct DrainedThread {
   };
   UnwrittenCall unwritten_call;
   bool call_unwritten = false;
+  // A repeated enter read with nothing held or unwritten, kept for one
+  // record: when that is its leave (a blocking call that returned within
+  // the pass), the pair is written as the call repeat a deferred enter
+  // makes, without converting each (Drain::drain_thread_locked).
+  struct PendingEnterRepeat {
+    uint32_t slot = 0;
+    uint64_t timestamp = 0;
+  };
+  PendingEnterRepeat pending_enter_repeat;
+  bool enter_repeat_pending = false;
   // Per remembered caller stack (CallerStackCache entry), the last enter and
   // leave records written in full from it, kept by the producer's rule
   // (TracedCallWriter) so that a RepeatRecord stands for them; the call's
