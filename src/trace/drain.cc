@@ -343,18 +343,13 @@ void Drain::drain_thread_locked(ThreadState& t) {
   t.ring.consume([&](const RecordHeader& h) {
     // A repeated enter kept back by the record before: its leave makes a
     // call repeat with it; anything else comes after it, converted now.
-    if (t.drained.enter_repeat_pending) {
-      const DrainedThread::PendingEnterRepeat enter = t.drained.pending_enter_repeat;
-      t.drained.enter_repeat_pending = false;
-      if (h.type == uint16_t(RecordType::kRegionLeaveRepeat) && h.aux == enter.slot) {
-        const uint64_t leave = reinterpret_cast<const RepeatRecord&>(h).timestamp;
-        if (!write_call_repeat_locked(t, enter.slot, enter.timestamp, leave)) {
-          convert_enter_repeat_locked(t, enter.slot, enter.timestamp);
-          convert_leave_repeat_locked(t, enter.slot, leave);
-        }
+    if (const auto enter = t.drained.pending_enter_repeat) {
+      if (h.type == uint16_t(RecordType::kRegionLeaveRepeat) && h.aux == enter->slot) {
+        t.drained.pending_enter_repeat.reset();
+        convert_call_repeat_locked(t, enter->slot, enter->timestamp, reinterpret_cast<const RepeatRecord&>(h).timestamp);
         return;
       }
-      convert_enter_repeat_locked(t, enter.slot, enter.timestamp);
+      convert_pending_enter_repeat_locked(t);
     }
     // A held sample goes before the record read after it, but an enter,
     // which decides (a late one may go first).
@@ -367,27 +362,21 @@ void Drain::drain_thread_locked(ThreadState& t) {
       const auto& call = reinterpret_cast<const CallRepeatRecord&>(h);
       if (!window_open_.load(std::memory_order_relaxed) && clock_.to_ns(call.leave) > window_closed_ns_) {
         skip_call_repeat_locked(t, h.aux);
-      } else if (!write_call_repeat_locked(t, h.aux, call.enter, call.leave)) {
-        convert_enter_repeat_locked(t, h.aux, call.enter);
-        convert_leave_repeat_locked(t, h.aux, call.leave);
+      } else {
+        convert_call_repeat_locked(t, h.aux, call.enter, call.leave);
       }
     } else if (h.type == uint16_t(RecordType::kRegionEnterRepeat)) {
       const uint64_t timestamp = reinterpret_cast<const RepeatRecord&>(h).timestamp;
-      if (!t.drained.sample_held && !t.drained.call_unwritten) {  // as write_call_repeat_locked needs
-        t.drained.pending_enter_repeat = {h.aux, timestamp};
-        t.drained.enter_repeat_pending = true;
-      } else {
+      if (nothing_pending_locked(t))
+        t.drained.pending_enter_repeat = DrainedThread::PendingEnterRepeat{h.aux, timestamp};
+      else
         convert_enter_repeat_locked(t, h.aux, timestamp);
-      }
     } else if (h.type == uint16_t(RecordType::kRegionLeaveRepeat))
       convert_leave_repeat_locked(t, h.aux, reinterpret_cast<const RepeatRecord&>(h).timestamp);
     else
       convert_locked(t, h);
   });
-  if (t.drained.enter_repeat_pending) {
-    t.drained.enter_repeat_pending = false;
-    convert_enter_repeat_locked(t, t.drained.pending_enter_repeat.slot, t.drained.pending_enter_repeat.timestamp);
-  }
+  convert_pending_enter_repeat_locked(t);
   // A call still in progress (blocked in a receive...) is on disk with
   // this pass, in case the process is killed before it returns. The held
   // sample stays held across passes (its thread's next record, an OS wait
@@ -835,15 +824,26 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
 }
 
 bool Drain::write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave) {
-  // Nothing held (a sample that may go inside the call), nothing unwritten
-  // (a call it would be inside of): the enter is not late for anything.
-  if (t.drained.sample_held || t.drained.call_unwritten) return false;
+  if (!nothing_pending_locked(t)) return false;
   DrainedThread::CallSite* site = t.drained.call_sites.find(slot);
   if (site == nullptr || site->generation == 0 || !site->leave_known) return false;
   const uint64_t enter_ns = region_ns(t, enter), leave_ns = region_ns(t, leave);
   if (leave_ns < enter_ns || !writer_.append_repeat(t.index, site->written, enter_ns, leave_ns)) return false;
   site->count_on_call();
   return true;
+}
+
+void Drain::convert_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave) {
+  if (write_call_repeat_locked(t, slot, enter, leave)) return;
+  convert_enter_repeat_locked(t, slot, enter);
+  convert_leave_repeat_locked(t, slot, leave);
+}
+
+void Drain::convert_pending_enter_repeat_locked(ThreadState& t) {
+  const auto enter = t.drained.pending_enter_repeat;
+  if (!enter) return;
+  t.drained.pending_enter_repeat.reset();
+  convert_enter_repeat_locked(t, enter->slot, enter->timestamp);
 }
 
 void Drain::skip_call_repeat_locked(ThreadState& t, uint32_t slot) {

@@ -277,6 +277,18 @@ class Drain {
   // thread: what the two above do for it, without the unwritten call's
   // state in between. False (nothing done) where it does not apply.
   bool write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave);
+  // A repeated call's enter and leave readings: as one repeat where it
+  // applies, else converted one by one.
+  void convert_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave);
+  // Nothing held on the thread (a sample that may go inside a call) and
+  // nothing unwritten (a call one would be inside of): a call's enter is
+  // late for nothing, and its repeat can be written whole.
+  static bool nothing_pending_locked(const ThreadState& t) {
+    return !t.drained.sample_held && !t.drained.call_unwritten;
+  }
+  // The repeated enter drain_thread_locked kept back (DrainedThread::
+  // pending_enter_repeat), if any, converted now.
+  void convert_pending_enter_repeat_locked(ThreadState& t);
   // A CallRepeatRecord that ends after the capture window closed: the
   // call's enter was still held back (TracedCallWriter::defer_enter) when
   // the window's close drained the rings. It is dropped, as the leave of a

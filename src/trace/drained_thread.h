@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <unordered_map>
+#include <optional>
 #include <vector>
 
 #include "trace/raw_format.h"
@@ -69,8 +70,7 @@ struct DrainedThread {
     uint32_t slot = 0;
     uint64_t timestamp = 0;
   };
-  PendingEnterRepeat pending_enter_repeat;
-  bool enter_repeat_pending = false;
+  std::optional<PendingEnterRepeat> pending_enter_repeat;
   // Per remembered caller stack (CallerStackCache entry), the last enter and
   // leave records written in full from it, kept by the producer's rule
   // (TracedCallWriter) so that a RepeatRecord stands for them; the call's
