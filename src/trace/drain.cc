@@ -352,9 +352,9 @@ void Drain::drain_thread_locked(ThreadState& t) {
       convert_pending_enter_repeat_locked(t);
     }
     // A held sample goes before the record read after it, but an enter,
-    // which decides (a late one may go first).
+    // which decides (a late one may go first), and an event of before it.
     if (h.type != uint16_t(RecordType::kRegionEnterRepeat) && h.type != uint16_t(RecordType::kRegionEnter) &&
-        h.type != uint16_t(RecordType::kCallRepeat))
+        h.type != uint16_t(RecordType::kCallRepeat) && !event_before_held_sample_locked(t, h))
       write_held_sample_locked(t);
     // A loop's MPI calls are most of an MPI rank's records: a whole call
     // or two repeats a call, handled before the general dispatch.
@@ -728,6 +728,25 @@ void Drain::write_held_sample_locked(ThreadState& t) {
   t.drained.last_sample_ns = std::max(t.drained.last_sample_ns, t.drained.held_sample.timestamp_ns);
 }
 
+bool Drain::event_before_held_sample_locked(const ThreadState& t, const RecordHeader& h) const {
+  if (!t.drained.sample_held) return false;
+  uint64_t reading = 0;
+  switch (static_cast<RecordType>(h.type)) {
+    case RecordType::kEvent:
+      reading = reinterpret_cast<const EventRecord&>(h).timestamp;
+      break;
+    case RecordType::kEventRepeat:
+      reading = reinterpret_cast<const RepeatRecord&>(h).timestamp;
+      break;
+    case RecordType::kEventRun:
+      reading = reinterpret_cast<const EventRunRecord&>(h).timestamp;
+      break;
+    default:
+      return false;
+  }
+  return clock_.to_ns(reading) < t.drained.held_sample.timestamp_ns;
+}
+
 bool Drain::sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const {
   // The reading converted only when it decides: a loop's enters (not late) skip it.
   if (!(flags & kRegionEnterLate) || !t.drained.sample_held) return false;
@@ -785,10 +804,9 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
     site.enter_shape = call.shape;
     call.site = r.stack_slot;
   }
-  if (sample_inside) {  // the enter, then the sample taken inside the region
-    write_unwritten_call_locked(t);
-    write_held_sample_locked(t);
-  }
+  // The enter, then the sample taken inside the region, still held: the
+  // call's events at its start may come as records of their own.
+  if (sample_inside) write_unwritten_call_locked(t);
 }
 
 void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
@@ -817,10 +835,9 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   // the call is written open (a loop's call is written whole, and needs none).
   call.frames_of = call.encloses ? site.generation : 0;
   t.drained.call_unwritten = true;
-  if (sample_inside) {  // the enter, then the sample taken inside the region
-    write_unwritten_call_locked(t);
-    write_held_sample_locked(t);
-  }
+  // The enter, then the sample taken inside the region, still held: the
+  // call's events at its start may come as records of their own.
+  if (sample_inside) write_unwritten_call_locked(t);
 }
 
 bool Drain::write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave) {

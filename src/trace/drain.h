@@ -260,6 +260,11 @@ class Drain {
   void hold_sample_locked(ThreadState& t, const raw::Sample& sample);
   void write_held_sample_locked(ThreadState& t);
   bool sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const;
+  // Whether record `h` is an event stamped before the held sample, and so
+  // written before it: a call recorded after it ran, from a stack not seen
+  // before, writes its events at its start after its enter (MpiCall::start),
+  // so after a sample taken inside the call.
+  bool event_before_held_sample_locked(const ThreadState& t, const RecordHeader& h) const;
   uint64_t late_enter_ns(const ThreadState& t, uint64_t timestamp, bool sample_inside) const;
   // A region record's time in ns, no earlier than the thread's last sample
   // written (a late enter that could not go before it; a leave read just

@@ -230,6 +230,20 @@ TEST_F(DrainTest, ASampleTakenInsideALateRegionIsWrittenInsideIt) {
                             {'E', 320}, {'S', 340}, {'L', 380}, {'S', 400}}));
 }
 
+// A send recorded after it ran, from a stack not seen before, has its
+// enter written before its hooks run and its message as an event record
+// after that enter (MpiCall::start): a sample taken inside the send is in
+// the ring before both. The message, sent at the call's start, reads back
+// before the sample; an event at the call's end after it.
+TEST_F(DrainTest, ALateCallsEventAtItsStartComesBeforeTheSampleInsideIt) {
+  sample(150);
+  enter(100, 7, kRegionEnterLate);
+  event(100, kSend);
+  event(200, kIsendComplete);
+  leave(200, 7);
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 100}, {'S', 150}, {'M', 200}, {'L', 200}}));
+}
+
 // An adapter the spine has never heard of: it registers its event set,
 // writes an event of its own and one carried by a region's enter; the
 // stream defines the set before its events, and kinds and payloads come
