@@ -80,6 +80,30 @@ struct MpiTrace {
 // (sender world rank, receiver world rank, comm, tag, bytes) of every message.
 using Message = std::tuple<int, int, uint32_t, uint32_t, uint64_t>;
 
+// No receive completes before its message was sent: between the messages
+// of one sender, receiver, communicator and tag, the k-th receive in time
+// is no earlier than the k-th send (if any matching of them is causal,
+// this one is). A viewer draws an arrow from each send to its receive, and
+// ViTE aborts on a receive read before its send.
+void expect_receives_after_their_sends(const MpiTrace& t, MpiEventKind send_kind, MpiEventKind recv_kind) {
+  using Key = std::tuple<int, int, uint32_t, uint32_t>;  // sender, receiver, comm, tag
+  std::map<Key, std::vector<uint64_t>> sends, receives;
+  for (const auto& [rank, list] : t.events)
+    for (const auto& e : list) {
+      if (e.kind == send_kind) sends[{rank, int(t.world_rank(e.comm, e.peer)), e.comm, e.tag}].push_back(e.timestamp);
+      if (e.kind == recv_kind) receives[{int(t.world_rank(e.comm, e.peer)), rank, e.comm, e.tag}].push_back(e.timestamp);
+    }
+  for (auto& [key, sent_at] : sends) {
+    std::vector<uint64_t>& received_at = receives[key];
+    std::sort(sent_at.begin(), sent_at.end());
+    std::sort(received_at.begin(), received_at.end());
+    for (size_t k = 0; k < std::min(sent_at.size(), received_at.size()); ++k)
+      EXPECT_GE(received_at[k], sent_at[k]) << "message " << k << " from rank " << std::get<0>(key) << " to rank "
+                                            << std::get<1>(key) << ", tag " << std::get<3>(key)
+                                            << ": received before it was sent";
+  }
+}
+
 void expect_matched_messages(const MpiTrace& t, MpiEventKind send_kind, MpiEventKind recv_kind) {
   std::multiset<Message> sent, received;
   for (const auto& [rank, list] : t.events) {
@@ -90,6 +114,7 @@ void expect_matched_messages(const MpiTrace& t, MpiEventKind send_kind, MpiEvent
   }
   EXPECT_FALSE(sent.empty());
   EXPECT_EQ(sent, received) << "every send has a receive with the same ranks, communicator, tag and size";
+  expect_receives_after_their_sends(t, send_kind, recv_kind);
 }
 
 class Mpi : public IntegrationTest {
