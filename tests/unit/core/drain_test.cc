@@ -244,6 +244,20 @@ TEST_F(DrainTest, ALateCallsEventAtItsStartComesBeforeTheSampleInsideIt) {
   EXPECT_EQ(stream(), (Seen{{'E', 100}, {'M', 100}, {'S', 150}, {'M', 200}, {'L', 200}}));
 }
 
+// A call recorded after it ran that repeats the last from its stack is
+// one record (CallRepeatRecord), read after a sample taken inside the
+// call: the sample reads back between the call's enter and its leave.
+TEST_F(DrainTest, ASampleInsideALateCallWrittenWholeIsInsideIt) {
+  held_enters_ = true;
+  const RegionBody late{7, kRegionEnterLate, {}}, leaving{7, 0, {}};
+  const CallerStackCache::Ref ref{3, 11, true};
+  call_from(100, 120, late, leaving, ref);  // the first from its stack: an enter and a leave record
+  sample(250);
+  call_from(200, 300, late, leaving, ref);
+  EXPECT_EQ(enters_held_, 1) << "the second call is one record";
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'L', 120}, {'E', 200}, {'S', 250}, {'L', 300}}));
+}
+
 // An adapter the spine has never heard of: it registers its event set,
 // writes an event of its own and one carried by a region's enter; the
 // stream defines the set before its events, and kinds and payloads come
