@@ -805,7 +805,8 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
     call.site = r.stack_slot;
   }
   // The enter, then the sample taken inside the region, still held: the
-  // call's events at its start may come as records of their own.
+  // call's events at its start may come as records of their own
+  // (event_before_held_sample_locked).
   if (sample_inside) write_unwritten_call_locked(t);
 }
 
@@ -835,9 +836,7 @@ void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t 
   // the call is written open (a loop's call is written whole, and needs none).
   call.frames_of = call.encloses ? site.generation : 0;
   t.drained.call_unwritten = true;
-  // The enter, then the sample taken inside the region, still held: the
-  // call's events at its start may come as records of their own.
-  if (sample_inside) write_unwritten_call_locked(t);
+  if (sample_inside) write_unwritten_call_locked(t);  // as convert_enter_locked
 }
 
 bool Drain::write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave) {

@@ -253,10 +253,11 @@ class Drain {
   // every enter in the stream has its leave.
   void leave_open_regions_locked(ThreadState& t, uint64_t end_ns);
   // The thread's last sample (DrainedThread::held_sample): held, and
-  // written. A late enter at trace clock reading `enter` writes a held
-  // sample after itself (then true), else before: when the sample is
-  // younger, or was taken inside a traced call (kSampleInTracedCall, so
-  // inside this one). It is then at late_enter_ns, no later than the sample.
+  // written. A late enter at trace clock reading `enter` goes before a held
+  // sample (then true), which it keeps held for its call's records after
+  // it, else after: when the sample is younger, or was taken inside a
+  // traced call (kSampleInTracedCall, so inside this one). It is then at
+  // late_enter_ns, no later than the sample.
   void hold_sample_locked(ThreadState& t, const raw::Sample& sample);
   void write_held_sample_locked(ThreadState& t);
   bool sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const;
