@@ -17,6 +17,7 @@
 #include "otf2/event_set_writer.h"
 #include "otf2/otf2_error.h"
 #include "otf2/paradigm.h"
+#include "otf2/property_names.h"
 #include "otf2/region_stack.h"
 
 namespace hybridprof::otf2 {
@@ -98,6 +99,7 @@ struct ArchiveWriter::Thread {
   uint64_t events = 0;
   uint64_t first_timestamp = UINT64_MAX;  // UINT64_MAX: no event yet
   uint64_t last_timestamp = 0;
+  uint64_t clamped = 0, most_clamped_ns = 0;  // rule 2: events moved later, and by how much at most
   RegionStack sampled;               // enter_leave mode: the regions open now
 };
 
@@ -375,6 +377,8 @@ ArchiveWriter::Thread& ArchiveWriter::thread_for_event(uint64_t location, uint64
   open_writer(thread, location);
   if (timestamp < thread.last_timestamp) {
     ++clamped_timestamps_;
+    ++thread.clamped;
+    thread.most_clamped_ns = std::max(thread.most_clamped_ns, thread.last_timestamp - timestamp);
     timestamp = thread.last_timestamp;
   }
   thread.last_timestamp = timestamp;
@@ -586,6 +590,11 @@ void ArchiveWriter::close(const ClockInfo& clock_in) {
     if (options_.collective) gather_thread_totals();
     write_local_definitions();
     if (!options_.collective || options_.collective->is_master()) {
+      for (const Thread& thread : threads_) {
+        if (thread.clamped == 0) continue;
+        set_thread_property(thread.ref, property::kOutOfOrderEvents, thread.clamped);
+        set_thread_property(thread.ref, property::kOutOfOrderNs, thread.most_clamped_ns);
+      }
       write_global_definitions(clock_in);
       for (const auto& [name, value] : archive_properties_) {
         check(OTF2_Archive_SetProperty(a, name.c_str(), value.c_str(), true), "OTF2_Archive_SetProperty " + name);
@@ -618,11 +627,11 @@ void ArchiveWriter::abandon() {
 // definitions say.
 void ArchiveWriter::gather_thread_totals() {
   struct Totals {
-    uint64_t ref, events, first, last;
+    uint64_t ref, events, first, last, clamped, most_clamped_ns;
   };
-  std::vector<Totals> mine{{UINT64_MAX, 0, first_timestamp_, last_timestamp_}};  // all of this writer's first
+  std::vector<Totals> mine{{UINT64_MAX, 0, first_timestamp_, last_timestamp_, 0, 0}};  // all of this writer's first
   for (const Thread& t : threads_)
-    if (!t.remote) mine.push_back({t.ref, t.events, t.first_timestamp, t.last_timestamp});
+    if (!t.remote) mine.push_back({t.ref, t.events, t.first_timestamp, t.last_timestamp, t.clamped, t.most_clamped_ns});
   const std::vector<std::string> parts = options_.collective->gather(
       std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(Totals)));
   for (const std::string& part : parts) {  // the master's only
@@ -637,6 +646,8 @@ void ArchiveWriter::gather_thread_totals() {
       t.events = theirs[i].events;
       t.first_timestamp = theirs[i].first;
       t.last_timestamp = theirs[i].last;
+      t.clamped = theirs[i].clamped;
+      t.most_clamped_ns = theirs[i].most_clamped_ns;
     }
   }
 }

@@ -14,7 +14,8 @@
 //     location's writer so short-lived threads cost nothing afterwards.
 //  2. Events of a location are written in non-decreasing time; a timestamp
 //     that goes backwards is clamped to the previous one and counted
-//     (stats().clamped_timestamps), never dropped.
+//     (stats().clamped_timestamps), never dropped. The archive says so per
+//     location (properties OUT_OF_ORDER_EVENTS and OUT_OF_ORDER_NS).
 //  3. Definitions are deduplicated (but for processes, threads and MPI
 //     communicators) and get dense refs in definition order, so parents
 //     (calling contexts, system tree nodes, communicators) always precede

@@ -57,5 +57,12 @@ inline constexpr const char* kTid = "TID";
 // to its end, or did not match the native evaluation frames it replaces.
 // Only on threads of processes with the PYTHON property.
 inline constexpr const char* kPythonIncomplete = "PYTHON_INCOMPLETE";
+// Events the archive writer wrote at their location's previous time, not
+// their own, because it was earlier (ArchiveWriter rule 2), and the most
+// one was moved, in ns. Only on locations that had any. A few nanoseconds
+// are the two clocks' rounding (samples and traced calls); microseconds
+// mean the records reached the writer out of order.
+inline constexpr const char* kOutOfOrderEvents = "OUT_OF_ORDER_EVENTS";
+inline constexpr const char* kOutOfOrderNs = "OUT_OF_ORDER_NS";
 
 }  // namespace hybridprof::otf2::property

@@ -71,8 +71,9 @@ TEST_F(Install, TheTreeRunsWhereverItIsMoved) {
   std::filesystem::rename(first, moved);
   for (const char* tool : {"hybridprof", "hybridprof-report", "hybridprof-merge", "hybridprof-convert"}) {
     EXPECT_TRUE(std::filesystem::exists(moved + "/bin/" + tool)) << tool;
-    if (have_program("help2man"))
+    if (have_program("help2man")) {
       EXPECT_TRUE(std::filesystem::exists(moved + "/share/man/man1/" + std::string(tool) + ".1")) << tool;
+    }
   }
   EXPECT_TRUE(std::filesystem::exists(moved + "/share/doc/hybridprof/README.md"));
   RunOptions options;

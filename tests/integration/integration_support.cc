@@ -327,9 +327,22 @@ bool have_program(const std::string& name) {
   return false;
 }
 
+void expect_events_in_order(const otf2::Archive& archive) {
+  constexpr uint64_t kMostNs = 20000;
+  for (const auto& [location, thread] : archive.threads) {
+    auto moved = thread.properties.find(otf2::property::kOutOfOrderNs);
+    if (moved == thread.properties.end()) continue;
+    EXPECT_LT(moved->second, kMostNs) << archive.anchor << ": location " << location << " (" << thread.name << ") had "
+                                      << thread.properties.at(otf2::property::kOutOfOrderEvents)
+                                      << " events written after their time to keep its order, one by " << moved->second
+                                      << " ns";
+  }
+}
+
 Profile::Profile(const std::string& path_or_directory) {
   otf2::ArchiveReader reader(path_or_directory);
   archive_ = reader.archive();
+  expect_events_in_order(archive_);
   reader.read_events([this](const otf2::SampleEvent& s) { samples_.push_back(s); });
 }
 

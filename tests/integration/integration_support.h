@@ -137,7 +137,17 @@ struct ViteExport {
 };
 ViteExport vite_export(const std::string& archive, const std::string& work_directory);
 
+// No location of the archive had an event written more than 20 us after
+// its time to keep the location's order (the writer's OUT_OF_ORDER_NS):
+// records reaching the writer out of order are a bug (a send written after
+// a sample it preceded, 56 us late, was one). Nanoseconds are the rounding
+// between the samples' clock and the traced calls'; a region recorded at
+// its end seconds after it began (an OS wait) may be some microseconds
+// off, its start converted from the clock's rate at its end.
+void expect_events_in_order(const otf2::Archive& archive);
+
 // Samples of an archive, with the names along their calling-context paths.
+// Reading one checks expect_events_in_order.
 class Profile {
  public:
   explicit Profile(const std::string& path_or_directory);  // throws like ArchiveReader

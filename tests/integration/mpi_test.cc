@@ -35,6 +35,7 @@ const std::vector<uint64_t>& mpi_world_locations(const otf2::Archive& a) {
 struct MpiTrace {
   explicit MpiTrace(const std::string& dir) : reader(dir) {
     const otf2::Archive& a = reader.archive();
+    expect_events_in_order(a);
     const std::vector<uint64_t>& world = mpi_world_locations(a);
     for (size_t rank = 0; rank < world.size(); ++rank) rank_process[a.threads.at(world[rank]).process] = int(rank);
     reader.read_events(

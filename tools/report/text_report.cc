@@ -159,6 +159,22 @@ std::string profiler_share_text(const otf2::Archive& archive, const SampleCounts
          process_label(archive, shares.back().second) + ")";
 }
 
+// Events the archive writer moved later to keep their thread's order
+// (property::kOutOfOrderEvents): shown when one moved a microsecond or
+// more (a few nanoseconds are the rounding between the samples' clock and
+// the traced calls'), else "".
+std::string out_of_order_text(const otf2::Archive& archive) {
+  uint64_t most_ns = 0;
+  for (const auto& [location, thread] : archive.threads)
+    most_ns = std::max(most_ns, thread_property(thread, property::kOutOfOrderNs).value_or(0));
+  if (most_ns < 1000) return "";
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, "%llu, written at their thread's previous time, up to %.1f us after their own",
+                static_cast<unsigned long long>(sum_thread_property(archive, property::kOutOfOrderEvents).value_or(0)),
+                1e-3 * double(most_ns));
+  return buffer;
+}
+
 void heading(std::ostream& out, const std::string& title) { out << '\n' << title << '\n'; }
 
 FrameView frame_view(const Options& options) {
@@ -200,6 +216,7 @@ void print_summary(std::ostream& out, const otf2::Archive& archive, const Sample
                                             " of samples, past code without unwind tables)"});
   }
   table.add_row({"Truncated stacks", or_dash(sum_thread_property(archive, property::kTruncated))});
+  if (const std::string moved = out_of_order_text(archive); !moved.empty()) table.add_row({"Events out of order", moved});
   table.add_row({"Profiler's own time", profiler_share_text(archive, counts)});
   table.add_row({"Sample handler", sample_handler_text(archive, period)});
   table.add_row({"Samples without thread", or_dash(sum_process_property(archive, property::kSamplesWithoutThread))});

@@ -9,6 +9,7 @@
 
 #include "otf2/archive_reader.h"
 #include "otf2/archive_writer.h"
+#include "otf2/property_names.h"
 #include "test_support.h"
 
 namespace hybridprof::otf2 {
@@ -18,7 +19,7 @@ using testing::TempDir;
 namespace fs = std::filesystem;
 
 // This writer plus one other, which wrote 4 events on location 1 between
-// times 50 and 900.
+// times 50 and 900, two of them moved later (ArchiveWriter rule 2), one by 30 ns.
 class PretendGroup final : public ArchiveWriter::Collective {
  public:
   explicit PretendGroup(bool master) : master_(master) {}
@@ -28,11 +29,11 @@ class PretendGroup final : public ArchiveWriter::Collective {
   uint32_t writers() const override { return 2; }
   uint32_t writer() const override { return master_ ? 0 : 1; }
   // The other writer's event totals (ArchiveWriter::gather_thread_totals):
-  // its whole range, then location 1's.
+  // its whole range, then location 1's (ref, events, range, events moved and by how much at most).
   std::vector<std::string> gather(const std::string& mine) override {
     ++gathers;
     if (!master_) return {};
-    const uint64_t other[] = {UINT64_MAX, 0, 50, 900, 1, 4, 50, 900};
+    const uint64_t other[] = {UINT64_MAX, 0, 50, 900, 0, 0, 1, 4, 50, 900, 2, 30};
     return {mine, std::string(reinterpret_cast<const char*>(other), sizeof other)};
   }
   std::string scatter(const std::vector<std::string>&) override { return {}; }
@@ -76,6 +77,9 @@ TEST(CollectiveWriter, TheMasterWritesEveryLocationsCountsButOnlyItsOwnEvents) {
   ASSERT_EQ(a.threads.size(), 2u);
   EXPECT_EQ(a.threads.at(0).events, 3u);
   EXPECT_EQ(a.threads.at(1).events, 4u) << "counted by the other writer";
+  EXPECT_EQ(a.threads.at(1).properties.at(property::kOutOfOrderEvents), 2u) << "as the other writer counted";
+  EXPECT_EQ(a.threads.at(1).properties.at(property::kOutOfOrderNs), 30u);
+  EXPECT_EQ(a.threads.at(0).properties.count(property::kOutOfOrderEvents), 0u) << "none moved";
   EXPECT_EQ(a.clock.global_offset, 50u) << "the range covers every writer's events";
   EXPECT_EQ(a.clock.trace_length, 850u);
   EXPECT_TRUE(fs::exists(dir / "traces/0.evt"));

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "otf2/archive_reader.h"
+#include "otf2/property_names.h"
 #include "test_support.h"
 
 namespace hybridprof::otf2 {
@@ -113,17 +114,22 @@ TEST_F(WriterMisuse, EventsAfterEndThreadOrCloseAreLogicErrors) {
   EXPECT_THROW(writer_->define_thread(0, "late"), std::logic_error);
 }
 
+// ... and the archive says, for the location, how many and by how much at most.
 TEST_F(WriterMisuse, BackwardsTimeIsClampedAndCounted) {
   writer_->write_sample(thread_, 100, context_, 1, kUndefined);
   writer_->write_sample(thread_, 90, context_, 1, kUndefined);
   writer_->write_sample(thread_, 120, context_, 1, kUndefined);
-  EXPECT_EQ(writer_->stats().clamped_timestamps, 1u);
-  EXPECT_EQ(writer_->stats().events, 3u);
+  writer_->write_sample(thread_, 117, context_, 1, kUndefined);
+  EXPECT_EQ(writer_->stats().clamped_timestamps, 2u);
+  EXPECT_EQ(writer_->stats().events, 4u);
   writer_->close({});
   ArchiveReader reader(dir_.path());
   std::vector<uint64_t> times;
   reader.read_events([&](const SampleEvent& s) { times.push_back(s.timestamp); });
-  EXPECT_EQ(times, (std::vector<uint64_t>{100, 100, 120}));
+  EXPECT_EQ(times, (std::vector<uint64_t>{100, 100, 120, 120}));
+  const auto& properties = reader.archive().threads.at(thread_).properties;
+  EXPECT_EQ(properties.at(property::kOutOfOrderEvents), 2u);
+  EXPECT_EQ(properties.at(property::kOutOfOrderNs), 10u);
 }
 
 TEST_F(WriterMisuse, DestructorClosesTheArchive) {

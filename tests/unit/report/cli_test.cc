@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "otf2/archive_writer.h"
 #include "test_support.h"
 
 namespace hybridprof::report {
@@ -39,6 +40,35 @@ TEST_F(Cli, PrintsTheReport) {
   EXPECT_NE(r.output.find("Flat profile"), std::string::npos);
   EXPECT_NE(r.output.find("Hottest call paths"), std::string::npos);
   EXPECT_NE(r.output.find("Threads (by samples)"), std::string::npos);
+}
+
+// Events the writer had to move later to keep their thread's order are
+// counted in the Run section when one moved a microsecond or more; an
+// archive without any (the known one) has no such line.
+TEST_F(Cli, EventsOutOfOrderAreShownWhenOneMovedAMicrosecond) {
+  for (const uint64_t late_by : {3500, 400}) {
+    const std::string path = dir_ / ("late" + std::to_string(late_by));
+    {
+      otf2::ArchiveWriter w({.directory = path});
+      const uint32_t node = w.define_system_tree_node("host", "node", otf2::kUndefined);
+      const uint64_t thread = w.define_thread(w.define_process("app", node), "main");
+      const uint32_t context = w.define_calling_context(w.define_region("main", "main.cc", 1, otf2::Paradigm::kSampling),
+                                                        otf2::kUndefined, otf2::kUndefined);
+      for (uint64_t time : {uint64_t{10000}, 10000 - late_by, uint64_t{20000}, uint64_t{19900}})
+        w.write_sample(thread, time, context, 1, otf2::kUndefined);
+      w.close({});
+    }
+    CommandResult r = report(path);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    if (late_by >= 1000)
+      EXPECT_NE(r.output.find("Events out of order     2, written at their thread's previous time, up to 3.5 us after "
+                              "their own"),
+                std::string::npos)
+          << r.output;
+    else
+      EXPECT_EQ(r.output.find("Events out of order"), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(report(dir_ / "ok").output.find("Events out of order"), std::string::npos);
 }
 
 TEST_F(Cli, FoldedOutputIsExact) {
