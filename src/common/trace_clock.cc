@@ -112,21 +112,54 @@ TraceClockConverter::Anchor TraceClockConverter::read_anchor() {
 void TraceClockConverter::reset(bool tsc) {
   tsc_ = tsc;
   ns_per_tick_ = 1.0;
+  kept_.clear();
+  kept_spacing_ns_ = first_spacing_ns_;
+  previous_ = Anchor{};
   if (!tsc_) return;
   // A first rate over 200 µs, refined once anchors are 10 ms apart.
   base_ = read_anchor();
   do last_ = read_anchor();
   while (last_.ns - base_.ns < 200000);
   ns_per_tick_ = double(last_.ns - base_.ns) / double(last_.tsc - base_.tsc);
+  previous_ = base_;
+  keep(base_);
 }
 
 void TraceClockConverter::anchor() {
   if (!tsc_) return;
-  last_ = read_anchor();
+  const Anchor now = read_anchor();
+  if (now.tsc <= last_.tsc) return;  // no time between the two: nothing to learn
+  previous_ = last_;
+  last_ = now;
   if (last_.ns - base_.ns >= kMinRateSpanNs && last_.tsc > base_.tsc) {
     ns_per_tick_ = double(last_.ns - base_.ns) / double(last_.tsc - base_.tsc);
     base_ = last_;
   }
+  if (last_.ns - kept_.back().ns >= kept_spacing_ns_) keep(last_);
+}
+
+void TraceClockConverter::keep(const Anchor& a) {
+  if (kept_.size() >= max_kept_ && max_kept_ >= 2) {
+    // Every other one goes (the first stays: the oldest readings need it).
+    size_t n = 0;
+    for (size_t i = 0; i < kept_.size(); i += 2) kept_[n++] = kept_[i];
+    kept_.resize(n);
+    kept_spacing_ns_ *= 2;
+  }
+  kept_.push_back(a);
+}
+
+uint64_t TraceClockConverter::older_to_ns(uint64_t reading) const {
+  // Between the kept anchor at or before it and the next (or previous_,
+  // the anchor the hot path starts from); before them all, back from the
+  // first at the current rate.
+  auto after = std::upper_bound(kept_.begin(), kept_.end(), reading,
+                                [](uint64_t r, const Anchor& a) { return r < a.tsc; });
+  const Anchor& from = after == kept_.begin() ? kept_.front() : *(after - 1);
+  const Anchor& to = after == kept_.begin() || after == kept_.end() || after->tsc > previous_.tsc ? previous_ : *after;
+  const double rate = to.tsc > from.tsc ? double(to.ns - from.ns) / double(to.tsc - from.tsc) : ns_per_tick_;
+  const double ticks = static_cast<double>(static_cast<int64_t>(reading - from.tsc));
+  return from.ns + static_cast<uint64_t>(static_cast<int64_t>(ticks * rate));
 }
 
 }  // namespace hybridprof

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 
@@ -46,6 +47,12 @@ bool tsc_can_time_calls(const std::string& override_value, std::string* why);
 // the counter to the clock at every pass (a pair read back to back) and
 // converts with the rate measured between anchors at least 10 ms apart, so
 // NTP's slewing of CLOCK_MONOTONIC is followed. Otherwise the identity.
+//
+// A reading from before the previous pass (a region recorded at its end,
+// an OS wait of minutes) is placed between the kept anchors around it, not
+// carried back from the newest at today's rate: that rate's error grew
+// with the reading's age (3-6 us over a 2-minute wait here, which put the
+// wait's start before the end of the one it followed).
 class TraceClockConverter {
  public:
   explicit TraceClockConverter(bool tsc = false) { reset(tsc); }
@@ -54,6 +61,7 @@ class TraceClockConverter {
   void anchor();
   uint64_t to_ns(uint64_t reading) const {
     if (!tsc_) return reading;
+    if (__builtin_expect(reading < previous_.tsc, 0)) return older_to_ns(reading);
     const double ticks = static_cast<double>(static_cast<int64_t>(reading - last_.tsc));
     return last_.ns + static_cast<uint64_t>(static_cast<int64_t>(ticks * ns_per_tick_));
   }
@@ -61,15 +69,28 @@ class TraceClockConverter {
 
   // The rate is measured over at least this span between anchors.
   static constexpr uint64_t kMinRateSpanNs = 10000000;
+  // Anchors kept for older readings: at least this far apart, and at most
+  // this many (then every other one goes, and the spacing doubles: 64 KiB
+  // of anchors span 6.8 minutes at 100 ms, then 13.6 at 200 ms...).
+  static constexpr uint64_t kKeptAnchorSpacingNs = 100000000;
+  static constexpr size_t kMaxKeptAnchors = 4096;
+  // Other values than those (tests: many anchors in a short time), before reset().
+  void keep_anchors(uint64_t spacing_ns, size_t max) { first_spacing_ns_ = spacing_ns, max_kept_ = max; }
 
  private:
   struct Anchor {
     uint64_t tsc = 0, ns = 0;
   };
   static Anchor read_anchor();
+  uint64_t older_to_ns(uint64_t reading) const;
+  void keep(const Anchor& a);
   bool tsc_ = false;
   Anchor base_, last_;  // the rate is measured from base_ to last_
+  Anchor previous_;     // the anchor before last_: readings before it are older_to_ns's
   double ns_per_tick_ = 1.0;
+  std::vector<Anchor> kept_;  // in time order
+  uint64_t first_spacing_ns_ = kKeptAnchorSpacingNs, kept_spacing_ns_ = kKeptAnchorSpacingNs;
+  size_t max_kept_ = kMaxKeptAnchors;
 };
 
 }  // namespace hybridprof

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <vector>
 
 #include "common/runtime_config.h"
 
@@ -82,6 +83,46 @@ TEST(TraceClock, TscReadingsConvertToMonotonicTime) {
     previous = now;
   }
   EXPECT_EQ(backwards, 0u);
+}
+
+// A reading converted long after it was taken (a region recorded at its
+// end), many anchors later, lands where CLOCK_MONOTONIC was then: between
+// the kept anchors around it, also after the kept anchors were thinned
+// (here kept 1 ms apart, at most 8: thinned several times over 60 ms).
+TEST(TraceClock, OldReadingsConvertBetweenTheAnchorsAroundThem) {
+  std::string why;
+  if (!tsc_can_time_calls("", &why)) GTEST_SKIP() << why;
+  TraceClockConverter c;
+  c.keep_anchors(1000000, 8);
+  c.reset(true);
+  struct Reading {
+    uint64_t tsc, before, after;  // CLOCK_MONOTONIC around the TSC read
+  };
+  std::vector<Reading> old;
+  const uint64_t start = monotonic_ns();
+  while (monotonic_ns() - start < 60000000) {  // 60 ms: a reading and an anchor about every 0.5 ms
+    const uint64_t before = monotonic_ns(), tsc = read_tsc(), after = monotonic_ns();
+    old.push_back({tsc, before, after});
+    const uint64_t wait = monotonic_ns();
+    while (monotonic_ns() - wait < 500000) {
+    }
+    c.anchor();
+  }
+  ASSERT_GT(old.size(), 20u);
+  // Outside [before, after] by how much: the least disturbed reads say.
+  std::vector<int64_t> off;
+  for (const Reading& r : old) {
+    const uint64_t ns = c.to_ns(r.tsc);
+    off.push_back(ns < r.before ? int64_t(r.before - ns) : ns > r.after ? int64_t(ns - r.after) : 0);
+  }
+  std::sort(off.begin(), off.end());
+  EXPECT_LT(off[off.size() / 2], 500) << "the median reading, converted 0-60 ms and 1-120 anchors later";
+  uint64_t previous = 0;
+  for (const Reading& r : old) {
+    const uint64_t ns = c.to_ns(r.tsc);
+    EXPECT_GE(ns, previous) << "in order";
+    previous = ns;
+  }
 }
 
 }  // namespace
