@@ -59,7 +59,8 @@ class TraceClockConverter {
   void reset(bool tsc);
   // Takes an anchor now (the drain, at each pass).
   void anchor();
-  uint64_t to_ns(uint64_t reading) const {
+  // Inline: the drain converts two readings a call (its hot path).
+  __attribute__((always_inline)) uint64_t to_ns(uint64_t reading) const {
     if (!tsc_) return reading;
     if (__builtin_expect(reading < previous_.tsc, 0)) return older_to_ns(reading);
     const double ticks = static_cast<double>(static_cast<int64_t>(reading - last_.tsc));
@@ -82,7 +83,7 @@ class TraceClockConverter {
     uint64_t tsc = 0, ns = 0;
   };
   static Anchor read_anchor();
-  uint64_t older_to_ns(uint64_t reading) const;
+  __attribute__((noinline, cold)) uint64_t older_to_ns(uint64_t reading) const;
   void keep(const Anchor& a);
   bool tsc_ = false;
   Anchor base_, last_;  // the rate is measured from base_ to last_
