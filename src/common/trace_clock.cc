@@ -139,7 +139,7 @@ void TraceClockConverter::anchor() {
 }
 
 void TraceClockConverter::keep(const Anchor& a) {
-  if (kept_.size() >= max_kept_ && max_kept_ >= 2) {
+  if (kept_.size() >= max_kept_) {
     // Every other one goes (the first stays: the oldest readings need it).
     size_t n = 0;
     for (size_t i = 0; i < kept_.size(); i += 2) kept_[n++] = kept_[i];

@@ -75,8 +75,9 @@ class TraceClockConverter {
   // of anchors span 6.8 minutes at 100 ms, then 13.6 at 200 ms...).
   static constexpr uint64_t kKeptAnchorSpacingNs = 100000000;
   static constexpr size_t kMaxKeptAnchors = 4096;
-  // Other values than those (tests: many anchors in a short time), before reset().
-  void keep_anchors(uint64_t spacing_ns, size_t max) { first_spacing_ns_ = spacing_ns, max_kept_ = max; }
+  // Other values than those (tests: many anchors in a short time), before
+  // reset(); at least 2 kept, so that thinning leaves room.
+  void keep_anchors(uint64_t spacing_ns, size_t max) { first_spacing_ns_ = spacing_ns, max_kept_ = max < 2 ? 2 : max; }
 
  private:
   struct Anchor {
