@@ -8,7 +8,11 @@
 # parallel region; and over call_sites_mpi_bench, whose traced call is an
 # MPI_Allreduce of one int on MPI_COMM_SELF, one process). Also the first
 # call from each of 64 and 4,096 stacks never seen before, through code
-# seen before ("first_").
+# seen before ("first_"). Then, for each, what a traced call costs with
+# the capture window closed (hybridprof_stop: the calls pass through,
+# nothing samples), against plain and against the window open, measured
+# in one process in turn (call_sites_bench's BENCH_ALTERNATE_WINDOWS), 9
+# sites at 10 frames.
 # Targets: at most 150 ns added per traced call in steady state at every
 # shape; at most 3 us for a first call at 50 frames.
 #
@@ -29,3 +33,23 @@ for bench in call_sites_bench:NVTX call_sites_openmp_bench:OpenMP call_sites_mpi
 done
 [ "$ran" = 1 ] || exit 2
 echo "  (targets: at most +150 ns a call in steady state, +3000 ns for first_*_d50)"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+echo "Outside a capture window: ns a call, 9 sites at 10 frames, median of $runs runs"
+for bench in call_sites_bench:NVTX call_sites_openmp_bench:OpenMP call_sites_mpi_bench:MPI; do
+  program=$build/bin/${bench%%:*}
+  [ -x "$program" ] || continue
+  for i in $(seq "$runs"); do
+    "$program" "$inner" 11 10 9 | sed -n 's/^s9_d10_ns=//p' >>"$work/plain"
+    BENCH_ALTERNATE_WINDOWS=1 "$build/bin/hybridprof" -o "$work/run.$i" -- "$program" "$inner" 11 10 9 2>/dev/null \
+      | tr ' ' '\n' >"$work/figures"
+    sed -n 's/^s9_d10_ns=//p' "$work/figures" >>"$work/open"
+    sed -n 's/^s9_d10_closed_ns=//p' "$work/figures" >>"$work/closed"
+    rm -rf "$work/run.$i"
+  done
+  printf "  %-7s plain %8.1f   window closed %8.1f   window open %8.1f\n" "${bench#*:}" \
+    "$(median <"$work/plain")" "$(median <"$work/closed")" "$(median <"$work/open")"
+  rm -f "$work/plain" "$work/open" "$work/closed"
+done

@@ -17,6 +17,13 @@
 // Prints "s<SITES>_d<DEPTH>_ns=... first_s<SITES>_d<DEPTH>_ns=..." on one
 // line, for benchmarks/call_sites.sh, which runs it plain and profiled.
 //
+// With BENCH_ALTERNATE_WINDOWS=1, under hybridprof, the timed repetitions
+// alternate between the capture window closed and open (the control API's
+// hybridprof_stop and hybridprof_start): "s<SITES>_d<DEPTH>_closed_ns=..."
+// is then the calls' time with the window closed, where traced calls pass
+// straight through and nothing samples, beside the figure with it open,
+// from the same process at the same machine speed.
+//
 //   call_sites_bench [INNER=20000] [OUTER=11] [DEPTH] [SITES]   (one shape only, when given)
 #if defined(CALL_SITES_OPENMP)
 #include <omp.h>
@@ -32,6 +39,7 @@
 #include <string>
 #include <utility>
 
+#include "hybridprof/control.h"
 #include "median_time.h"
 
 namespace {
@@ -105,6 +113,12 @@ int main(int argc, char** argv) {
 #endif
   std::string line;
   char figure[96];
+  const char* alternate_env = std::getenv("BENCH_ALTERNATE_WINDOWS");
+  const bool alternate = alternate_env != nullptr && std::string(alternate_env) == "1";
+  if (alternate && hybridprof_recording() == 0) {
+    std::fprintf(stderr, "call_sites_bench: BENCH_ALTERNATE_WINDOWS=1 needs hybridprof, recording\n");
+    return 2;
+  }
   const int only_depth = argc > 3 ? std::atoi(argv[3]) : 0, only_sites = argc > 4 ? std::atoi(argv[4]) : 0;
   for (const int depth : {10, 50, 200}) {
     if (only_depth && depth != only_depth) continue;
@@ -125,8 +139,14 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       calls_in_turn(sites);
       const double first = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / sites;
-      const double steady = median_ns_per_call(inner, outer, calls_in_turn);
-      std::snprintf(figure, sizeof figure, "s%d_d%d_ns=%.1f ", sites, depth, steady);
+      if (alternate) {
+        const auto [closed, open] = alternating_ns_per_call(inner, outer, hybridprof_stop, hybridprof_start, calls_in_turn);
+        std::snprintf(figure, sizeof figure, "s%d_d%d_ns=%.1f s%d_d%d_closed_ns=%.1f ", sites, depth, open, sites, depth,
+                      closed);
+      } else {
+        std::snprintf(figure, sizeof figure, "s%d_d%d_ns=%.1f ", sites, depth,
+                      median_ns_per_call(inner, outer, calls_in_turn));
+      }
       line += figure;
       if (sites >= 64) {
         std::snprintf(figure, sizeof figure, "first_s%d_d%d_ns=%.1f ", sites, depth, first);

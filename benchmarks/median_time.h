@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 inline clockid_t bench_clock() {
@@ -31,18 +32,48 @@ inline double bench_now_ns(clockid_t clock) {
   return double(t.tv_sec) * 1e9 + double(t.tv_nsec);
 }
 
+// The figure of `outer` repetitions' times per call: their mean in CPU
+// time, their median on the wall clock (above).
+inline double summarize_ns_per_call(clockid_t clock, std::vector<double> per) {
+  if (per.empty()) return 0;
+  if (clock == CLOCK_THREAD_CPUTIME_ID) {
+    double total = 0;
+    for (const double t : per) total += t;
+    return total / double(per.size());
+  }
+  std::sort(per.begin(), per.end());
+  return per[per.size() / 2];
+}
+
+template <typename Body>
+double time_ns_per_call(clockid_t clock, int inner, Body& body) {
+  const double t0 = bench_now_ns(clock);
+  body(inner);
+  return (bench_now_ns(clock) - t0) / inner;
+}
+
 template <typename Body>
 double median_ns_per_call(int inner, int outer, Body body) {
   const clockid_t clock = bench_clock();
   std::vector<double> per;
-  double total = 0;
+  for (int o = 0; o < outer; ++o) per.push_back(time_ns_per_call(clock, inner, body));
+  return summarize_ns_per_call(clock, per);
+}
+
+// The same calls in two states of the process, `outer` repetitions of
+// each in turn (enter_a(), a repetition, enter_b(), a repetition, ...):
+// {figure in state a, figure in state b}. Two states compared within one
+// run share the machine's speed, where two runs may not: a VM that changes
+// speed for seconds at a time made one run's calls 1.7 times another's.
+template <typename EnterA, typename EnterB, typename Body>
+std::pair<double, double> alternating_ns_per_call(int inner, int outer, EnterA enter_a, EnterB enter_b, Body body) {
+  const clockid_t clock = bench_clock();
+  std::vector<double> a, b;
   for (int o = 0; o < outer; ++o) {
-    const double t0 = bench_now_ns(clock);
-    body(inner);
-    per.push_back((bench_now_ns(clock) - t0) / inner);
-    total += per.back();
+    enter_a();
+    a.push_back(time_ns_per_call(clock, inner, body));
+    enter_b();
+    b.push_back(time_ns_per_call(clock, inner, body));
   }
-  if (clock == CLOCK_THREAD_CPUTIME_ID) return total / outer;
-  std::sort(per.begin(), per.end());
-  return per[per.size() / 2];
+  return {summarize_ns_per_call(clock, a), summarize_ns_per_call(clock, b)};
 }
