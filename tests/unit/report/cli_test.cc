@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "otf2/archive_writer.h"
+#include "otf2/property_names.h"
 #include "test_support.h"
 
 namespace hybridprof::report {
@@ -69,6 +70,34 @@ TEST_F(Cli, EventsOutOfOrderAreShownWhenOneMovedAMicrosecond) {
       EXPECT_EQ(r.output.find("Events out of order"), std::string::npos) << r.output;
   }
   EXPECT_EQ(report(dir_ / "ok").output.find("Events out of order"), std::string::npos);
+}
+
+// Samples weighted by more periods than signals came (CPU-time timers,
+// which fire at scheduler ticks) say how many signals they came from; the
+// known archive's (no signal count) and one signal a sample say nothing.
+TEST_F(Cli, SamplesFromFewerSignalsSayHowMany) {
+  for (const uint64_t signals : {uint64_t{133}, uint64_t{1492}}) {
+    const std::string path = dir_ / ("signals" + std::to_string(signals));
+    {
+      otf2::ArchiveWriter w({.directory = path});
+      const uint32_t node = w.define_system_tree_node("host", "node", otf2::kUndefined);
+      const uint64_t thread = w.define_thread(w.define_process("app", node), "main");
+      const uint32_t context = w.define_calling_context(w.define_region("main", "main.cc", 1, otf2::Paradigm::kSampling),
+                                                        otf2::kUndefined, otf2::kUndefined);
+      w.write_sample(thread, 1000, context, 1, otf2::kUndefined);
+      w.set_thread_property(thread, otf2::property::kSamples, 1492);
+      w.set_thread_property(thread, otf2::property::kSampleSignals, signals);
+      w.close({});
+    }
+    CommandResult r = report(path);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const bool said = r.output.find("(threads report 1492 taken; from 133 signals, each weighted by the periods it "
+                                    "covered (CPU-time timers fire at scheduler ticks): shares are as certain as 133 "
+                                    "samples')") != std::string::npos;
+    EXPECT_EQ(said, signals == 133) << r.output;
+    EXPECT_EQ(r.output.find("signals, each weighted") != std::string::npos, signals == 133) << r.output;
+  }
+  EXPECT_EQ(report(dir_ / "ok").output.find("signals, each weighted"), std::string::npos);
 }
 
 TEST_F(Cli, FoldedOutputIsExact) {
