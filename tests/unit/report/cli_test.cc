@@ -29,6 +29,19 @@ void expect_one_line_error(const CommandResult& r, const std::string& fragment) 
   EXPECT_NE(r.output.find(fragment), std::string::npos) << r.output;
 }
 
+// An archive of one thread whose samples have one calling context (main),
+// written by `body` (samples, properties).
+template <typename Body>
+void write_one_thread(const std::string& path, Body body) {
+  otf2::ArchiveWriter w({.directory = path});
+  const uint32_t node = w.define_system_tree_node("host", "node", otf2::kUndefined);
+  const uint64_t thread = w.define_thread(w.define_process("app", node), "main");
+  const uint32_t context = w.define_calling_context(w.define_region("main", "main.cc", 1, otf2::Paradigm::kSampling),
+                                                    otf2::kUndefined, otf2::kUndefined);
+  body(w, thread, context);
+  w.close({});
+}
+
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override { otf2::testing::write_known_archive(dir_ / "ok"); }
@@ -49,16 +62,10 @@ TEST_F(Cli, PrintsTheReport) {
 TEST_F(Cli, EventsOutOfOrderAreShownWhenOneMovedAMicrosecond) {
   for (const uint64_t late_by : {3500, 400}) {
     const std::string path = dir_ / ("late" + std::to_string(late_by));
-    {
-      otf2::ArchiveWriter w({.directory = path});
-      const uint32_t node = w.define_system_tree_node("host", "node", otf2::kUndefined);
-      const uint64_t thread = w.define_thread(w.define_process("app", node), "main");
-      const uint32_t context = w.define_calling_context(w.define_region("main", "main.cc", 1, otf2::Paradigm::kSampling),
-                                                        otf2::kUndefined, otf2::kUndefined);
+    write_one_thread(path, [&](otf2::ArchiveWriter& w, uint64_t thread, uint32_t context) {
       for (uint64_t time : {uint64_t{10000}, 10000 - late_by, uint64_t{20000}, uint64_t{19900}})
         w.write_sample(thread, time, context, 1, otf2::kUndefined);
-      w.close({});
-    }
+    });
     CommandResult r = report(path);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     if (late_by >= 1000)
@@ -78,17 +85,11 @@ TEST_F(Cli, EventsOutOfOrderAreShownWhenOneMovedAMicrosecond) {
 TEST_F(Cli, SamplesFromFewerSignalsSayHowMany) {
   for (const uint64_t signals : {uint64_t{133}, uint64_t{1492}}) {
     const std::string path = dir_ / ("signals" + std::to_string(signals));
-    {
-      otf2::ArchiveWriter w({.directory = path});
-      const uint32_t node = w.define_system_tree_node("host", "node", otf2::kUndefined);
-      const uint64_t thread = w.define_thread(w.define_process("app", node), "main");
-      const uint32_t context = w.define_calling_context(w.define_region("main", "main.cc", 1, otf2::Paradigm::kSampling),
-                                                        otf2::kUndefined, otf2::kUndefined);
+    write_one_thread(path, [&](otf2::ArchiveWriter& w, uint64_t thread, uint32_t context) {
       w.write_sample(thread, 1000, context, 1, otf2::kUndefined);
       w.set_thread_property(thread, otf2::property::kSamples, 1492);
       w.set_thread_property(thread, otf2::property::kSampleSignals, signals);
-      w.close({});
-    }
+    });
     CommandResult r = report(path);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const bool said = r.output.find("(threads report 1492 taken; from 133 signals, each weighted by the periods it "
