@@ -40,10 +40,12 @@ TEST_F(Events, ForcedPosixTimers) {
   const std::string d = scratch / "D";
   RunOptions options;
   options.env["HYBRIDPROF_FORCE_TIMER"] = "1";
-  // 1.5 s of CPU: POSIX CPU timers fire on scheduler ticks (4 ms here), so
-  // this is ~375 samples; half a second was too few to order 30% and 20%
-  // reliably on a loaded machine.
-  const RunResult r = profile({"-o", d}, {fixture("split_workload"), "1", "1.5"}, options);
+  // 3 s of CPU: POSIX CPU timers fire on scheduler ticks (4 ms here), each
+  // signal weighted by the periods it covers, so this is ~750 signals alone
+  // and as few as ~270 beside three busy loops (the fixture reads its CPU
+  // clock every ~15 us, and a loaded machine then runs it between ticks:
+  // 133 signals in 1.5 s, which ordered 30% and 20% wrongly 2 runs in 6).
+  const RunResult r = profile({"-o", d}, {fixture("split_workload"), "1", "3"}, options);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   std::string error;
   auto p = load_profile(d, &error);
