@@ -179,9 +179,16 @@ __attribute__((always_inline)) inline EnteredRegion enter_region_timed(TracingHo
   return r;
 }
 
+// leave_region's body; `now_fn` gives the leave's time, read only for a
+// region that was recorded (one outside a capture window or on an untraced
+// thread reads no clock: before the trace clock is decided that is
+// clock_gettime, ~25 ns on a VM, which doubled an NVTX range's cost under
+// --paused).
+template <typename Now>
 __attribute__((always_inline)) inline void leave_region_timed(TracingHost& host, const EnteredRegion& r,
-                                                             uint32_t flags, uint64_t now) {
+                                                             uint32_t flags, Now now_fn) {
   if (r.thread == nullptr || !r.entered) return;
+  const uint64_t now = now_fn();
   ThreadState& t = *r.thread;
   Drain& drain = host.drain();
   if (t.traced_call_wants_early_drain(now)) drain.wake();
@@ -209,11 +216,7 @@ __attribute__((always_inline)) inline EnteredRegion enter_region_on(TracingHost&
 }
 
 __attribute__((always_inline)) inline void leave_region(TracingHost& host, const EnteredRegion& r, uint32_t flags) {
-  // No clock read for a region not recorded (its window closed, its thread
-  // untraced): before the trace clock is decided it is clock_gettime, ~25
-  // ns on a VM, which doubled an NVTX range's cost under --paused.
-  if (r.thread == nullptr || !r.entered) return;
-  detail::leave_region_timed(host, r, flags, trace_clock_now());
+  detail::leave_region_timed(host, r, flags, []() __attribute__((always_inline)) { return trace_clock_now(); });
 }
 
 __attribute__((always_inline)) inline EnteredRegion enter_region_at(TracingHost& host, uint32_t region,
@@ -224,7 +227,7 @@ __attribute__((always_inline)) inline EnteredRegion enter_region_at(TracingHost&
 }
 
 __attribute__((always_inline)) inline void leave_region_at(TracingHost& host, const EnteredRegion& r, uint64_t end) {
-  detail::leave_region_timed(host, r, 0, end);
+  detail::leave_region_timed(host, r, 0, [end]() __attribute__((always_inline)) { return end; });
 }
 
 }  // namespace hybridprof
