@@ -51,7 +51,7 @@ std::string capture_window_notice() {
   if (starts) line += "already open at " + std::to_string(starts) + " call" + (starts == 1 ? "" : "s") + " to open it";
   if (starts && stops) line += ", and ";
   if (stops) line += "already closed at " + std::to_string(stops) + " call" + (stops == 1 ? "" : "s") + " to close it";
-  return line + " (hybridprof_start/stop(), cudaProfilerStart/Stop()): they changed nothing";
+  return line + " (hybridprof_start/stop(), cudaProfilerStart/Stop(), cuProfilerStart/Stop()): they changed nothing";
 }
 
 }  // namespace hybridprof::preload

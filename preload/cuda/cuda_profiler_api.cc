@@ -1,15 +1,17 @@
 // cudaProfilerStart() / cudaProfilerStop() open and close the capture
-// window (preload/capture_window.cc), as Nsight Systems' cudaProfilerApi
-// capture range does: many CUDA codes already call them around the part
-// worth profiling. The runtime's definitions come first for the program
-// (and for libraries a framework loads into a scope of their own, whose
-// lookups search the global scope first); each then calls the CUDA
-// runtime's own, found in whichever loaded libcudart has it. The window
-// changes whatever CUDA answers (without a GPU it fails, and the program
-// sees that error as before).
+// window (preload/capture_window.cc; cuda_profiler_api.h says which layer
+// does): many CUDA codes already call them around the part worth
+// profiling. The runtime's definitions come first for the program (and for
+// libraries a framework loads into a scope of their own, whose lookups
+// search the global scope first); each then calls the CUDA runtime's own,
+// found in whichever loaded libcudart has it. The window changes whatever
+// CUDA answers (without a GPU it fails, and the program sees that error as
+// before).
 //
 // A program linked with the static CUDA runtime (nvcc's default) calls its
-// own copy, which no symbol reaches.
+// own copy, which no symbol reaches: CUPTI's callbacks see those calls.
+#include "preload/cuda/cuda_profiler_api.h"
+
 #include <dlfcn.h>
 #include <link.h>
 
@@ -51,23 +53,32 @@ ProfilerFn cuda_runtime_function(const char* name, void* self) {
 
 constexpr int kCudaErrorUnknown = 999;
 
-int call_cuda(const char* name, void* self) {
+int call_cuda(bool start, const char* name, void* self) {
+  profiler_api_enter(start, start ? "cudaProfilerStart()" : "cudaProfilerStop()");
   const ProfilerFn real = cuda_runtime_function(name, self);
-  return real ? real() : kCudaErrorUnknown;
+  const int result = real ? real() : kCudaErrorUnknown;
+  profiler_api_exit();
+  return result;
 }
 
+// How many layers of a profiler-API call this thread is inside.
+thread_local int t_profiler_api_depth = 0;
+
 }  // namespace
+
+void profiler_api_enter(bool start, const char* cause) {
+  if (t_profiler_api_depth++ == 0) set_capture_window(start, cause);
+}
+
+void profiler_api_exit() {
+  if (t_profiler_api_depth > 0) --t_profiler_api_depth;
+}
+
 }  // namespace hybridprof::preload
 
 using namespace hybridprof::preload;
 
 extern "C" {
-int cudaProfilerStart() {
-  set_capture_window(true, "cudaProfilerStart()");
-  return call_cuda("cudaProfilerStart", reinterpret_cast<void*>(&cudaProfilerStart));
-}
-int cudaProfilerStop() {
-  set_capture_window(false, "cudaProfilerStop()");
-  return call_cuda("cudaProfilerStop", reinterpret_cast<void*>(&cudaProfilerStop));
-}
+int cudaProfilerStart() { return call_cuda(true, "cudaProfilerStart", reinterpret_cast<void*>(&cudaProfilerStart)); }
+int cudaProfilerStop() { return call_cuda(false, "cudaProfilerStop", reinterpret_cast<void*>(&cudaProfilerStop)); }
 }

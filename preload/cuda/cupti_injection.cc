@@ -28,6 +28,7 @@
 #include "common/trace_switch.h"
 #include "cuda/activity_translator.h"
 #include "cuda/api_tracer.h"
+#include "preload/cuda/cuda_profiler_api.h"
 #include "trace/drain.h"
 #include "trace/event_source.h"
 #include "trace/traced_region.h"
@@ -246,6 +247,28 @@ void name_context_device(CUcontext context) {
   dlclose(driver);
 }
 
+// The profiler API's calls, which open and close the capture window
+// (preload/cuda/cuda_profiler_api.h): through CUPTI, a statically linked
+// CUDA runtime's calls too.
+struct ProfilerApiCall {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+  bool start;
+  const char* cause;
+};
+constexpr ProfilerApiCall kProfilerApiCalls[] = {
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, true, "cudaProfilerStart()"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, false, "cudaProfilerStop()"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, true, "cuProfilerStart()"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, false, "cuProfilerStop()"},
+};
+
+const ProfilerApiCall* profiler_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  for (const ProfilerApiCall& call : kProfilerApiCalls)
+    if (call.domain == domain && call.cbid == cbid) return &call;
+  return nullptr;
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     // A context's work is delivered before the context goes.
@@ -255,6 +278,13 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     return;
   }
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (const ProfilerApiCall* call = profiler_api_call(domain, cbid)) {
+    if (info->callbackSite == CUPTI_API_ENTER)
+      preload::profiler_api_enter(call->start, call->cause);
+    else
+      preload::profiler_api_exit();
+    return;
+  }
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   if (info->callbackSite == CUPTI_API_ENTER)
     api_enter(runtime, info->functionName, info->correlationId, aliases());
@@ -314,6 +344,9 @@ std::string start_cupti(TracingHost& host, GpuClock* clock) {
   if (error.empty())
     error = check(enable_calls(subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, kDriverCalls),
                   "cuptiEnableCallback");
+  for (const ProfilerApiCall& call : kProfilerApiCalls)
+    if (error.empty())
+      error = check(g_cupti.cuptiEnableCallback(1, subscriber, call.domain, call.cbid), "cuptiEnableCallback");
   for (const CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
     if (error.empty())
       error = check(g_cupti.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid), "cuptiEnableCallback");
@@ -333,7 +366,10 @@ std::string start_cupti(TracingHost& host, GpuClock* clock) {
 void start() {
   static std::once_flag once;
   std::call_once(once, [] {
-    TracingHost* host = traced_host();
+    // The process is profiled, whether or not a capture window is open
+    // now: CUDA initializes once, often before the window opens (--delay,
+    // --paused), and its calls and work are recorded once it does.
+    TracingHost* host = tracing_host();
     if (host == nullptr) return;
     std::string error = load_cupti();
     GpuClock clock;

@@ -54,6 +54,7 @@ bool Drain::start(const Options& options, const raw::ProcessBegin& begin, std::s
   start_ns_ = begin.monotonic_ns;
   recording_ = true;
   window_open_ = !options.start_closed;
+  window_history_.reset(!options.start_closed);
   open_at_ns_ = options.open_at_ns;
   close_at_ns_ = options.close_at_ns;
   ring_pool_.set_bytes(ThreadState::storage_bytes(options.ring_bytes));
@@ -215,6 +216,12 @@ void Drain::write_device_work_locked(bool all, const uint32_t* location) {
   device_work_.pop_ready(
       passes_, all,
       [&](const DeviceWork& w, uint32_t launch) {
+        // Work launched outside the capture windows (its launch was not
+        // recorded) that also ran outside them is not the windows'.
+        if (launch == DeviceWorkQueue::kNoLaunch && !window_history_.open_at(w.begin_ns)) {
+          ++device_work_outside_windows_;
+          return;
+        }
         new_nodes_.clear();
         const uint32_t parent = launch == DeviceWorkQueue::kNoLaunch ? raw::kRootComplete : launch;
         const uint32_t node = cct_.child(parent, raw::kTracedRegionModule, w.region, &new_nodes_);
@@ -1010,6 +1017,7 @@ bool Drain::set_window(bool open, uint64_t now_ns, const std::string& cause, uin
     std::lock_guard lock(mutex_);
     if (finished_ || window_open_.load()) return false;
     writer_.append(raw::Mark{now_ns, raw::MarkKind::kWindowOpen, location, cause});
+    window_history_.changed(now_ns, true);
     window_open_.store(true);
     return true;
   }
@@ -1017,6 +1025,7 @@ bool Drain::set_window(bool open, uint64_t now_ns, const std::string& cause, uin
   std::lock_guard lock(mutex_);
   if (finished_) return false;
   window_closed_ns_ = now_ns;
+  window_history_.changed(now_ns, false);
   drain_rings_locked();
   for (ThreadState* t : threads_) {
     t->drained.window_orphans += static_cast<uint32_t>(t->drained.open_regions.size() + t->drained.call_unwritten);
@@ -1060,6 +1069,10 @@ void Drain::finish_locked(const raw::ProcessEnd& end) {
     writer_.append(raw::LocationEnd{t->index, end.timestamp_ns, t->counters(), thread_name(*t)});
   }
   write_device_work_locked(/*all=*/true);
+  if (device_work_outside_windows_ > 0)
+    writer_.append(raw::Notice{std::to_string(device_work_outside_windows_) +
+                               " pieces of device work (kernels, copies...) launched and run outside the capture "
+                               "windows were left out"});
   for (uint32_t location : appended_locations_) writer_.append(raw::LocationEnd{location, end.timestamp_ns, {}, {}});
   appended_locations_.clear();
   flush_locked();

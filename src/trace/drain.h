@@ -24,6 +24,7 @@
 #include "trace/records.h"
 #include "trace/stack_merge.h"
 #include "trace/thread_state.h"
+#include "trace/window_history.h"
 #include "unwind/python/python_runtime.h"
 
 namespace hybridprof {
@@ -410,6 +411,10 @@ class Drain {
   std::atomic<bool> recording_{true};
   std::atomic<bool> window_open_{true};
   uint64_t window_closed_ns_ = 0;  // when the window last closed (under mutex_)
+  WindowHistory window_history_;   // under mutex_
+  // Device work that neither began in a window nor had a recorded launch:
+  // left out, and said at the end (under mutex_).
+  uint64_t device_work_outside_windows_ = 0;
   // The drain thread's: the next scheduled window changes (0: none).
   uint64_t open_at_ns_ = 0, close_at_ns_ = 0;
   // The poll timeout that wakes the drain thread for the first of them.
