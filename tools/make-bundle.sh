@@ -8,7 +8,7 @@
 #   tools/make-bundle.sh OUT_DIR [BUILD_DIR=build]
 #
 #   OUT_DIR/bin/      hybridprof, hybridprof-report, hybridprof-merge,
-#                     gpu_archive_facts, cuda_bench (where built)
+#                     gpu_archive_facts, cuda_bench and cuda_static_window (where built)
 #   OUT_DIR/lib/      libhybridprof.so, libhybridprof_job_archive.so and the
 #                     libraries they need
 #   OUT_DIR/share/hybridprof/benchmarks/gpu/check.sh   the GPU node check
@@ -40,14 +40,14 @@ if [ -e "$out" ] && { [ ! -d "$out" ] || { [ -n "$(ls -A "$out")" ] && [ ! -f "$
 fi
 
 targets=(hybridprof hybridprof-report hybridprof-merge hybridprof_runtime gpu_archive_facts)
-grep -q '^HYBRIDPROF_HAVE_CUPTI:INTERNAL=ON' "$build/CMakeCache.txt" && targets+=(cuda_bench)
+grep -q '^HYBRIDPROF_HAVE_CUPTI:INTERNAL=ON' "$build/CMakeCache.txt" && targets+=(cuda_bench cuda_static_window)
 grep -q '^MPI_C_FOUND:BOOL=TRUE' "$build/CMakeCache.txt" && targets+=(hybridprof_job_archive)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >/dev/null
 
 rm -rf "$out/bin" "$out/lib" "$out/share" "$out/BUNDLE-INFO"
 mkdir -p "$out/bin" "$out/lib" "$out/share/hybridprof/benchmarks/gpu"
 programs=()
-for p in hybridprof hybridprof-report hybridprof-merge gpu_archive_facts cuda_bench; do
+for p in hybridprof hybridprof-report hybridprof-merge gpu_archive_facts cuda_bench cuda_static_window; do
   [ -x "$build/bin/$p" ] && programs+=("$build/bin/$p")
 done
 ours=("$build/lib/libhybridprof.so")

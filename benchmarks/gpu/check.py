@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
@@ -133,6 +134,25 @@ def read_facts(text):
         elif key:
             facts[key] = int(value) if value.lstrip("-").isdigit() else value
     return facts, notices, threads, devices
+
+
+def static_window_fact(code, report, expected):
+    """(ok, figure) from cuda_static_window's exit status and report: one
+    capture window opened by cudaProfilerStart() and closed by
+    cudaProfilerStop(), `expected` memsets in the GPU activities, and no
+    call that changed nothing."""
+    lines = report.splitlines()
+    windows = [l for l in lines if "cudaProfilerStart()" in l and "cudaProfilerStop()" in l]
+    memsets = None
+    for l in lines:
+        m = re.match(r"\s*\S+%\s+\S+ \S+\s+(\d+)\s.*\[CUDA memset\]\s*$", l)
+        if m:
+            memsets = int(m.group(1))
+    nothing = "changed nothing" in report
+    ok = code == 0 and len(windows) == 1 and memsets == expected and not nothing
+    return ok, (f"exit {code}; {len(windows)} window(s) by the profiler API; "
+                f"{memsets if memsets is not None else 'no'} memsets recorded of {expected}"
+                + ("; a call changed nothing" if nothing else ""))
 
 
 def percent(a, b):
@@ -299,6 +319,21 @@ def main():
         verdict.add("CUPTI cost per traced CUDA call (cuda_overhead.sh)", False,
                     "no bin/cuda_bench in the bundle (built without the CUDA toolkit)"
                     if args.device == "cuda" else "not measured on the CPU")
+    # A static CUDA runtime's cudaProfilerStart/Stop (no interposer reaches
+    # them) open and close the window through CUPTI: only the memsets of
+    # the middle phase are recorded, the window once, no call "changed
+    # nothing".
+    static_window = bin_dir / "cuda_static_window"
+    if args.device == "cuda" and os.access(static_window, os.X_OK):
+        archive = work / "static_window"
+        code, out = run([bin_dir / "hybridprof", "--paused", "-o", archive, "--", static_window, "100"], log,
+                        timeout=args.run_timeout)
+        _, report = run([bin_dir / "hybridprof-report", archive], log)
+        verdict.add("static CUDA runtime: cudaProfilerStart/Stop open one window, its 100 memsets recorded",
+                    *static_window_fact(code, report, 100))
+    else:
+        verdict.add("static CUDA runtime: cudaProfilerStart/Stop open one window, its 100 memsets recorded", False,
+                    "no bin/cuda_static_window in the bundle" if args.device == "cuda" else "not run on the CPU")
     # The step verdict on a real DataLoader: a slow dataset makes the step
     # input-bound, a fast one with a heavier model does not; each within
     # STEP_VERDICT_POINTS of the share the program measures itself.
