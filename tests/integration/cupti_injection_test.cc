@@ -5,6 +5,7 @@
 // windows, a fork child, a CUPTI that refuses) is checked on every build.
 // What only a real GPU shows (CUPTI's own records, timing, PyTorch) is
 // benchmarks/gpu/check.sh's.
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <string>
@@ -173,6 +174,37 @@ TEST_F(FakeCupti, ARefusingCuptiIsSaidAndHostProfilingGoesOn) {
   EXPECT_EQ(said, 1) << r.describe();
   EXPECT_TRUE(read_cuda(d).device_work.empty());
   EXPECT_GT(Profile(d).inclusive_samples("launch_kernels"), 0u);
+}
+
+// The step verdict on the device (hybridprof-report --step): a Python
+// training loop whose steps wait in cudaDeviceSynchronize most of their
+// time is device-bound, with the share of step time the program measures
+// itself within 10 points and the advice that rests on it; one that
+// mostly computes is not, its share right too, and no device advice.
+TEST_F(FakeCupti, StepsWaitingForTheDeviceAreDeviceBound) {
+  if (!file_exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  for (const auto& [mode, bound] : {std::pair<std::string, bool>{"device", true}, {"compute", false}}) {
+    const std::string d = scratch / mode;
+    const RunResult r = profile(
+        {"-o", d}, {"/usr/bin/python3", fixture("python_device_bound.py"), fixture("libfake_cuda.so"), mode},
+        with_fake_cupti());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    double measured = -1, share = -1;
+    bool said_bound = false;
+    for (const std::string& line : split_lines(r.out)) std::sscanf(line.c_str(), "device_share %lf", &measured);
+    const RunResult report = run({report_tool(), "--step", "train_step", d});
+    for (const std::string& line : split_lines(report.out)) {
+      if (std::sscanf(line.c_str(), "  device-bound: %lf%%", &share) == 1) said_bound = true;
+      std::sscanf(line.c_str(), "  not device-bound: %lf%%", &share);
+    }
+    ASSERT_GE(share, 0) << mode << ": no device verdict\n" << report.describe();
+    EXPECT_EQ(said_bound, bound) << mode << "\n" << report.out;
+    EXPECT_NEAR(share, measured, 10.0) << mode << "\n" << report.out;
+    EXPECT_EQ(report.out.find("the step waits ") != std::string::npos &&
+                  report.out.find("of its time for the device") != std::string::npos,
+              bound)
+        << "device advice only where the share points to it\n" << report.out;
+  }
 }
 
 #endif  // HP_HAVE_FAKE_CUDA
