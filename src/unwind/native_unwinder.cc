@@ -208,6 +208,24 @@ WalkEnd walk(unw_cursor_t* cursor, uint64_t* ips, uint32_t* depth, uint32_t max_
   }
 }
 
+// SIGNAL PATH. The frame pointer a caller recovered from a return address
+// at `slot` continues with: the broken frame's own `rbp` when it points
+// into the stack (code that keeps the caller's, or a frame chain), else
+// the word below the return address when that does, above it: code
+// generated at run time that pushes rbp first and then uses it as a
+// scratch register (as JIT compilers may) saved the caller's there. A
+// caller whose unwind rule is rbp-based (any function built with frame
+// pointers) steps wrongly from a garbage rbp, and the recovery then
+// needs more scans, each of which may take a stale return address for a
+// frame (a glibc function between main and its caller, say). Plain loads
+// inside the thread's stack only.
+uint64_t caller_frame_pointer(uint64_t rbp, uint64_t slot, const StackBounds& stack) {
+  if (stack.contains(rbp)) return rbp;
+  if (!stack.contains(slot - 8)) return rbp;
+  const uint64_t saved = *reinterpret_cast<const uint64_t*>(slot - 8);
+  return saved > slot && stack.contains(saved) ? saved : rbp;
+}
+
 // SIGNAL PATH. The slow unwind: unw_step frame by frame from the
 // interrupted context, each frame's unwind table looked up (in the
 // snapshot) afresh. Where the tables end short of the thread's root, a
@@ -259,7 +277,7 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
     auto& regs = context.uc_mcontext.gregs;
     regs[REG_RIP] = greg_t(*reinterpret_cast<const uint64_t*>(slot));
     regs[REG_RSP] = greg_t(slot + 8);  // as the caller sees it once the call returned
-    regs[REG_RBP] = greg_t(from.rbp);
+    regs[REG_RBP] = greg_t(caller_frame_pointer(from.rbp, slot, stack));
     regs[REG_RBX] = greg_t(from.rbx);
     regs[REG_R12] = greg_t(from.r12);
     regs[REG_R13] = greg_t(from.r13);

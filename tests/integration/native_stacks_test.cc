@@ -34,6 +34,8 @@ TEST_F(NativeStacks, JitCodeAndItsCalleeUnwindToMain) {
   Profile p(dir);
   uint64_t in_jit = 0, in_callback = 0, whole = 0;
   std::string short_example;  // the first path that does not reach main
+  uint64_t wrong_main_caller = 0;
+  std::string wrong_caller_example;
   for (const auto& s : p.samples()) {
     const std::vector<std::string>& path = p.path_names(s.context);
     const std::string& leaf = p.leaf_name(s.context);
@@ -52,6 +54,17 @@ TEST_F(NativeStacks, JitCodeAndItsCalleeUnwindToMain) {
     whole += reaches_main;
     if (!reaches_main && short_example.empty())
       for (const std::string& frame : path) short_example += frame + ";";
+    // main's caller is the C library's start, as in any other sample: no
+    // frame taken from a stale return address between them (a recovered
+    // caller continued from the generated code's garbage rbp once read
+    // "__libc_start_call_main;__on_exit;main").
+    const auto at_main = std::find(path.begin(), path.end(), "main");
+    if (at_main != path.begin() && at_main != path.end() && *(at_main - 1) != "__libc_start_call_main" &&
+        *(at_main - 1) != "__libc_start_main") {
+      ++wrong_main_caller;
+      if (wrong_caller_example.empty())
+        for (const std::string& frame : path) wrong_caller_example += frame + ";";
+    }
   }
   const uint64_t total = p.samples().size();
   ASSERT_GT(total, 0u);
@@ -67,6 +80,7 @@ TEST_F(NativeStacks, JitCodeAndItsCalleeUnwindToMain) {
   // machine).
   EXPECT_LE((in_jit + in_callback - whole) * 500, in_jit + in_callback)
       << "samples under the generated code that stop short, as " << short_example;
+  EXPECT_LE(wrong_main_caller * 500, in_jit + in_callback) << "main called from elsewhere, as " << wrong_caller_example;
   EXPECT_LE(sum_thread_property(p, "UNWIND_FAILURES") * 50, total) << "at most 2% incomplete";
   EXPECT_GE(sum_thread_property(p, "UNWIND_RECOVERED"), (in_jit + in_callback) * 9 / 10)
       << "samples under the generated code needed a stack scan, and the archive says so";
