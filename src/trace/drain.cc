@@ -311,7 +311,7 @@ void Drain::flush_now() {
   std::lock_guard lock(mutex_);
   if (finished_) return;
   drain_rings_locked();
-  for (ThreadState* t : threads_) write_held_sample_locked(*t);  // all of it, now
+  for (ThreadState* t : threads_) write_held_samples_locked(*t);  // all of it, now
   flush_locked();
 }
 
@@ -358,11 +358,13 @@ void Drain::drain_thread_locked(ThreadState& t) {
       }
       convert_pending_enter_repeat_locked(t);
     }
-    // A held sample goes before the record read after it, but an enter,
-    // which decides (a late one may go first), and an event of before it.
+    // Held samples go before the record read after them, but an enter,
+    // which decides (a late one may go first), an event of before them,
+    // and a sample (hold_sample_locked decides: a run inside a call grows).
     if (h.type != uint16_t(RecordType::kRegionEnterRepeat) && h.type != uint16_t(RecordType::kRegionEnter) &&
-        h.type != uint16_t(RecordType::kCallRepeat) && !event_before_held_sample_locked(t, h))
-      write_held_sample_locked(t);
+        h.type != uint16_t(RecordType::kCallRepeat) && h.type != uint16_t(RecordType::kSample) &&
+        h.type != uint16_t(RecordType::kMixedSample) && !event_before_held_sample_locked(t, h))
+      write_held_samples_locked(t);
     // A loop's MPI calls are most of an MPI rank's records: a whole call
     // or two repeats a call, handled before the general dispatch.
     if (h.type == uint16_t(RecordType::kCallRepeat)) {
@@ -723,20 +725,31 @@ raw::CallShape& shape_of(ThreadState& t) {
 }  // namespace
 
 void Drain::hold_sample_locked(ThreadState& t, const raw::Sample& sample) {
-  write_held_sample_locked(t);
-  t.drained.held_sample = sample;
-  t.drained.sample_held = true;
+  DrainedThread& d = t.drained;
+  // A run of samples inside traced calls grows; any other sample ends it.
+  const bool run = d.samples_held > 0 && (sample.flags & kSampleInTracedCall) &&
+                   (d.held_samples[d.samples_held - 1].flags & kSampleInTracedCall);
+  if (!run) write_held_samples_locked(t);
+  if (d.samples_held == DrainedThread::kMaxHeldSamples) {
+    write_sample_locked(t, d.held_samples[0]);
+    std::move(d.held_samples.begin() + 1, d.held_samples.end(), d.held_samples.begin());
+    --d.samples_held;
+  }
+  d.held_samples[d.samples_held++] = sample;
 }
 
-void Drain::write_held_sample_locked(ThreadState& t) {
-  if (!t.drained.sample_held) return;
-  t.drained.sample_held = false;
-  writer_.append(t.drained.held_sample);
-  t.drained.last_sample_ns = std::max(t.drained.last_sample_ns, t.drained.held_sample.timestamp_ns);
+void Drain::write_sample_locked(ThreadState& t, const raw::Sample& sample) {
+  writer_.append(sample);
+  t.drained.last_sample_ns = std::max(t.drained.last_sample_ns, sample.timestamp_ns);
+}
+
+void Drain::write_held_samples_locked(ThreadState& t) {
+  for (uint32_t i = 0; i < t.drained.samples_held; ++i) write_sample_locked(t, t.drained.held_samples[i]);
+  t.drained.samples_held = 0;
 }
 
 bool Drain::event_before_held_sample_locked(const ThreadState& t, const RecordHeader& h) const {
-  if (!t.drained.sample_held) return false;
+  if (t.drained.samples_held == 0) return false;
   uint64_t reading = 0;
   switch (static_cast<RecordType>(h.type)) {
     case RecordType::kEvent:
@@ -751,20 +764,20 @@ bool Drain::event_before_held_sample_locked(const ThreadState& t, const RecordHe
     default:
       return false;
   }
-  return clock_.to_ns(reading) < t.drained.held_sample.timestamp_ns;
+  return clock_.to_ns(reading) < t.drained.oldest_held_sample().timestamp_ns;
 }
 
 bool Drain::sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const {
   // The reading converted only when it decides: a loop's enters (not late) skip it.
-  if (!(flags & kRegionEnterLate) || !t.drained.sample_held) return false;
-  const raw::Sample& held = t.drained.held_sample;
+  if (!(flags & kRegionEnterLate) || t.drained.samples_held == 0) return false;
+  const raw::Sample& held = t.drained.oldest_held_sample();
   return (held.flags & kSampleInTracedCall) || held.timestamp_ns >= clock_.to_ns(enter);
 }
 
 uint64_t Drain::late_enter_ns(const ThreadState& t, uint64_t timestamp, bool sample_inside) const {
   const uint64_t ns = region_ns(t, timestamp);
   // Not after the sample it encloses (a short call's clock reading may say so).
-  return sample_inside ? std::min(ns, t.drained.held_sample.timestamp_ns) : ns;
+  return sample_inside ? std::min(ns, t.drained.oldest_held_sample().timestamp_ns) : ns;
 }
 
 // Inline: two a call on the drain's hot path (write_call_repeat_locked).
@@ -774,7 +787,7 @@ __attribute__((always_inline)) inline uint64_t Drain::region_ns(const ThreadStat
 
 void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
   const bool sample_inside = sample_held_inside_locked(t, r.flags, r.timestamp);
-  if (!sample_inside) write_held_sample_locked(t);
+  if (!sample_inside) write_held_samples_locked(t);
   write_unwritten_call_locked(t);  // a call inside a call
   const uint64_t ns = late_enter_ns(t, r.timestamp, sample_inside);
   DrainedThread::UnwrittenCall& call = t.drained.unwritten_call;
@@ -821,12 +834,12 @@ void Drain::convert_enter_locked(ThreadState& t, const RegionRecord& r) {
 void Drain::convert_enter_repeat_locked(ThreadState& t, uint32_t slot, uint64_t timestamp) {
   DrainedThread::CallSite* known = t.drained.call_sites.find(slot);
   if (known == nullptr || known->generation == 0) {
-    write_held_sample_locked(t);
+    write_held_samples_locked(t);
     return;  // no producer writes that
   }
   DrainedThread::CallSite& site = *known;
   const bool sample_inside = sample_held_inside_locked(t, site.enter.flags, timestamp);
-  if (!sample_inside) write_held_sample_locked(t);
+  if (!sample_inside) write_held_samples_locked(t);
   write_unwritten_call_locked(t);  // a call inside a call
   // The loop case: the same call from the same place as last time (a
   // counting event's number moved on, as at the producer).
@@ -860,7 +873,7 @@ bool Drain::write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t ent
 void Drain::convert_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave) {
   if (write_call_repeat_locked(t, slot, enter, leave)) return;
   convert_enter_repeat_locked(t, slot, enter);
-  write_held_sample_locked(t);  // one the enter found inside the call (a late one)
+  write_held_samples_locked(t);  // one the enter found inside the call (a late one)
   convert_leave_repeat_locked(t, slot, leave);
 }
 
@@ -1041,7 +1054,7 @@ void Drain::mark(uint64_t now_ns, uint32_t location, const std::string& text) {
 }
 
 void Drain::leave_open_regions_locked(ThreadState& t, uint64_t end_ns) {
-  write_held_sample_locked(t);
+  write_held_samples_locked(t);
   write_unwritten_call_locked(t);
   for (auto& open = t.drained.open_regions; !open.empty(); open.pop_back())
     writer_.append(raw::Leave{{t.index, end_ns, open.back().region, open.back().node}});

@@ -253,14 +253,15 @@ class Drain {
   // at exit, a call the process exited in) end there, innermost first, so
   // every enter in the stream has its leave.
   void leave_open_regions_locked(ThreadState& t, uint64_t end_ns);
-  // The thread's last sample (DrainedThread::held_sample): held, and
-  // written. A late enter at trace clock reading `enter` goes before a held
-  // sample (then true), which it keeps held for its call's records after
-  // it, else after: when the sample is younger, or was taken inside a
-  // traced call (kSampleInTracedCall, so inside this one). It is then at
-  // late_enter_ns, no later than the sample.
+  // The thread's last samples (DrainedThread::held_samples): held, and
+  // written. A late enter at trace clock reading `enter` goes before the
+  // held samples (then true), which it keeps held for its call's records
+  // after it, else after: when the oldest is younger, or was taken inside
+  // a traced call (kSampleInTracedCall, so inside this one). It is then at
+  // late_enter_ns, no later than the oldest.
   void hold_sample_locked(ThreadState& t, const raw::Sample& sample);
-  void write_held_sample_locked(ThreadState& t);
+  void write_held_samples_locked(ThreadState& t);
+  void write_sample_locked(ThreadState& t, const raw::Sample& sample);
   bool sample_held_inside_locked(const ThreadState& t, uint32_t flags, uint64_t enter) const;
   // Whether record `h` is an event stamped before the held sample, and so
   // written before it: a call recorded after it ran, from a stack not seen
@@ -291,7 +292,7 @@ class Drain {
   // nothing unwritten (a call one would be inside of): a call's enter is
   // late for nothing, and its repeat can be written whole.
   static bool nothing_pending_locked(const ThreadState& t) {
-    return !t.drained.sample_held && !t.drained.call_unwritten;
+    return t.drained.samples_held == 0 && !t.drained.call_unwritten;
   }
   // The repeated enter drain_thread_locked kept back (DrainedThread::
   // pending_enter_repeat), if any, converted now.

@@ -33,14 +33,20 @@ struct DrainedThread {
     std::vector<uint64_t> frames;
   };
   std::vector<OpenRegion> open_regions;
-  // The thread's last sample, held back until its next record is read: a
-  // late enter (kRegionEnterLate: an OS-runtime wait, written at its end)
-  // that began before it is written first, so that a sample taken inside
-  // the wait (the kernel's CPU time entering or leaving it) stays inside
-  // it and the stream stays in time order. And the time of the last
-  // sample written: an enter or a leave read after it starts no earlier.
-  raw::Sample held_sample;
-  bool sample_held = false;
+  // The thread's last samples, held back until its next record is read: a
+  // late enter (kRegionEnterLate: an OS-runtime wait or an eager send,
+  // written at its end) that began before them is written first, so that
+  // samples taken inside the call (the kernel's CPU time entering or
+  // leaving a wait, a send polling its transport) stay inside it and the
+  // stream stays in time order. One sample, or a run of samples taken
+  // inside traced calls (kSampleInTracedCall: a call that ran for several
+  // sampling periods), at most kMaxHeldSamples: past that the oldest is
+  // written. And the time of the last sample written: an enter or a leave
+  // read after it starts no earlier.
+  static constexpr uint32_t kMaxHeldSamples = 16;
+  std::array<raw::Sample, kMaxHeldSamples> held_samples;
+  uint32_t samples_held = 0;
+  const raw::Sample& oldest_held_sample() const { return held_samples[0]; }
   uint64_t last_sample_ns = 0;
   // Regions a capture window's close ended (Drain::set_window) whose leave
   // has not come yet: a leave with none open is one of them, dropped.

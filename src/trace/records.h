@@ -176,9 +176,10 @@ enum RegionFlags : uint32_t {
   // OS-runtime wait, recorded only once it proved long enough; a small MPI
   // send, recorded after its message left): a sample
   // the thread took meanwhile (the kernel's time entering or leaving the
-  // wait) is before it in the ring. The drain holds each thread's last
-  // sample back until its next record, so that such an enter is written
-  // first and the sample inside the region (DrainedThread::held_sample).
+  // wait, a send polling its transport) is before it in the ring. The
+  // drain holds each thread's last samples back until its next record, so
+  // that such an enter is written first and the samples inside the region
+  // (DrainedThread::held_samples).
   kRegionEnterLate = 1u << 23,
 };
 inline constexpr uint32_t kEmptyEventKindShift = 8;

@@ -122,13 +122,13 @@ class DrainTest : public ::testing::Test {
     *m = EventRecord{m->header, ns, message(peer, 8, 0)};
     t_->ring.commit_exclusive();
   }
-  void sample(uint64_t ns) {
+  void sample(uint64_t ns, uint32_t flags = 0) {
     ASSERT_TRUE(t_->traced.calls.write_deferred_enter_shared(t_->ring));
     auto* s = reinterpret_cast<SampleRecord*>(
         t_->ring.reserve_exclusive(sizeof(SampleRecord), uint16_t(RecordType::kSample), 0));
     ASSERT_NE(s, nullptr);
     s->timestamp_ns = ns;
-    s->flags = 0;
+    s->flags = flags;
     s->weight = 1;
     t_->ring.commit_exclusive();
   }
@@ -228,6 +228,48 @@ TEST_F(DrainTest, ASampleTakenInsideALateRegionIsWrittenInsideIt) {
   EXPECT_EQ(stream(), (Seen{{'S', 90}, {'E', 100}, {'S', 150}, {'L', 200},
                             {'E', 250}, {'S', 260}, {'L', 300},
                             {'E', 320}, {'S', 340}, {'L', 380}, {'S', 400}}));
+}
+
+// An eager send that polled its transport for several sampling periods
+// (a loaded machine): every sample taken inside it precedes its late
+// enter in the ring, and all of them read back inside the call, whether
+// it is written as an enter and a leave or whole (a repeat). A sample
+// outside any traced call ends the run held.
+TEST_F(DrainTest, EverySampleTakenInsideALateCallIsWrittenInsideIt) {
+  sample(90);
+  sample(150, kSampleInTracedCall);
+  sample(170, kSampleInTracedCall);
+  sample(190, kSampleInTracedCall);
+  enter(100, 7, kRegionEnterLate);
+  leave(200, 7);
+  EXPECT_EQ(stream(), (Seen{{'S', 90}, {'E', 100}, {'S', 150}, {'S', 170}, {'S', 190}, {'L', 200}}));
+}
+
+TEST_F(DrainTest, EverySampleInsideALateCallWrittenWholeIsInsideIt) {
+  held_enters_ = true;
+  const RegionBody late{7, kRegionEnterLate, {}}, leaving{7, 0, {}};
+  const CallerStackCache::Ref ref{3, 11, true};
+  call_from(100, 120, late, leaving, ref);
+  sample(230, kSampleInTracedCall);
+  sample(260, kSampleInTracedCall);
+  call_from(200, 300, late, leaving, ref);
+  EXPECT_EQ(stream(), (Seen{{'E', 100}, {'L', 120}, {'E', 200}, {'S', 230}, {'S', 260}, {'L', 300}}));
+}
+
+// More samples inside one call than are held: the oldest are written
+// first and the enter starts after them (the stream stays in time order),
+// none is lost.
+TEST_F(DrainTest, ALongRunOfSamplesInsideACallLosesNone) {
+  for (uint64_t ns = 110; ns < 110 + 20 * 10; ns += 10) sample(ns, kSampleInTracedCall);
+  enter(100, 7, kRegionEnterLate);
+  leave(400, 7);
+  const Seen seen = stream();
+  EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [](const auto& e) { return e.first == 'S'; }), 20);
+  const auto enter_at = std::find_if(seen.begin(), seen.end(), [](const auto& e) { return e.first == 'E'; });
+  ASSERT_NE(enter_at, seen.end());
+  EXPECT_EQ(*enter_at, std::make_pair('E', uint64_t{140})) << "after the 4 samples written before it";
+  EXPECT_EQ(seen.end() - enter_at, 1 + 16 + 1) << "the enter, the samples held, the leave";
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.second < b.second; }));
 }
 
 // A send recorded after it ran, from a stack not seen before, has its
