@@ -13,6 +13,7 @@
 #include "sigsafe/safe_read.h"
 #include "unwind/libunwind_tls.h"
 #include "unwind/loader_snapshot.h"
+#include "unwind/recovered_callers.h"
 #include "unwind/return_address.h"
 #include "unwind/stack_scan.h"
 
@@ -164,14 +165,19 @@ struct Break {
 // scan recovers what the stack no longer holds.
 enum class WalkEnd { kRoot, kTruncated, kBreak, kCorrupt };
 
+// The callers this thread's last stack scan recovered (4 KiB a thread).
+__thread RecoveredCallers tls_recovered __attribute__((tls_model("initial-exec")));
+
 // SIGNAL PATH. Steps `cursor` outward, appending frames at ips[*depth...].
 // Stops at the thread's root, at max_depth (having seen one frame more), or
 // at a frame it cannot step out of truthfully: one in no module (JIT code:
 // libunwind would guess a frame-pointer chain), or one whose step fails or
 // ends the stack anywhere but at the root. `first_is_signal_frame`: the
 // cursor's first frame is the interrupted instruction, not a return address.
+// `record`: where the return-address slots of frames at ips[record_base...]
+// are noted (RecoveredCallers::slot_for), or null.
 WalkEnd walk(unw_cursor_t* cursor, uint64_t* ips, uint32_t* depth, uint32_t max_depth, bool first_is_signal_frame,
-             Break* at_break) {
+             Break* at_break, RecoveredCallers* record = nullptr, uint32_t record_base = 0) {
   bool first = true;
   for (;;) {
     unw_word_t ip = 0, sp = 0;
@@ -183,6 +189,9 @@ WalkEnd walk(unw_cursor_t* cursor, uint64_t* ips, uint32_t* depth, uint32_t max_
       return WalkEnd::kBreak;
     }
     if (*depth > max_depth) return WalkEnd::kTruncated;
+    // The call that made this frame's caller pushed ip just below sp.
+    if (record != nullptr && *depth >= record_base)
+      if (uint64_t* slot = record->slot_for(*depth - record_base)) *slot = sp - 8;
     ips[(*depth)++] = ip;
     const bool tables = in_module(first && first_is_signal_frame ? ip : ip - 1);
     if (!tables && !first && !is_jit_return_address(ip)) {
@@ -249,6 +258,12 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
   if (depth == 0) return 0;
   const uint32_t unrecovered_depth = depth;
   const StackBounds stack = this_thread_stack();
+  // The callers the last recovery found, if they are still in place.
+  if (end == WalkEnd::kBreak)
+    if (const uint32_t recalled = tls_recovered.recall(pending.sp, stack, ips, depth, max_depth)) {
+      *flags |= kSampleUnwindRecovered;
+      return recalled;
+    }
   // The recoveries in progress, innermost last: where each walk broke, and
   // its scan, which resumes where it stopped when a candidate fails.
   Break breaks[kMaxRecoveries];
@@ -285,7 +300,7 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
     regs[REG_R15] = greg_t(from.r15);
     depth = from.depth;
     if (unw_init_local2(&cursor, &context, 0) != 0) continue;
-    end = walk(&cursor, ips, &depth, max_depth, false, &pending);
+    end = walk(&cursor, ips, &depth, max_depth, false, &pending, &tls_recovered, breaks[0].depth);
     new_break = true;
     if (end == WalkEnd::kCorrupt) {  // this candidate led nowhere: the next one
       end = WalkEnd::kBreak;
@@ -296,7 +311,10 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
     *flags |= kSampleUnwindFailed;
     return unrecovered_depth;  // what the tables gave, before any recovery
   }
-  if (levels > 0) *flags |= kSampleUnwindRecovered;
+  if (levels > 0) {
+    *flags |= kSampleUnwindRecovered;
+    if (end == WalkEnd::kRoot) tls_recovered.remember(breaks[0].sp, ips, breaks[0].depth, depth, stack);
+  }
   if (end == WalkEnd::kTruncated) {
     *flags |= kSampleTruncated;
     return max_depth;

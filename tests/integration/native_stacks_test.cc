@@ -89,6 +89,31 @@ TEST_F(NativeStacks, JitCodeAndItsCalleeUnwindToMain) {
   EXPECT_NE(report.out.find("Recovered unwinds"), std::string::npos) << report.out;
 }
 
+// The same code under 151 frames of recursion (an interpreter's depth):
+// every sample under it has them all, whether its callers were found by a
+// scan and a step-by-step walk to main, or recalled (the thread's last
+// recovery, proved still in place slot by slot: RecoveredCallers).
+TEST_F(NativeStacks, JitCodeUnderADeepCallerUnwindsWhole) {
+  const std::string dir = scratch / "J";
+  const RunResult r = profile({"-o", dir}, {fixture("jit_workload"), "1", "150"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Profile p(dir);
+  uint64_t under_jit = 0, whole = 0;
+  std::string example;
+  for (const auto& s : p.samples()) {
+    const std::vector<std::string>& path = p.path_names(s.context);
+    if (!on_path(path, "jit_spin_kernel")) continue;
+    ++under_jit;
+    const auto nested = std::count(path.begin(), path.end(), "nest_deeper");
+    const bool ok = nested == 151 && path.front() == "_start" && on_path(path, "run_jit_work");
+    whole += ok;
+    if (!ok && example.empty())
+      example = std::to_string(nested) + " nest_deeper frames, from " + path.front();
+  }
+  ASSERT_GT(under_jit, p.samples().size() / 2);
+  EXPECT_LE((under_jit - whole) * 500, under_jit) << "samples under the generated code cut short, as " << example;
+}
+
 // kernel_workload: samples cover user plus system CPU time, and the kernel
 // time (a [kernel] leaf) sits under the function that made it.
 TEST_F(NativeStacks, KernelTimeIsSampledUnderTheFunctionThatEnteredTheKernel) {
