@@ -86,11 +86,17 @@ void write_sample(Runtime& rt, ThreadState& t, uint64_t now, uint32_t depth, uin
   if (flags & kSampleUnwindRecovered) t.sampled.unwind_recovered.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The handler's time on this sample, from `since` (its start) to now.
+// The handler's time on this sample, from `since` (its start) to now
+// (SampledThread::handler_ns says why a slow one is counted apart).
 void count_handler_time(ThreadState& t, uint64_t since) {
   constexpr auto relaxed = std::memory_order_relaxed;
-  t.sampled.signals.store(t.sampled.signals.load(relaxed) + 1, relaxed);
-  t.sampled.handler_ns.store(t.sampled.handler_ns.load(relaxed) + (monotonic_ns() - since), relaxed);
+  SampledThread& s = t.sampled;
+  s.signals.store(s.signals.load(relaxed) + 1, relaxed);
+  const uint64_t took = monotonic_ns() - since;
+  if (took > SampledThread::kSlowHandlerNs)
+    s.slow_handlers.store(s.slow_handlers.load(relaxed) + 1, relaxed);
+  else
+    s.handler_ns.store(s.handler_ns.load(relaxed) + took, relaxed);
 }
 
 void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* ucontext, bool in_kernel) {

@@ -52,6 +52,9 @@ inline constexpr const char* kUnwindRecovered = "UNWIND_RECOVERED";
 // nanoseconds it spent in them (the kernel's delivery not included).
 inline constexpr const char* kSampleSignals = "SAMPLE_SIGNALS";
 inline constexpr const char* kSampleHandlerNs = "SAMPLE_HANDLER_NS";
+// Of the signals, those whose handler took over 250 us (switched out by the
+// scheduler meanwhile, mostly): their time is not in SAMPLE_HANDLER_NS.
+inline constexpr const char* kSampleHandlerSlow = "SAMPLE_HANDLER_SLOW";
 inline constexpr const char* kTid = "TID";
 // Samples whose Python stack is incomplete: the frame chain could not be read
 // to its end, or did not match the native evaluation frames it replaces.

@@ -162,6 +162,7 @@ struct ThreadCounters {
   uint64_t ring_flush_ns = 0;   // ... and the time the thread waited for that
   uint64_t sample_signals = 0;  // sample signals its handler took (a timer's one may stand for several periods)
   uint64_t sample_handler_ns = 0;  // ... and the time the handler took for them (signal delivery not included)
+  uint64_t sample_handler_slow = 0;  // ... of them, handlers that took over kSlowHandlerNs (left out of the time)
 };
 // Every counter, in stream order. The raw stream, the finalizer's
 // definitions file and the archive's thread properties walk this list: a
@@ -171,7 +172,7 @@ inline constexpr uint64_t ThreadCounters::*kThreadCounterFields[] = {
     &ThreadCounters::samples,        &ThreadCounters::dropped,          &ThreadCounters::unwind_failed,
     &ThreadCounters::truncated,      &ThreadCounters::dropped_events,   &ThreadCounters::unwind_recovered,
     &ThreadCounters::ring_flushes,   &ThreadCounters::ring_flush_ns,    &ThreadCounters::sample_signals,
-    &ThreadCounters::sample_handler_ns,
+    &ThreadCounters::sample_handler_ns, &ThreadCounters::sample_handler_slow,
 };
 static_assert(sizeof kThreadCounterFields / sizeof kThreadCounterFields[0] == sizeof(ThreadCounters) / sizeof(uint64_t),
               "every ThreadCounters field is in kThreadCounterFields");

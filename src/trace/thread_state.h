@@ -116,6 +116,7 @@ struct ThreadState {
     c.ring_flush_ns = drained.ring_flush_ns;
     c.sample_signals = sampled.signals.load(relaxed);
     c.sample_handler_ns = sampled.handler_ns.load(relaxed);
+    c.sample_handler_slow = sampled.slow_handlers.load(relaxed);
     return c;
   }
 };

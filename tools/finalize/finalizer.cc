@@ -52,6 +52,7 @@ constexpr CounterProperty kCounterProperties[] = {
     {&raw::ThreadCounters::ring_flush_ns, otf2::property::kRingFlushNs},
     {&raw::ThreadCounters::sample_signals, otf2::property::kSampleSignals},
     {&raw::ThreadCounters::sample_handler_ns, otf2::property::kSampleHandlerNs},
+    {&raw::ThreadCounters::sample_handler_slow, otf2::property::kSampleHandlerSlow},
 };
 static_assert(std::size(kCounterProperties) == std::size(raw::kThreadCounterFields),
               "each thread counter has its property");

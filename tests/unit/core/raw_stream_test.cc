@@ -108,6 +108,7 @@ TEST(RawStream, EveryThreadCounterSurvivesTheStream) {
   const ThreadCounters& back = std::get<LocationEnd>(records[1]).counters;
   for (auto field : kThreadCounterFields) EXPECT_EQ(back.*field, end.counters.*field);
   EXPECT_EQ(back.sample_handler_ns, 59049u);  // the tenth
+  EXPECT_EQ(back.sample_handler_slow, 177147u);
   std::remove(path.c_str());
 }
 

@@ -101,6 +101,27 @@ TEST_F(Cli, SamplesFromFewerSignalsSayHowMany) {
   EXPECT_EQ(report(dir_ / "ok").output.find("signals, each weighted"), std::string::npos);
 }
 
+// The handler's mean leaves out handlers the scheduler switched out (over
+// 250 us on the wall clock), and says how many.
+TEST_F(Cli, TheHandlersMeanLeavesOutHandlersSwitchedOut) {
+  for (const uint64_t slow : {uint64_t{0}, uint64_t{10}}) {
+    const std::string path = dir_ / ("slow" + std::to_string(slow));
+    write_one_thread(path, [&](otf2::ArchiveWriter& w, uint64_t thread, uint32_t context) {
+      w.write_sample(thread, 1000, context, 1, otf2::kUndefined);
+      w.set_thread_property(thread, otf2::property::kSamples, 110);
+      w.set_thread_property(thread, otf2::property::kSampleSignals, 100 + slow);
+      w.set_thread_property(thread, otf2::property::kSampleHandlerNs, 400000);  // 4 us each of the 100
+      w.set_thread_property(thread, otf2::property::kSampleHandlerSlow, slow);
+    });
+    CommandResult r = report(path);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(slow ? "4.0 us a sample (mean of 100; 10 more over 250 us, switched out meanwhile, left out)"
+                                 : "4.0 us a sample (mean of 100)"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 TEST_F(Cli, FoldedOutputIsExact) {
   CommandResult r = report("--folded " + dir_ / "ok/traces.otf2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
