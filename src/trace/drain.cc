@@ -873,7 +873,7 @@ bool Drain::write_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t ent
 void Drain::convert_call_repeat_locked(ThreadState& t, uint32_t slot, uint64_t enter, uint64_t leave) {
   if (write_call_repeat_locked(t, slot, enter, leave)) return;
   convert_enter_repeat_locked(t, slot, enter);
-  write_held_samples_locked(t);  // one the enter found inside the call (a late one)
+  write_held_samples_locked(t);  // those the enter found inside the call (a late one)
   convert_leave_repeat_locked(t, slot, leave);
 }
 
