@@ -121,7 +121,8 @@ void record_sample(Runtime& rt, ThreadState& t, const siginfo_t* info, void* uco
   uint32_t flags = in_kernel ? uint32_t{kSampleInKernel} : 0u;
   if (sigsafe::inside(sigsafe::Section::kTracedCall)) flags |= kSampleInTracedCall;
   bool snapshot_stale = false;
-  const uint32_t depth = unwind_signal_context(ucontext, t.unwind_scratch, rt.config.max_depth, &flags, &snapshot_stale);
+  const uint32_t depth = unwind_signal_context(ucontext, t.unwind_scratch, rt.config.max_depth, &flags, &snapshot_stale,
+                                               &t.sampled.recovered_callers);
   const uint32_t python_depth = read_python_frames(rt, t, &flags);
   write_sample(rt, t, now, depth, python_depth, flags, weight, snapshot_stale);
   count_handler_time(t, now);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "unwind/python/python_stack.h"
+#include "unwind/recovered_callers.h"
 
 namespace hybridprof {
 
@@ -26,6 +27,10 @@ struct SampledThread {
   uint64_t python_thread_state = 0;           // the handler's cache of this thread's PyThreadState
   std::unique_ptr<python::PythonReadWindow> python_window;  // Python programs: made at the thread's start
   std::unique_ptr<python::SeenCodes> python_seen_codes;     // ... with this
+  // The callers the handler's last stack scan recovered (4 KiB: in the
+  // thread's storage, not in static TLS, which a dlopen()ed runtime could
+  // not get).
+  RecoveredCallers recovered_callers;
 
   std::atomic<uint64_t> samples{0}, dropped{0}, unwind_failed{0}, truncated{0}, unwind_recovered{0};
   // The handler's own cost: the signals it took and the time it spent on

@@ -165,9 +165,6 @@ struct Break {
 // scan recovers what the stack no longer holds.
 enum class WalkEnd { kRoot, kTruncated, kBreak, kCorrupt };
 
-// The callers this thread's last stack scan recovered (4 KiB a thread).
-__thread RecoveredCallers tls_recovered __attribute__((tls_model("initial-exec")));
-
 // SIGNAL PATH. Steps `cursor` outward, appending frames at ips[*depth...].
 // Stops at the thread's root, at max_depth (having seen one frame more), or
 // at a frame it cannot step out of truthfully: one in no module (JIT code:
@@ -243,7 +240,8 @@ uint64_t caller_frame_pointer(uint64_t rbp, uint64_t slot, const StackBounds& st
 // recovery is kept only when its continuation reaches the root (or fills
 // max_depth), and the next candidate is tried otherwise, backtracking
 // through nested recoveries. Returns the depth, 0 when it cannot start.
-uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t max_depth, uint32_t* flags) {
+uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t max_depth, uint32_t* flags,
+                                  RecoveredCallers* recovered) {
   // On x86-64 Linux libunwind's context is a ucontext_t; a copy, since
   // unw_init_local2 takes it writable (and libunwind reads it while the
   // cursor lives).
@@ -259,8 +257,8 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
   const uint32_t unrecovered_depth = depth;
   const StackBounds stack = this_thread_stack();
   // The callers the last recovery found, if they are still in place.
-  if (end == WalkEnd::kBreak)
-    if (const uint32_t recalled = tls_recovered.recall(pending.sp, stack, ips, depth, max_depth)) {
+  if (end == WalkEnd::kBreak && recovered != nullptr)
+    if (const uint32_t recalled = recovered->recall(pending.sp, stack, ips, depth, max_depth)) {
       *flags |= kSampleUnwindRecovered;
       return recalled;
     }
@@ -300,7 +298,7 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
     regs[REG_R15] = greg_t(from.r15);
     depth = from.depth;
     if (unw_init_local2(&cursor, &context, 0) != 0) continue;
-    end = walk(&cursor, ips, &depth, max_depth, false, &pending, &tls_recovered, breaks[0].depth);
+    end = walk(&cursor, ips, &depth, max_depth, false, &pending, recovered, breaks[0].depth);
     new_break = true;
     if (end == WalkEnd::kCorrupt) {  // this candidate led nowhere: the next one
       end = WalkEnd::kBreak;
@@ -313,7 +311,8 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
   }
   if (levels > 0) {
     *flags |= kSampleUnwindRecovered;
-    if (end == WalkEnd::kRoot) tls_recovered.remember(breaks[0].sp, ips, breaks[0].depth, depth, stack);
+    if (end == WalkEnd::kRoot && recovered != nullptr)
+      recovered->remember(breaks[0].sp, ips, breaks[0].depth, depth, stack);
   }
   if (end == WalkEnd::kTruncated) {
     *flags |= kSampleTruncated;
@@ -327,14 +326,14 @@ uint32_t step_from_signal_context(const ucontext_t* uc, uint64_t* ips, uint32_t 
 // so its result is the one to trust. A module the snapshot misses (the
 // first the fast path met) is offered to those lookups for this unwind.
 uint32_t unwind_step_by_step(const ucontext_t* uc, uint64_t* ips, uint32_t depth, uint32_t max_depth,
-                             uint32_t* flags, bool* snapshot_stale) {
+                             uint32_t* flags, bool* snapshot_stale, RecoveredCallers* recovered) {
   const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
   LoaderSnapshot& snapshot = LoaderSnapshot::instance();
   bool offered = snapshot.offer_missed(interrupted);
   for (uint32_t i = 0; i < depth && !offered; ++i) offered = snapshot.offer_missed(ips[i]);
   if (snapshot_stale) *snapshot_stale = offered;
   uint32_t slow_flags = 0;
-  const uint32_t slow_depth = step_from_signal_context(uc, ips, max_depth, &slow_flags);
+  const uint32_t slow_depth = step_from_signal_context(uc, ips, max_depth, &slow_flags, recovered);
   LoaderSnapshot::forget_missed();
   if (slow_depth != 0) {
     *flags |= slow_flags;
@@ -355,13 +354,13 @@ uint32_t unwind_step_by_step(const ucontext_t* uc, uint64_t* ips, uint32_t depth
 uint32_t first_unwind_of_thread(const ucontext_t* uc, uint64_t* ips, uint32_t max_depth, uint32_t* flags,
                                 bool* snapshot_stale) {
   uint32_t step_flags = 0;
-  uint32_t depth = unwind_step_by_step(uc, ips, 0, max_depth, &step_flags, snapshot_stale);
+  uint32_t depth = unwind_step_by_step(uc, ips, 0, max_depth, &step_flags, snapshot_stale, nullptr);
   if (step_flags & (kSampleUnwindFailed | kSampleUnwindRecovered)) {
     // Again, with the modules its frames are in offered to the lookups
     // (as the fast path's frames are, on later samples): a module loaded
     // since the snapshot's rebuild breaks the walk where it is met.
     step_flags = 0;
-    depth = unwind_step_by_step(uc, ips, depth, max_depth, &step_flags, snapshot_stale);
+    depth = unwind_step_by_step(uc, ips, depth, max_depth, &step_flags, snapshot_stale, nullptr);
   }
   // Two frames at least: the code that called into libunwind's pool is one
   // step from the interrupted one (in libc's mmap or mutex) at most.
@@ -391,7 +390,7 @@ uint32_t first_unwind_of_thread(const ucontext_t* uc, uint64_t* ips, uint32_t ma
 // the thread's root is done again step by step, which looks the module up
 // again (only then: it costs several times the fast path).
 uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth, uint32_t* flags,
-                               bool* snapshot_stale) {
+                               bool* snapshot_stale, RecoveredCallers* recovered) {
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uint64_t interrupted = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
   SnapshotLookups lookups;
@@ -415,7 +414,7 @@ uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth
       return depth;
     }
   }
-  return unwind_step_by_step(uc, ips, depth, max_depth, flags, snapshot_stale);
+  return unwind_step_by_step(uc, ips, depth, max_depth, flags, snapshot_stale, recovered);
 }
 
 bool libunwind_lookups_use_snapshot() { return tls_snapshot_lookups != 0; }

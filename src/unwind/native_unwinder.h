@@ -33,10 +33,12 @@ void prepare_unwinder_for_thread(bool with_trace_cache = false, size_t stack_byt
 // `ips` must have room for max_depth + 8 entries (the handler's own frames
 // are unwound first and dropped). Sets *snapshot_stale when the unwind went
 // through a module loaded since LoaderSnapshot's last rebuild (found all
-// the same, at a cost, until the snapshot is rebuilt).
+// the same, at a cost, until the snapshot is rebuilt). `recovered`: the
+// thread's RecoveredCallers (recovered_callers.h), or null to remember none.
 inline constexpr uint32_t kUnwindScratchFrames = 8;
+class RecoveredCallers;
 uint32_t unwind_signal_context(void* ucontext, uint64_t* ips, uint32_t max_depth, uint32_t* flags,
-                               bool* snapshot_stale = nullptr);
+                               bool* snapshot_stale = nullptr, RecoveredCallers* recovered = nullptr);
 
 // Outside signal handlers (traced-region enters): unwinds the calling
 // thread from this function's caller outwards into ips[0..max_depth); every

@@ -11,7 +11,8 @@
 // position, as CallerStackCache argues for traced calls), and the
 // recovery is a load per frame.
 //
-// SIGNAL PATH: fixed storage, plain loads inside the thread's stack only.
+// SIGNAL PATH: fixed storage (the thread's, made at its start), plain loads
+// inside the thread's stack only.
 #pragma once
 
 #include <cstdint>
